@@ -1,0 +1,44 @@
+#!/bin/bash
+# make check driver for the libev integration test: starts a private
+# redis-server (tests/redis-harness.sh), runs tests/integration/test_libev
+# against it, always stops redis, and exits with the test's status
+# (77 = SKIP when redis-server is missing, unless CI is set).
+#
+# The harness is found next to this script (in $(srcdir), also for VPATH
+# builds); the test binary in the build tree: $REDLEASE_BUILDDIR (exported by
+# AM_TESTS_ENVIRONMENT), else the current directory (make check runs tests
+# from $(top_builddir)). REDLEASE_TEST_BIN overrides the binary, and
+# REDLEASE_TEST_TIMEOUT (seconds, default 300, 0 = none) bounds its runtime.
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/../redis-harness.sh" || exit 99
+
+bin=${REDLEASE_TEST_BIN:-${REDLEASE_BUILDDIR:-.}/tests/integration/test_libev}
+if [ ! -x "$bin" ]; then
+    echo "run-libev.sh: test binary '$bin' not found (run from the build tree)" >&2
+    exit 99
+fi
+
+rc=0
+redis_harness_start || rc=$?
+if [ "$rc" -eq 77 ]; then
+    echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
+    exit 0
+elif [ "$rc" -ne 0 ]; then
+    echo "Bail out! could not start redis-server (exit $rc)"
+    exit 1
+fi
+
+limit=${REDLEASE_TEST_TIMEOUT:-300}
+if [ "$limit" != 0 ] && command -v timeout >/dev/null 2>&1; then
+    rc=0
+    redis_harness_exec timeout --kill-after=10 "$limit" "$bin" "$@" || rc=$?
+    [ "$rc" -eq 124 ] && echo "run-libev.sh: $bin timed out after ${limit}s" >&2
+else
+    rc=0
+    redis_harness_exec "$bin" "$@" || rc=$?
+fi
+
+redis_harness_stop
+trap - EXIT INT TERM HUP
+exit "$rc"
