@@ -1,0 +1,273 @@
+/* redlease: Redis-backed distributed leases for event-driven C servers.
+ *
+ * One redlease_client owns one hiredis async connection and runs on the
+ * caller's event loop through an adapter (<redlease/libev.h>, or your own:
+ * see "Loop adapters" below). A redlease_lock is one acquire -> hold ->
+ * release lifecycle of one resource.
+ *
+ * Lifetime rules (the contract):
+ *  - If a call that takes a callback returns an error, that callback never
+ *    runs. Callbacks never run inside the call that started the operation:
+ *    they are delivered from the client's timer on the loop.
+ *  - on_acquire runs exactly once (REDLEASE_OK, an error, or
+ *    REDLEASE_ECANCELED). on_lost runs at most once, and only after a
+ *    successful acquire. on_release runs exactly once and is the last
+ *    callback of that handle; after it returns the handle is freed.
+ *  - Every handle from a successful redlease_acquire() is ended by exactly
+ *    one redlease_release(), in any state: it cancels a pending acquire,
+ *    releases a held lease, or just frees a failed or lost one.
+ *  - Any API call is safe from inside any callback, including
+ *    redlease_client_free() and redlease_release() of the same handle.
+ *  - redlease_client_free() ends every handle of the client at once: pending
+ *    acquires get on_acquire(REDLEASE_ECANCELED), held leases get
+ *    on_lost(REDLEASE_LOST_CLOSED) (the key is left to its TTL), and handles
+ *    being released get on_release(REDLEASE_ECANCELED), all before free
+ *    returns. Calls made from those callbacks (redlease_acquire,
+ *    redlease_release) return REDLEASE_ECANCELED. After that no callback of
+ *    that client runs and every handle is gone.
+ *
+ * Threads: a client and its handles belong to the thread running its loop.
+ */
+#ifndef REDLEASE_H
+#define REDLEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define REDLEASE_EXTERN __attribute__((visibility("default")))
+#else
+#define REDLEASE_EXTERN
+#endif
+
+#define REDLEASE_VERSION_MAJOR 0
+#define REDLEASE_VERSION_MINOR 1
+#define REDLEASE_VERSION_PATCH 0
+#define REDLEASE_VERSION "0.1.0"
+/* The version of the library actually linked (may differ from the header). */
+REDLEASE_EXTERN const char *redlease_version(void);
+
+/* ------------------------------------------------------------------ status */
+/* REDLEASE_OK is 0 and every error is negative. Values are stable. */
+enum redlease_status {
+    REDLEASE_OK = 0,
+    REDLEASE_EINVAL = -1,    /* argument that cannot work */
+    REDLEASE_ENOMEM = -2,    /* out of memory */
+    REDLEASE_EBUSY = -3,     /* held by another holder; wait budget or attempts ran out */
+    REDLEASE_ETIMEDOUT = -4, /* Redis did not answer in time */
+    REDLEASE_ECANCELED = -5, /* released before the acquire completed, or client freed */
+    REDLEASE_ECONN = -6,     /* no connection to Redis */
+    REDLEASE_EREDIS = -7,    /* Redis answered with an error (see redlease_client_errstr) */
+    REDLEASE_EPROTO = -8,    /* unexpected reply */
+    REDLEASE_ENOTHELD = -9,  /* release: the lease was no longer ours (expired or taken) */
+    REDLEASE_ESYS = -10      /* the OS refused (no randomness for a token); see errno */
+};
+
+/* Reasons passed to the lost callback. */
+enum redlease_lost_reason {
+    REDLEASE_LOST_EXPIRED = 1,   /* local validity deadline passed before a renewal was confirmed */
+    REDLEASE_LOST_NOT_OWNER = 2, /* Redis says the key is gone or holds another token */
+    REDLEASE_LOST_MAX_HOLD = 3,  /* the lease reached its max_hold_ms cap */
+    REDLEASE_LOST_CLOSED = 4     /* the client was freed or closed while the lease was held */
+};
+
+/* A short English text for a status code; never NULL. */
+REDLEASE_EXTERN const char *redlease_strerror(int status);
+/* A short English text for a lost reason; never NULL. */
+REDLEASE_EXTERN const char *redlease_lost_reason_str(int reason);
+
+/* ----------------------------------------------------------------- handles */
+typedef struct redlease_client redlease_client;
+typedef struct redlease_lock redlease_lock;
+
+typedef void (*redlease_acquire_cb)(redlease_lock *lk, int status, void *arg);
+typedef void (*redlease_lost_cb)(redlease_lock *lk, int reason, void *arg);
+typedef void (*redlease_release_cb)(redlease_lock *lk, int status, void *arg);
+typedef void (*redlease_close_cb)(redlease_client *c, void *arg);
+
+/* ----------------------------------------------------------------- client */
+typedef struct redlease_client_options {
+    const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
+    int port;                   /* 6379 */
+    const char *unix_path;      /* NULL; when set, used instead of host/port */
+    const char *username;       /* NULL: AUTH password alone (or no AUTH) */
+    const char *password;       /* NULL: no AUTH. Never logged nor put in events. */
+    int db;                     /* 0; nonzero: SELECT db after connecting */
+    const char *key_prefix;     /* "lock:"; prepended to every resource name */
+    int64_t connect_timeout_ms; /* 2000 */
+    int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
+    int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
+    int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
+} redlease_client_options;
+
+REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);
+
+/* Creates a client (strings in o are copied). o NULL: defaults. It does not
+ * connect until a loop is attached (redlease_libev_attach() or
+ * redlease_client_attach_loop()). */
+REDLEASE_EXTERN int redlease_client_new(redlease_client **out, const redlease_client_options *o);
+
+/* Graceful close: cancels pending acquires, releases every held lease
+ * (compare-and-delete, within command_timeout_ms), then calls done (may be
+ * NULL) from the loop and frees the client. Handles are ended as by
+ * redlease_client_free(), except that held leases are deleted in Redis. */
+REDLEASE_EXTERN void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg);
+
+/* Immediate free; see the lifetime rules above. NULL is a no-op. */
+REDLEASE_EXTERN void redlease_client_free(redlease_client *c);
+
+/* Monotonic clock in milliseconds; the default reads CLOCK_MONOTONIC.
+ * Replace it before attaching a loop (tests, simulations). */
+typedef int64_t (*redlease_clock_fn)(void *arg);
+REDLEASE_EXTERN int redlease_client_set_clock(redlease_client *c, redlease_clock_fn fn, void *arg);
+
+/* Random numbers for backoff jitter; the default is a xorshift generator
+ * seeded from the OS. Pin it to make backoff sequences reproducible. */
+typedef uint32_t (*redlease_rng_fn)(void *arg);
+REDLEASE_EXTERN int redlease_client_set_rng(redlease_client *c, redlease_rng_fn fn, void *arg);
+
+/* Text of the last Redis or connection error seen by this client ("" if none).
+ * Valid until the next call into the library. */
+REDLEASE_EXTERN const char *redlease_client_errstr(const redlease_client *c);
+
+/* 1 if the connection is up and ready for commands. */
+REDLEASE_EXTERN int redlease_client_connected(const redlease_client *c);
+
+/* ------------------------------------------------------------ observability */
+enum redlease_event_type {
+    REDLEASE_EV_ATTEMPT = 1,    /* an acquire attempt was sent (attempt = 1, 2, ...) */
+    REDLEASE_EV_ACQUIRED,       /* lease confirmed; rtt_ms, remaining_ms */
+    REDLEASE_EV_CONTENDED,      /* the key is held by someone else; retry_in_ms */
+    REDLEASE_EV_ACQUIRE_FAILED, /* on_acquire gets status */
+    REDLEASE_EV_RENEWED,        /* renewal confirmed; rtt_ms, remaining_ms */
+    REDLEASE_EV_RENEW_FAILED,   /* renewal not confirmed (status); lease at risk; remaining_ms */
+    REDLEASE_EV_LOST,           /* status carries the lost reason */
+    REDLEASE_EV_RELEASED,       /* on_release gets status */
+    REDLEASE_EV_CONNECTED,      /* connection ready (after AUTH/SELECT) */
+    REDLEASE_EV_DISCONNECTED,   /* connection lost or connect failed (status) */
+    REDLEASE_EV_RECONNECTING    /* next connect in retry_in_ms */
+};
+
+typedef struct redlease_event {
+    int type;             /* enum redlease_event_type */
+    const char *key;      /* full key, or NULL for connection events */
+    const char *token;    /* the lease token, or NULL */
+    int64_t ttl_ms;
+    int status;           /* a status code, or a lost reason for REDLEASE_EV_LOST */
+    int64_t rtt_ms;       /* round trip of the confirming command, or -1 */
+    int64_t remaining_ms; /* local validity left, or -1 */
+    int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
+    int attempt;          /* acquire attempt number, or 0 */
+    const char *detail;   /* Redis/connection error text, or NULL */
+} redlease_event;
+
+/* Called synchronously as things happen; keep it short. Any API call is
+ * allowed from it. Pointers in ev are valid only during the call. */
+typedef void (*redlease_event_cb)(redlease_client *c, const redlease_event *ev, void *arg);
+REDLEASE_EXTERN void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void *arg);
+
+typedef struct redlease_stats {
+    uint64_t attempts, acquired, contended, acquire_failed;
+    uint64_t renewed, renew_failed, lost, released;
+    uint64_t connects, disconnects, commands_sent, timeouts;
+    uint64_t locks_now; /* handles alive */
+    uint64_t held_now;  /* handles in the held state */
+} redlease_stats;
+REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_stats *out);
+
+/* ------------------------------------------------------------------ locks */
+#define REDLEASE_RENEW_OFF (-1)   /* renew_interval_ms: never renew */
+#define REDLEASE_WAIT_FOREVER (-1) /* wait_ms: retry until acquired or released */
+
+enum redlease_jitter {
+    REDLEASE_JITTER_FULL = 0,        /* delay = U[0, min(max, base * 2^n)] */
+    REDLEASE_JITTER_DECORRELATED = 1 /* delay = min(max, U[base, 3 * previous]) */
+};
+
+typedef struct redlease_lock_options {
+    int64_t ttl_ms;            /* 30000; at least 10 */
+    int64_t renew_interval_ms; /* 0: ttl/3; REDLEASE_RENEW_OFF: never; else below ttl_ms */
+    int64_t wait_ms;           /* 0: one attempt; REDLEASE_WAIT_FOREVER; budget for retries */
+    int64_t retry_base_ms;     /* 50 */
+    int64_t retry_max_ms;      /* 1000 */
+    int max_attempts;          /* 0: no cap */
+    int64_t max_hold_ms;       /* 0: no cap; renewals stop and on_lost(MAX_HOLD) fires */
+    int fencing;               /* nonzero: mint a fencing token with the lease */
+    int jitter;                /* enum redlease_jitter */
+} redlease_lock_options;
+
+REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
+
+/* Longest resource name accepted (bytes, without the key prefix). */
+#define REDLEASE_MAX_RESOURCE 1024
+
+/* Starts acquiring resource (o NULL: defaults). Returns REDLEASE_OK and
+ * *out, or an error and then no callback runs. on_lost may be NULL. */
+REDLEASE_EXTERN int redlease_acquire(redlease_client *c, const char *resource,
+                                     const redlease_lock_options *o,
+                                     redlease_acquire_cb on_acquire, redlease_lost_cb on_lost,
+                                     void *arg, redlease_lock **out);
+
+/* Ends the handle (see lifetime rules). on_release(status) may be NULL:
+ *   REDLEASE_OK        our key was deleted, or nothing was ever held
+ *   REDLEASE_ENOTHELD  the lease was no longer ours (expired, taken, lost)
+ *   other errors       Redis was not reached; the key expires by its TTL
+ * Returns REDLEASE_EINVAL if lk is NULL or already being released. */
+REDLEASE_EXTERN int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *arg);
+
+/* 1 if the lease is held and locally valid now: safe to act. It is 0 while
+ * the connection that confirmed it is down, and after a reconnect until a
+ * renewal confirms it again. */
+REDLEASE_EXTERN int redlease_lock_held(const redlease_lock *lk);
+/* Local validity left in ms (0 if not held). */
+REDLEASE_EXTERN int64_t redlease_lock_remaining_ms(const redlease_lock *lk);
+REDLEASE_EXTERN const char *redlease_lock_token(const redlease_lock *lk);
+REDLEASE_EXTERN const char *redlease_lock_key(const redlease_lock *lk);
+/* The fencing token minted with this lease; 0 unless fencing. Strictly
+ * increases across holders of one resource, also across Redis restarts
+ * that lose the counter (it restarts from the server's TIME in us). */
+REDLEASE_EXTERN uint64_t redlease_lock_fence(const redlease_lock *lk);
+REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
+
+/* ---------------------------------------------------------- loop adapters */
+/* An adapter gives the client one one-shot timer and attaches every hiredis
+ * context the client creates (reconnects included) to the loop. Writing one
+ * for another loop takes three functions:
+ *   attach    attach ac to the loop (e.g. redisLibevAttach); 0 or -1.
+ *   timer_set arm the single timer to fire after after_ms (0 allowed),
+ *             replacing any earlier setting; after_ms < 0 disarms it. Must
+ *             not call back into redlease. Keep sub-millisecond precision:
+ *             after_ms / 1000.0, not / 1000.
+ *   detach    the client is going away: disarm the timer and free the
+ *             adapter's state. Called exactly once.
+ * When the timer fires, call redlease_client_on_timer(c). */
+struct redisAsyncContext;
+typedef struct redlease_loop_ops {
+    int (*attach)(void *loop_data, struct redisAsyncContext *ac);
+    void (*timer_set)(void *loop_data, int64_t after_ms);
+    void (*detach)(void *loop_data);
+} redlease_loop_ops;
+
+/* Binds the client to a loop and starts connecting. ops must stay valid for
+ * the client's life. Once only: a second call returns REDLEASE_EINVAL. On an
+ * error return, detach is not called. */
+REDLEASE_EXTERN int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops,
+                                                void *loop_data);
+/* The adapter's timer fired. */
+REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
+
+/* ---------------------------------------------------------------- memory */
+/* Replace malloc/realloc/free for the library's own allocations (not
+ * hiredis's). Call before creating any client. NULL arguments restore libc. */
+REDLEASE_EXTERN void redlease_set_allocator(void *(*malloc_fn)(size_t),
+                                            void *(*realloc_fn)(void *, size_t),
+                                            void (*free_fn)(void *));
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDLEASE_H */

@@ -1,0 +1,15 @@
+/* The library's allocator: libc unless redlease_set_allocator() replaced it.
+ * Every allocation in the core goes through here, so the tests can fail the
+ * Nth allocation and check that nothing leaks and every error is reported. */
+#ifndef REDLEASE_ALLOC_H
+#define REDLEASE_ALLOC_H
+#include <stddef.h>
+
+void *rl_malloc(size_t n);
+void *rl_calloc(size_t n, size_t m);
+void *rl_realloc(void *p, size_t n);
+void rl_free(void *p);
+/* A copy of s (NULL stays NULL); *ok is cleared when the copy failed. */
+char *rl_strdup(const char *s, int *ok);
+
+#endif

@@ -1,0 +1,523 @@
+/* The client: one connection, one loop timer, and the lifetime rules.
+ *
+ * Every deadline (connect, handshake, reconnect, and each lock's next
+ * action) sits in one min-heap; the loop sees a single one-shot timer armed
+ * for the earliest. redlease_client_on_timer() is the only place that runs
+ * lock callbacks, so a user callback never runs inside hiredis.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "client.h"
+
+static int64_t monotonic_ms(void *arg)
+{
+    (void)arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t rl_now(const redlease_client *c) { return c->clock(c->clock_arg); }
+
+int rl_client_ready(const redlease_client *c) { return c->conn == RL_CONN_READY && !c->dead; }
+
+void rl_set_errstr(redlease_client *c, const char *s, size_t n)
+{
+    if (!s) s = "", n = 0;
+    if (n >= sizeof c->errstr) n = sizeof c->errstr - 1;
+    memcpy(c->errstr, s, n);
+    c->errstr[n] = '\0';
+}
+
+void rl_emit(redlease_client *c, const redlease_event *ev)
+{
+    if (c->event_cb && !c->dead) c->event_cb(c, ev, c->event_arg);
+}
+
+static void emit_conn(redlease_client *c, int type, int status, int64_t retry_in)
+{
+    redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
+                         .retry_in_ms = retry_in, .detail = c->errstr[0] ? c->errstr : NULL};
+    rl_emit(c, &ev);
+}
+
+/* ------------------------------------------------------------- creation */
+
+int redlease_client_new(redlease_client **out, const redlease_client_options *o)
+{
+    redlease_client_options defaults;
+    if (!out) return REDLEASE_EINVAL;
+    *out = NULL;
+    if (!o) {
+        redlease_client_options_init(&defaults);
+        o = &defaults;
+    }
+    int rc = rl_client_options_check(o);
+    if (rc) return rc;
+
+    redlease_client *c = rl_calloc(1, sizeof *c);
+    if (!c) return REDLEASE_ENOMEM;
+    rl_heap_init(&c->heap);
+    rl_list_init(&c->locks);
+    rl_list_init(&c->waiting);
+    rl_list_init(&c->notify);
+    int ok = 1;
+    c->host = rl_strdup(o->unix_path ? NULL : o->host, &ok);
+    c->unix_path = rl_strdup(o->unix_path, &ok);
+    c->username = rl_strdup(o->username, &ok);
+    c->password = rl_strdup(o->password, &ok);
+    c->prefix = rl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
+    if (!ok) {
+        redlease_client_free(c);
+        return REDLEASE_ENOMEM;
+    }
+    c->prefix_len = strlen(c->prefix);
+    c->port = o->port;
+    c->db = o->db;
+    c->connect_timeout = o->connect_timeout_ms;
+    c->command_timeout = o->command_timeout_ms;
+    c->clock = monotonic_ms;
+    rl_xorshift_seed(&c->xs);
+    c->rng.fn = rl_xorshift_next;
+    c->rng.arg = &c->xs;
+    rl_backoff_init(&c->reconnect, REDLEASE_JITTER_FULL, o->reconnect_min_ms, o->reconnect_max_ms);
+    c->armed_at = -1;
+    c->conn = RL_CONN_IDLE;
+    c->wake.idx = RL_HEAP_OUT;
+    c->transport_new = rl_transport_hiredis_new;
+    *out = c;
+    return REDLEASE_OK;
+}
+
+int redlease_client_set_clock(redlease_client *c, redlease_clock_fn fn, void *arg)
+{
+    if (!c || !fn || c->loop) return REDLEASE_EINVAL;
+    c->clock = fn;
+    c->clock_arg = arg;
+    return REDLEASE_OK;
+}
+
+int redlease_client_set_rng(redlease_client *c, redlease_rng_fn fn, void *arg)
+{
+    if (!c || !fn) return REDLEASE_EINVAL;
+    c->rng.fn = fn;
+    c->rng.arg = arg;
+    return REDLEASE_OK;
+}
+
+void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void *arg)
+{
+    if (!c) return;
+    c->event_cb = fn;
+    c->event_arg = arg;
+}
+
+const char *redlease_client_errstr(const redlease_client *c) { return c ? c->errstr : ""; }
+
+int redlease_client_connected(const redlease_client *c) { return c && rl_client_ready(c); }
+
+void redlease_client_stats(const redlease_client *c, redlease_stats *out)
+{
+    if (!out) return;
+    if (!c) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = c->stats;
+}
+
+void rl_client_set_transport_factory(redlease_client *c,
+                                     int (*fn)(rl_transport *, redlease_client *,
+                                               const redlease_loop_ops *, void *))
+{
+    c->transport_new = fn;
+}
+
+/* ----------------------------------------------------------- the timer */
+
+/* Arms the loop timer for the earliest thing to do. Called when leaving the
+ * library, so the adapter never sees a timer_set from inside itself. */
+static void arm(redlease_client *c)
+{
+    if (!c->loop) return;
+    int64_t at;
+    int hs_failed = c->hs_failed && c->conn == RL_CONN_HANDSHAKE;
+    if (!rl_list_empty(&c->notify) || c->flush_needed || hs_failed || c->dead || c->close_check) {
+        at = 0; /* due now */
+    } else {
+        rl_heap_node *top = rl_heap_top(&c->heap);
+        at = top ? top->at : RL_NEVER;
+    }
+    int64_t after;
+    if (at == RL_NEVER) {
+        after = -1;
+    } else {
+        int64_t now = rl_now(c);
+        after = at > now ? at - now : 0;
+        at = now + after;
+    }
+    /* Same absolute deadline as last time: nothing to tell the loop. */
+    if (after >= 0 && at == c->armed_at) return;
+    if (after < 0 && c->armed_at < 0) return;
+    c->armed_at = after < 0 ? -1 : at;
+    c->loop->timer_set(c->loop_data, after);
+}
+
+void rl_enter(redlease_client *c) { c->depth++; }
+
+static void teardown(redlease_client *c);
+
+void rl_leave(redlease_client *c)
+{
+    if (--c->depth > 0) return;
+    /* Freed from inside a transport callback: hiredis must not be freed
+     * there, so arm() (c->dead) asks the loop for an immediate tick. */
+    arm(c);
+}
+
+/* ---------------------------------------------------------- connection */
+
+/* The client's own deadline: the connection's, or the end of a graceful
+ * close if that comes first. */
+static void schedule_conn(redlease_client *c, int64_t at)
+{
+    c->conn_at = at;
+    if (c->closing && c->close_deadline < at) at = c->close_deadline;
+    if (c->wake.idx != RL_HEAP_OUT) rl_heap_update(&c->heap, &c->wake, at);
+}
+
+static void reconnect_later(redlease_client *c, int64_t now)
+{
+    int64_t d = rl_backoff_next(&c->reconnect, &c->rng);
+    c->conn = RL_CONN_BACKOFF;
+    schedule_conn(c, now + d);
+    emit_conn(c, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
+}
+
+static void start_connect(redlease_client *c, int64_t now)
+{
+    rl_endpoint ep = {c->host, c->port, c->unix_path};
+    c->hs_failed = 0;
+    c->flush_needed = 0;
+    int rc = c->tr.ops->connect(c->tr.self, &ep);
+    if (rc) {
+        c->stats.disconnects++;
+        emit_conn(c, REDLEASE_EV_DISCONNECTED, rc, -1);
+        reconnect_later(c, now);
+        return;
+    }
+    c->conn = RL_CONN_CONNECTING;
+    schedule_conn(c, now + c->connect_timeout);
+}
+
+/* Drops the connection we have (timeout, failed handshake); never called
+ * from inside a transport callback. */
+static void drop_connection(redlease_client *c, int status, const char *why, int64_t now)
+{
+    if (why) rl_set_errstr(c, why, strlen(why));
+    c->hs_failed = 0;
+    c->conn = RL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
+    c->tr.ops->close(c->tr.self);
+    c->stats.disconnects++;
+    emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+    reconnect_later(c, now);
+}
+
+int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops, void *loop_data)
+{
+    if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
+    if (c->loop || c->dead || c->closing) return REDLEASE_EINVAL;
+    int rc = rl_heap_insert(&c->heap, &c->wake, RL_NEVER);
+    if (rc) return rc;
+    rc = c->transport_new(&c->tr, c, ops, loop_data);
+    if (rc) {
+        rl_heap_remove(&c->heap, &c->wake);
+        return rc;
+    }
+    c->have_transport = 1;
+    c->loop = ops;
+    c->loop_data = loop_data;
+    rl_enter(c);
+    start_connect(c, rl_now(c));
+    rl_leave(c);
+    return REDLEASE_OK;
+}
+
+static void handshake_send(redlease_client *c, int kind, int script, int argc, const char **argv)
+{
+    rl_req *req = rl_calloc(1, sizeof *req);
+    if (!req) {
+        c->hs_failed = REDLEASE_ENOMEM;
+        return;
+    }
+    req->c = c;
+    req->kind = kind;
+    req->script = script;
+    req->t0 = rl_now(c);
+    req->epoch = c->epoch + 1;
+    size_t lens[4];
+    for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    if (rl_client_submit(c, req, argc, argv, lens)) {
+        rl_free(req);
+        c->hs_failed = REDLEASE_ECONN;
+        return;
+    }
+    c->hs_pending++;
+}
+
+void rl_core_on_connected(redlease_client *c, int status, const char *detail)
+{
+    if (c->dead || c->conn != RL_CONN_CONNECTING) return;
+    rl_enter(c);
+    int64_t now = rl_now(c);
+    if (status) {
+        rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+        c->stats.disconnects++;
+        emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+        reconnect_later(c, now);
+    } else {
+        /* AUTH and SELECT come before anything else on the connection; the
+         * scripts are loaded so that EVALSHA can be used. Replies arrive in
+         * order, and nothing else is sent until all are answered. */
+        c->conn = RL_CONN_HANDSHAKE;
+        c->hs_pending = 0;
+        c->hs_failed = 0;
+        schedule_conn(c, now + c->command_timeout);
+        if (c->password) {
+            const char *argv[3] = {"AUTH", c->username ? c->username : c->password, c->password};
+            handshake_send(c, RL_REQ_AUTH, -1, c->username ? 3 : 2, argv);
+        }
+        if (c->db) {
+            char db[16];
+            snprintf(db, sizeof db, "%d", c->db);
+            const char *argv[2] = {"SELECT", db};
+            handshake_send(c, RL_REQ_SELECT, -1, 2, argv);
+        }
+        for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
+            const char *argv[3] = {"SCRIPT", "LOAD", rl_script_src[i]};
+            handshake_send(c, RL_REQ_LOAD, i, 3, argv);
+        }
+    }
+    rl_leave(c);
+}
+
+void rl_core_note_error(redlease_client *c, const char *detail)
+{
+    rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+}
+
+void rl_core_on_disconnected(redlease_client *c, int status, const char *detail)
+{
+    if (c->dead) return;
+    rl_enter(c);
+    rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+    c->stats.disconnects++;
+    emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+    reconnect_later(c, rl_now(c));
+    rl_leave(c);
+}
+
+static void handshake_reply(redlease_client *c, rl_req *req, const rl_reply *r)
+{
+    if (c->conn != RL_CONN_HANDSHAKE || req->epoch != c->epoch + 1) return;
+    c->hs_pending--;
+    if (!r) return; /* the disconnect report follows */
+    if (req->kind == RL_REQ_LOAD) {
+        /* A server that refuses SCRIPT LOAD still gets EVAL. */
+        if (r->type == RL_REPLY_STRING && r->len == 40) {
+            memcpy(c->sha[req->script], r->str, 40);
+            c->sha[req->script][40] = '\0';
+        } else {
+            c->sha[req->script][0] = '\0';
+        }
+    } else if (r->type != RL_REPLY_STATUS) {
+        if (r->type == RL_REPLY_ERROR) rl_set_errstr(c, r->str, r->len);
+        c->hs_failed = r->type == RL_REPLY_ERROR ? REDLEASE_EREDIS : REDLEASE_EPROTO;
+    }
+    if (c->hs_pending == 0 && !c->hs_failed) {
+        c->conn = RL_CONN_READY;
+        c->epoch++;
+        c->stats.connects++;
+        rl_backoff_init(&c->reconnect, c->reconnect.jitter, c->reconnect.base, c->reconnect.max);
+        schedule_conn(c, RL_NEVER);
+        c->flush_needed = 1; /* sent from the timer, outside hiredis */
+        emit_conn(c, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
+    }
+}
+
+void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
+{
+    rl_req *req = p;
+    int resent = 0;
+    rl_enter(c);
+    if (!c->dead) {
+        if (req->lk)
+            resent = rl_lock_on_reply(c, req, r, rl_now(c));
+        else
+            handshake_reply(c, req, r);
+    }
+    if (!resent) {
+        if (req->lk) rl_lock_unref(req->lk);
+        rl_free(req);
+    }
+    if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
+    rl_leave(c);
+}
+
+int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    int rc = c->tr.ops->submit(c->tr.self, argc, argv, lens, req);
+    if (rc == 0) c->stats.commands_sent++;
+    return rc;
+}
+
+static void conn_run(redlease_client *c, int64_t now)
+{
+    switch (c->conn) {
+    case RL_CONN_BACKOFF:
+        if (now >= c->conn_at) start_connect(c, now);
+        break;
+    case RL_CONN_CONNECTING:
+        if (now >= c->conn_at) drop_connection(c, REDLEASE_ETIMEDOUT, "connect timed out", now);
+        break;
+    case RL_CONN_HANDSHAKE:
+        if (c->hs_failed)
+            drop_connection(c, c->hs_failed, NULL, now);
+        else if (now >= c->conn_at)
+            drop_connection(c, REDLEASE_ETIMEDOUT, "handshake timed out", now);
+        break;
+    default:
+        break;
+    }
+    /* Whatever ran, the client's deadline is now in the future, so the timer
+     * loop makes progress; a passed close deadline is handled there. */
+    int64_t at = c->conn_at > now ? c->conn_at : RL_NEVER;
+    if (c->closing && c->close_deadline > now && c->close_deadline < at) at = c->close_deadline;
+    rl_heap_update(&c->heap, &c->wake, at);
+}
+
+/* Sends what waited for the connection, and re-verifies held leases at once:
+ * the server may have restarted and lost them. */
+static void flush(redlease_client *c, int64_t now)
+{
+    c->flush_needed = 0;
+    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rl_lock_on_ready(RL_CONTAINER(n, struct redlease_lock, link), now);
+    while (!rl_list_empty(&c->waiting) && rl_client_ready(c)) {
+        struct redlease_lock *lk = RL_CONTAINER(c->waiting.next, struct redlease_lock, wait_link);
+        rl_list_remove(&lk->wait_link);
+        rl_lock_send_waiting(lk, now);
+    }
+}
+
+static int close_finished(redlease_client *c, int64_t now)
+{
+    if (!rl_list_empty(&c->notify)) return 0; /* owed callbacks first */
+    if (now >= c->close_deadline) return 1;
+    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next) {
+        struct redlease_lock *lk = RL_CONTAINER(n, struct redlease_lock, link);
+        if (lk->refs || lk->drop_pending || lk->req) return 0;
+    }
+    return 1;
+}
+
+void redlease_client_on_timer(redlease_client *c)
+{
+    if (!c || c->depth) return; /* never re-entered from inside the library */
+    rl_enter(c);
+    c->armed_at = -1; /* the one-shot timer has fired */
+    c->close_check = 0;
+    int64_t now = rl_now(c);
+    while (!c->dead) {
+        if (c->hs_failed && c->conn == RL_CONN_HANDSHAKE) conn_run(c, now);
+        if (c->flush_needed && rl_client_ready(c)) flush(c, now);
+        rl_heap_node *top = rl_heap_top(&c->heap);
+        if (top && top->at <= now) {
+            if (top == &c->wake)
+                conn_run(c, now);
+            else
+                rl_lock_run(RL_CONTAINER(top, struct redlease_lock, wake), now);
+            continue;
+        }
+        if (!rl_list_empty(&c->notify)) {
+            struct redlease_lock *lk = RL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
+            rl_lock_deliver(lk);
+            continue;
+        }
+        if (c->closing && close_finished(c, now)) {
+            redlease_close_cb done = c->close_cb;
+            void *arg = c->close_arg;
+            c->dead = 1; /* no callbacks after done */
+            if (done) done(c, arg);
+            break;
+        }
+        break;
+    }
+    c->depth--;
+    if (c->dead) {
+        teardown(c);
+        return;
+    }
+    arm(c);
+}
+
+/* ---------------------------------------------------------- ending */
+
+static void teardown(redlease_client *c)
+{
+    c->dead = 1;
+    c->depth = 1; /* the NULL replies below must not re-arm the timer */
+    if (c->have_transport) {
+        c->tr.ops->close(c->tr.self); /* every request comes back now, NULL */
+        c->tr.ops->destroy(c->tr.self);
+        c->have_transport = 0;
+    }
+    if (c->loop) c->loop->detach(c->loop_data);
+    while (!rl_list_empty(&c->locks))
+        rl_lock_destroy(RL_CONTAINER(c->locks.next, struct redlease_lock, link));
+    rl_heap_free(&c->heap);
+    rl_free(c->host);
+    rl_free(c->unix_path);
+    rl_free(c->username);
+    rl_free(c->password);
+    rl_free(c->prefix);
+    rl_free(c);
+}
+
+void redlease_client_free(redlease_client *c)
+{
+    if (!c || c->dead) return;
+    rl_enter(c);
+    /* Every handle hears its end now; calls made from those callbacks see
+     * c->dead and return REDLEASE_ECANCELED. */
+    c->dead = 1;
+    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rl_lock_end_by_client(RL_CONTAINER(n, struct redlease_lock, link));
+    c->depth--;
+    if (c->depth == 0) teardown(c);
+    /* else the outermost entry finishes it (see rl_leave / on_timer) */
+}
+
+void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg)
+{
+    if (!c || c->dead || c->closing) return;
+    if (!c->loop) {
+        /* No loop: nothing can be sent nor delivered later. Acts as free. */
+        redlease_client_free(c);
+        if (done) done(c, arg); /* c is no longer valid; only its address */
+        return;
+    }
+    rl_enter(c);
+    int64_t now = rl_now(c);
+    c->closing = 1;
+    c->close_cb = done;
+    c->close_arg = arg;
+    c->close_deadline = now + c->command_timeout;
+    schedule_conn(c, c->conn_at);
+    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rl_lock_close(RL_CONTAINER(n, struct redlease_lock, link), now);
+    rl_leave(c);
+}

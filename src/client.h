@@ -1,0 +1,196 @@
+/* Internal structures shared by client.c (connection, timer, delivery of
+ * callbacks, lifetime) and lock.c (the lease state machine). Pure core: no
+ * hiredis here; the connection is reached through rl_transport.
+ *
+ * Two rules keep reentrancy simple:
+ *  - User callbacks of locks (on_acquire, on_lost, on_release) are only run
+ *    from redlease_client_on_timer(), never inside a transport callback or
+ *    an API call. State changes queue them on c->notify; the timer drains.
+ *  - c->depth counts nested entries into the library. redlease_client_free()
+ *    inside any of them only marks the client; the outermost entry tears it
+ *    down (the timer at once, a transport callback via a 0 ms timer, since
+ *    hiredis must not be freed from inside its own callbacks).
+ */
+#ifndef REDLEASE_CLIENT_H
+#define REDLEASE_CLIENT_H
+
+#include <stdint.h>
+
+#include "backoff.h"
+#include "heap.h"
+#include "list.h"
+#include "redlease.h"
+#include "scripts.h"
+#include "token.h"
+#include "transport.h"
+
+/* What a request carries. */
+enum rl_req_kind {
+    RL_REQ_ACQUIRE = 1,
+    RL_REQ_RENEW,
+    RL_REQ_RELEASE,
+    RL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
+    RL_REQ_AUTH,
+    RL_REQ_SELECT,
+    RL_REQ_LOAD /* SCRIPT LOAD; script says which */
+};
+
+/* One command on the wire. It lives until the transport reports it (reply
+ * or NULL), even when its lock stopped waiting for it (timed out, cancelled):
+ * that is how late replies are recognised and never change state wrongly. */
+typedef struct rl_req {
+    struct redlease_client *c;
+    struct redlease_lock *lk; /* holds a reference; NULL for handshake */
+    int kind;
+    int script;      /* RL_SCRIPT_* or -1 */
+    int sent_eval;   /* resent as EVAL after NOSCRIPT */
+    int64_t t0;      /* monotonic time before sending */
+    uint64_t epoch;  /* connection it went out on */
+} rl_req;
+
+enum rl_conn_state {
+    RL_CONN_IDLE,      /* no loop yet */
+    RL_CONN_CONNECTING,
+    RL_CONN_HANDSHAKE, /* AUTH / SELECT / SCRIPT LOAD in flight */
+    RL_CONN_READY,
+    RL_CONN_BACKOFF    /* waiting to reconnect */
+};
+
+enum rl_lock_state {
+    RL_LOCK_ACQUIRING,
+    RL_LOCK_HELD,
+    RL_LOCK_RELEASING,
+    RL_LOCK_DONE /* failed, cancelled or lost: waits for redlease_release() */
+};
+
+/* Bits of lk->notify: callbacks owed to the user, run in this order. */
+enum { RL_NOTIFY_ACQUIRE = 1, RL_NOTIFY_LOST = 2, RL_NOTIFY_RELEASE = 4 };
+
+struct redlease_lock {
+    struct redlease_client *c;
+    rl_heap_node wake;  /* the lock's one deadline in the client's heap */
+    rl_list link;       /* c->locks */
+    rl_list wait_link;  /* c->waiting: has something to send, no connection */
+    rl_list notify_link; /* c->notify: callbacks owed */
+    unsigned refs;      /* requests in flight that point here */
+    int user_ref;       /* 1 until on_release has run (or the client ends) */
+    int state;          /* enum rl_lock_state */
+    unsigned notify;    /* RL_NOTIFY_* bits owed */
+    int acquire_told;   /* on_acquire has been queued (its status is final) */
+    int release_called;
+    int acquire_status, lost_reason, release_status;
+    redlease_acquire_cb on_acquire;
+    redlease_lost_cb on_lost;
+    redlease_release_cb on_release;
+    void *arg, *release_arg;
+
+    /* options, validated */
+    int64_t ttl, renew_interval, max_hold;
+    int max_attempts, fencing;
+
+    /* acquiring */
+    rl_backoff backoff;
+    int attempts;
+    int last_error;     /* status of the last failed attempt */
+    int64_t budget_end; /* no attempt starts after this */
+
+    /* the operation in progress (acquire attempt, renewal, release) */
+    int op;             /* RL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
+    int64_t op_deadline;
+    rl_req *req;        /* the op's request on the wire, or NULL */
+    int drop_pending;   /* a key with our token may exist that nobody owns */
+    int64_t next_action; /* next attempt or renewal, or RL_NEVER */
+
+    /* held */
+    int64_t acquired_at, valid_until, hold_until;
+    uint64_t confirm_epoch; /* connection that last confirmed the lease */
+    uint64_t fence;
+
+    char token[RL_TOKEN_LEN + 1];
+    char *fence_key; /* points into key[] storage, or NULL */
+    size_t keylen;
+    char key[]; /* prefix + resource, NUL, then fence key if fencing */
+};
+
+struct redlease_client {
+    /* options */
+    char *host, *unix_path, *username, *password, *prefix;
+    int port, db;
+    int64_t connect_timeout, command_timeout;
+    size_t prefix_len;
+
+    /* environment */
+    redlease_clock_fn clock;
+    void *clock_arg;
+    rl_xorshift xs;
+    rl_rng rng;
+    const redlease_loop_ops *loop;
+    void *loop_data;
+    int64_t armed_at; /* what the loop timer was last set to, or -1 */
+    redlease_event_cb event_cb;
+    void *event_arg;
+
+    /* connection */
+    rl_transport tr;
+    int have_transport;
+    int conn;           /* enum rl_conn_state */
+    uint64_t epoch;     /* counts connections that became ready */
+    int64_t conn_at;    /* deadline or reconnect time */
+    rl_heap_node wake;
+    rl_backoff reconnect;
+    int hs_pending;     /* handshake replies awaited */
+    int hs_failed;      /* status, or 0 */
+    int flush_needed;   /* became ready: send what waited */
+    char sha[RL_SCRIPT_COUNT][41]; /* "" when unknown on this connection */
+    char errstr[128];
+
+    /* locks */
+    rl_heap heap;
+    rl_list locks, waiting, notify;
+    redlease_stats stats;
+
+    /* lifetime */
+    int depth;          /* nested entries into the library */
+    int dead;           /* redlease_client_free() called */
+    int closing;        /* redlease_client_close() called */
+    int close_check;    /* a reply came while closing: see if it is done */
+    int64_t close_deadline;
+    redlease_close_cb close_cb;
+    void *close_arg;
+
+    /* tests replace the transport (see rl_client_set_transport_factory) */
+    int (*transport_new)(rl_transport *out, struct redlease_client *c,
+                         const redlease_loop_ops *loop, void *loop_data);
+};
+
+/* client.c */
+int64_t rl_now(const redlease_client *c);
+int rl_client_ready(const redlease_client *c);
+void rl_enter(redlease_client *c);
+void rl_leave(redlease_client *c);
+void rl_emit(redlease_client *c, const redlease_event *ev);
+void rl_set_errstr(redlease_client *c, const char *s, size_t n);
+/* Sends argv on the connection for req; 0 or a status (req not sent). */
+int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens);
+/* Test hook: use another transport for clients attached after this. */
+void rl_client_set_transport_factory(redlease_client *c,
+                                     int (*fn)(rl_transport *, redlease_client *,
+                                               const redlease_loop_ops *, void *));
+
+/* lock.c, called by client.c */
+void rl_lock_run(struct redlease_lock *lk, int64_t now);
+void rl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
+/* Nonzero when req was sent again (NOSCRIPT -> EVAL) and lives on. */
+int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t now);
+void rl_lock_on_ready(struct redlease_lock *lk, int64_t now);
+void rl_lock_deliver(struct redlease_lock *lk);
+void rl_lock_end_by_client(struct redlease_lock *lk);
+void rl_lock_close(struct redlease_lock *lk, int64_t now);
+void rl_lock_unref(struct redlease_lock *lk);
+void rl_lock_destroy(struct redlease_lock *lk);
+
+/* options.c */
+int rl_lock_options_check(const redlease_lock_options *o);
+int rl_client_options_check(const redlease_client_options *o);
+
+#endif

@@ -1,0 +1,33 @@
+/* Status texts and the version string. */
+#include "redlease.h"
+
+const char *redlease_version(void) { return REDLEASE_VERSION; }
+
+const char *redlease_strerror(int status)
+{
+    switch (status) {
+    case REDLEASE_OK: return "success";
+    case REDLEASE_EINVAL: return "invalid argument";
+    case REDLEASE_ENOMEM: return "out of memory";
+    case REDLEASE_EBUSY: return "lock held by another holder";
+    case REDLEASE_ETIMEDOUT: return "Redis did not answer in time";
+    case REDLEASE_ECANCELED: return "canceled";
+    case REDLEASE_ECONN: return "no connection to Redis";
+    case REDLEASE_EREDIS: return "Redis returned an error";
+    case REDLEASE_EPROTO: return "unexpected reply from Redis";
+    case REDLEASE_ENOTHELD: return "lease no longer held";
+    case REDLEASE_ESYS: return "system error";
+    }
+    return "unknown status";
+}
+
+const char *redlease_lost_reason_str(int reason)
+{
+    switch (reason) {
+    case REDLEASE_LOST_EXPIRED: return "lease expired before a renewal was confirmed";
+    case REDLEASE_LOST_NOT_OWNER: return "key gone or held by another token";
+    case REDLEASE_LOST_MAX_HOLD: return "maximum hold time reached";
+    case REDLEASE_LOST_CLOSED: return "client closed";
+    }
+    return "unknown reason";
+}

@@ -1,0 +1,14 @@
+/* Lease tokens: 128 bits from the OS CSPRNG, as 32 hex digits. */
+#ifndef REDLEASE_TOKEN_H
+#define REDLEASE_TOKEN_H
+#include <stddef.h>
+
+#define RL_TOKEN_BYTES 16
+#define RL_TOKEN_LEN (2 * RL_TOKEN_BYTES)
+
+/* Fills buf from getrandom(), falling back to /dev/urandom; 0 or -1. */
+int rl_random_bytes(void *buf, size_t n);
+/* Writes RL_TOKEN_LEN hex digits and a NUL to out; 0 or -1. */
+int rl_token_new(char out[RL_TOKEN_LEN + 1]);
+
+#endif
