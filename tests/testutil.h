@@ -1,0 +1,70 @@
+/* A tiny TAP test runner: each test case prints "ok N - name" or
+ * "not ok N - name", so automake's TAP driver counts every case. */
+#ifndef REDLEASE_TESTUTIL_H
+#define REDLEASE_TESTUTIL_H
+#include <stdio.h>
+#include <string.h>
+
+static int t_fails;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            printf("# %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
+            t_fails++;                                                                   \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                   \
+    do {                                                                                 \
+        long long a_ = (long long)(a), b_ = (long long)(b);                              \
+        if (a_ != b_) {                                                                  \
+            printf("# %s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #a,  \
+                   #b, a_, b_);                                                          \
+            t_fails++;                                                                   \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                  \
+    do {                                                                                 \
+        const char *a_ = (a), *b_ = (b);                                                 \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                         \
+            printf("# %s:%d: %s == \"%s\" failed: \"%s\"\n", __FILE__, __LINE__, #a,     \
+                   b_ ? b_ : "(null)", a_ ? a_ : "(null)");                              \
+            t_fails++;                                                                   \
+        }                                                                                \
+    } while (0)
+
+typedef struct test_case {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+#define TEST_CASE(fn) {#fn, fn}
+
+/* Runs the cases (only those whose name contains argv[1], if given). */
+static inline int run_tests(const test_case *t, size_t n, int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    size_t planned = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!only || strstr(t[i].name, only)) planned++;
+    printf("1..%zu\n", planned);
+    int failed = 0, passed = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (only && !strstr(t[i].name, only)) continue;
+        t_fails = 0;
+        t[i].fn();
+        printf("%s %zu - %s\n", t_fails ? "not ok" : "ok", ++k, t[i].name);
+        fflush(stdout);
+        if (t_fails)
+            failed++;
+        else
+            passed++;
+    }
+    printf("# %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,263 @@
+#include "fake.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ transport */
+
+static int fake_connect_op(void *self, const rl_endpoint *ep)
+{
+    fake *f = self;
+    (void)ep;
+    f->connects++;
+    if (f->connect_rc) return f->connect_rc;
+    f->connecting = 1;
+    return 0;
+}
+
+static int fake_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)
+{
+    fake *f = self;
+    if (!f->connected || f->ncmds >= FAKE_MAX_CMDS) return REDLEASE_ECONN;
+    fake_cmd *cmd = &f->cmds[f->ncmds++];
+    memset(cmd, 0, sizeof *cmd);
+    cmd->argc = argc;
+    for (int i = 0; i < argc && i < 8; i++) {
+        cmd->argv[i] = malloc(lens[i] + 1);
+        memcpy(cmd->argv[i], argv[i], lens[i]);
+        cmd->argv[i][lens[i]] = '\0';
+    }
+    cmd->req = req;
+    return 0;
+}
+
+static void answer(fake *f, const rl_reply *r)
+{
+    fake_cmd *cmd = fake_peek(f);
+    if (!cmd) return;
+    cmd->answered = 1;
+    f->head++;
+    rl_core_on_reply(f->tc, cmd->req, r);
+}
+
+static void fail_pending(fake *f)
+{
+    while (fake_peek(f)) answer(f, NULL);
+}
+
+static void fake_close(void *self)
+{
+    fake *f = self;
+    f->connected = f->connecting = 0;
+    fail_pending(f);
+}
+
+static void fake_destroy(void *self) { (void)self; }
+
+static const rl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_close, fake_destroy};
+
+static fake *the_fake; /* the factory has no user pointer of its own */
+
+static int fake_factory(rl_transport *out, redlease_client *c, const redlease_loop_ops *loop,
+                        void *loop_data)
+{
+    (void)c, (void)loop, (void)loop_data;
+    out->ops = &fake_ops;
+    out->self = the_fake;
+    return 0;
+}
+
+/* ----------------------------------------------------------------- loop */
+
+static int loop_attach(void *d, struct redisAsyncContext *ac)
+{
+    (void)d, (void)ac;
+    return 0;
+}
+
+static void loop_timer_set(void *d, int64_t after)
+{
+    fake *f = d;
+    f->timer_sets++;
+    f->last_after = after;
+    f->timer_at = after < 0 ? -1 : f->now + after;
+}
+
+static void loop_detach(void *d)
+{
+    fake *f = d;
+    f->detached++;
+    f->timer_at = -1;
+}
+
+static const redlease_loop_ops fake_loop = {loop_attach, loop_timer_set, loop_detach};
+
+static int64_t fake_clock(void *arg) { return ((fake *)arg)->now; }
+
+/* ------------------------------------------------------------------ API */
+
+void fake_attach(fake *f, const redlease_client_options *o)
+{
+    memset(f, 0, sizeof *f);
+    f->now = 1000000;
+    f->timer_at = -1;
+    the_fake = f;
+    if (redlease_client_new(&f->c, o) != REDLEASE_OK) {
+        f->c = NULL;
+        return;
+    }
+    f->tc = f->c;
+    rl_client_set_transport_factory(f->c, fake_factory);
+    redlease_client_set_clock(f->c, fake_clock, f);
+    if (redlease_client_attach_loop(f->c, &fake_loop, f) != REDLEASE_OK) {
+        redlease_client_free(f->c);
+        f->c = NULL;
+    }
+}
+
+const char *fake_sha(int i)
+{
+    static char sha[RL_SCRIPT_COUNT][41];
+    memset(sha[i], 'a' + i, 40);
+    sha[i][40] = '\0';
+    return sha[i];
+}
+
+void fake_connect(fake *f)
+{
+    f->connecting = 0;
+    f->connected = 1;
+    rl_core_on_connected(f->c, REDLEASE_OK, NULL);
+    while (fake_peek(f)) {
+        fake_cmd *cmd = fake_peek(f);
+        if (strcmp(cmd->argv[0], "SCRIPT") == 0) {
+            int i;
+            for (i = 0; i < RL_SCRIPT_COUNT; i++)
+                if (strcmp(cmd->argv[2], rl_script_src[i]) == 0) break;
+            fake_reply_str(f, fake_sha(i));
+        } else {
+            fake_reply_status(f, "OK");
+        }
+    }
+    fake_run(f);
+}
+
+void fake_start(fake *f, const redlease_client_options *o)
+{
+    fake_attach(f, o);
+    if (f->c) fake_connect(f);
+}
+
+void fake_run(fake *f)
+{
+    for (int guard = 0; f->c && f->timer_at >= 0 && f->timer_at <= f->now; guard++) {
+        if (guard > 100000) abort(); /* a timer that never stops firing is a bug */
+        f->timer_at = -1;
+        redlease_client *c = f->c;
+        redlease_client_on_timer(c);
+    }
+}
+
+void fake_until(fake *f, int64_t t)
+{
+    fake_run(f);
+    while (f->c && f->timer_at >= 0 && f->timer_at <= t) {
+        if (f->timer_at > f->now) f->now = f->timer_at;
+        fake_run(f);
+    }
+    if (t > f->now) f->now = t;
+    fake_run(f);
+}
+
+void fake_advance(fake *f, int64_t ms) { fake_until(f, f->now + ms); }
+
+fake_cmd *fake_peek(fake *f) { return f->head < f->ncmds ? &f->cmds[f->head] : NULL; }
+int fake_pending(const fake *f) { return f->ncmds - f->head; }
+
+void fake_reply_status(fake *f, const char *s)
+{
+    rl_reply r = {RL_REPLY_STATUS, 0, s, strlen(s)};
+    answer(f, &r);
+}
+void fake_reply_nil(fake *f)
+{
+    rl_reply r = {RL_REPLY_NIL, 0, NULL, 0};
+    answer(f, &r);
+}
+void fake_reply_int(fake *f, long long v)
+{
+    rl_reply r = {RL_REPLY_INTEGER, v, NULL, 0};
+    answer(f, &r);
+}
+void fake_reply_err(fake *f, const char *s)
+{
+    rl_reply r = {RL_REPLY_ERROR, 0, s, strlen(s)};
+    answer(f, &r);
+}
+void fake_reply_str(fake *f, const char *s)
+{
+    rl_reply r = {RL_REPLY_STRING, 0, s, strlen(s)};
+    answer(f, &r);
+}
+
+void fake_break(fake *f)
+{
+    f->connected = f->connecting = 0;
+    fail_pending(f);
+    rl_core_on_disconnected(f->tc, REDLEASE_ECONN, "connection reset (fake)");
+}
+
+void fake_free(fake *f)
+{
+    if (f->c) redlease_client_free(f->c);
+    f->c = NULL;
+    for (int i = 0; i < f->ncmds; i++)
+        for (int j = 0; j < f->cmds[i].argc && j < 8; j++) free(f->cmds[i].argv[j]);
+    f->ncmds = f->head = 0;
+}
+
+/* ------------------------------------------------------------ allocator */
+
+typedef union header {
+    size_t size;
+    max_align_t align;
+} header;
+
+static long live, count, fail_at;
+
+static void *counting_malloc(size_t n)
+{
+    count++;
+    if (fail_at && count == fail_at) return NULL;
+    header *h = malloc(sizeof *h + n);
+    if (!h) return NULL;
+    h->size = n;
+    live++;
+    return h + 1;
+}
+
+static void counting_free(void *p)
+{
+    if (!p) return;
+    live--;
+    free((header *)p - 1);
+}
+
+static void *counting_realloc(void *p, size_t n)
+{
+    if (!p) return counting_malloc(n);
+    count++;
+    if (fail_at && count == fail_at) return NULL;
+    header *h = realloc((header *)p - 1, sizeof *h + n);
+    if (!h) return NULL;
+    h->size = n;
+    return h + 1;
+}
+
+void fake_alloc_install(void)
+{
+    redlease_set_allocator(counting_malloc, counting_realloc, counting_free);
+}
+long fake_alloc_live(void) { return live; }
+long fake_alloc_count(void) { return count; }
+void fake_alloc_fail_at(long n) { fail_at = n ? count + n : 0; }

@@ -1,0 +1,71 @@
+/* The unit-test rig: a scripted transport, a fake loop timer and a virtual
+ * clock, so every timing path of the core runs deterministically. Commands
+ * are answered in order, as Redis does. */
+#ifndef REDLEASE_FAKE_H
+#define REDLEASE_FAKE_H
+#include <stdint.h>
+
+#include "client.h"
+#include "redlease.h"
+
+#define FAKE_MAX_CMDS 8192
+
+typedef struct fake_cmd {
+    int argc;
+    char *argv[8];
+    void *req;
+    int answered;
+} fake_cmd;
+
+typedef struct fake {
+    redlease_client *c;
+    redlease_client *tc; /* the client the transport reports to */
+    int64_t now;      /* virtual clock, ms */
+    int64_t timer_at; /* absolute deadline of the loop timer, or -1 */
+    int64_t last_after; /* the last after_ms the core asked for */
+    int timer_sets;
+    int connects;     /* connect() calls */
+    int connect_rc;   /* what the next connect() returns */
+    int connecting, connected;
+    int detached;
+    fake_cmd cmds[FAKE_MAX_CMDS];
+    int ncmds, head; /* head: oldest unanswered */
+} fake;
+
+/* A client on the fake (o may be NULL), attached, connected, handshake done. */
+void fake_start(fake *f, const redlease_client_options *o);
+/* Same without connecting. */
+void fake_attach(fake *f, const redlease_client_options *o);
+/* Finish the connect and answer the handshake (AUTH/SELECT OK, SCRIPT LOAD). */
+void fake_connect(fake *f);
+/* Fire the loop timer while it is due at the current virtual time. */
+void fake_run(fake *f);
+/* Move the clock forward by ms, firing the timer at each deadline on the way. */
+void fake_advance(fake *f, int64_t ms);
+/* Move to an absolute virtual time. */
+void fake_until(fake *f, int64_t t);
+
+/* The oldest unanswered command, or NULL. */
+fake_cmd *fake_peek(fake *f);
+int fake_pending(const fake *f);
+/* Answer the oldest unanswered command. */
+void fake_reply_status(fake *f, const char *s);
+void fake_reply_nil(fake *f);
+void fake_reply_int(fake *f, long long v);
+void fake_reply_err(fake *f, const char *s);
+void fake_reply_str(fake *f, const char *s);
+/* The connection breaks: pending commands get NULL, then the disconnect. */
+void fake_break(fake *f);
+/* Free the client (and the fake's commands). */
+void fake_free(fake *f);
+
+/* The fake SHA1 the handshake hands out for script i. */
+const char *fake_sha(int i);
+
+/* Counting allocator: live allocations, and failing the Nth from now. */
+void fake_alloc_install(void);
+long fake_alloc_live(void);
+void fake_alloc_fail_at(long n); /* 0: never */
+long fake_alloc_count(void);
+
+#endif
