@@ -1,0 +1,542 @@
+/* Integration tests: the library on a real libev loop against a real
+ * redis-server that tests/redis-harness.sh started (unix socket in
+ * REDLEASE_TEST_SOCKET, TCP port in REDLEASE_TEST_PORT, no persistence,
+ * DEBUG enabled). A second, synchronous hiredis connection plays the admin:
+ * it looks at keys, deletes or overwrites them and injects faults. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <redlease.h>
+#include <redlease/libev.h>
+
+#include "testutil.h"
+
+static struct ev_loop *loop;
+static const char *sock_path;
+static int tcp_port;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------- admin */
+
+static redisContext *admin(void)
+{
+    static redisContext *a;
+    if (!a) a = redisConnectUnix(sock_path);
+    return a;
+}
+
+static redisReply *cmd(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(admin(), fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static void cmd_free(const char *fmt, const char *arg)
+{
+    redisReply *r = arg ? cmd(fmt, arg) : cmd(fmt);
+    if (r) freeReplyObject(r);
+}
+
+/* The value of key, or "" if missing. */
+static const char *get(const char *key)
+{
+    static char buf[128];
+    redisReply *r = cmd("GET %s", key);
+    buf[0] = '\0';
+    if (r && r->type == REDIS_REPLY_STRING) snprintf(buf, sizeof buf, "%s", r->str);
+    if (r) freeReplyObject(r);
+    return buf;
+}
+
+static long long pttl(const char *key)
+{
+    redisReply *r = cmd("PTTL %s", key);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99;
+    if (r) freeReplyObject(r);
+    return v;
+}
+
+static redisContext *kept[16];
+static int nkept;
+
+/* Sends a command without waiting for its reply (DEBUG SLEEP, CLIENT PAUSE
+ * take effect while our loop keeps running). */
+static void send_nowait(const char *c)
+{
+    redisContext *x = redisConnectUnix(sock_path);
+    redisAppendCommand(x, c);
+    int done = 0;
+    while (!done && redisBufferWrite(x, &done) == REDIS_OK) {}
+    /* freed at exit: closing now could be read before the command runs */
+    if (nkept < 16)
+        kept[nkept++] = x;
+    else
+        redisFree(x);
+}
+
+/* ------------------------------------------------------------- the loop */
+
+static void on_deadline(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l, (void)w, (void)revents;
+}
+
+/* Runs the loop until *flag is nonzero or ms pass; returns *flag. */
+static int run_until(volatile int *flag, int64_t ms)
+{
+    int64_t end = mono_ms() + ms;
+    ev_timer t;
+    ev_timer_init(&t, on_deadline, 0.01, 0.01);
+    ev_timer_start(loop, &t);
+    while (!*flag && mono_ms() < end) ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &t);
+    return *flag;
+}
+
+static void run_for(int64_t ms)
+{
+    int never = 0;
+    run_until(&never, ms);
+}
+
+/* --------------------------------------------------------------- holder */
+
+typedef struct holder {
+    redlease_client *c;
+    redlease_lock *lk;
+    int acquired, acq_status;
+    int lost, lost_reason;
+    int released, rel_status;
+    int64_t t_call, t_acq, t_lost, t_rel;
+    uint64_t fence;
+    int acted; /* critical section entered while held */
+} holder;
+
+static void h_acq(redlease_lock *lk, int st, void *arg)
+{
+    holder *h = arg;
+    h->acquired++;
+    h->acq_status = st;
+    h->t_acq = mono_ms();
+    h->fence = redlease_lock_fence(lk);
+    if (st == REDLEASE_OK && redlease_lock_held(lk)) h->acted = 1;
+}
+
+static void h_lost(redlease_lock *lk, int reason, void *arg)
+{
+    (void)lk;
+    holder *h = arg;
+    h->lost++;
+    h->lost_reason = reason;
+    h->t_lost = mono_ms();
+}
+
+static void h_rel(redlease_lock *lk, int st, void *arg)
+{
+    (void)lk;
+    holder *h = arg;
+    h->released++;
+    h->rel_status = st;
+    h->t_rel = mono_ms();
+}
+
+static redlease_client *client_tcp(int tcp)
+{
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    if (tcp) {
+        o.host = "127.0.0.1";
+        o.port = tcp_port;
+    } else {
+        o.unix_path = sock_path;
+    }
+    o.command_timeout_ms = 500;
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 200;
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
+    CHECK_EQ(redlease_libev_attach(c, loop), REDLEASE_OK);
+    return c;
+}
+
+static redlease_client *client(void) { return client_tcp(0); }
+
+static int wait_connected(redlease_client *c)
+{
+    int64_t end = mono_ms() + 3000;
+    while (!redlease_client_connected(c) && mono_ms() < end) run_for(5);
+    return redlease_client_connected(c);
+}
+
+static void acquire(holder *h, const char *res, redlease_lock_options o)
+{
+    h->t_call = mono_ms();
+    CHECK_EQ(redlease_acquire(h->c, res, &o, h_acq, h_lost, h, &h->lk), REDLEASE_OK);
+}
+
+static void release(holder *h)
+{
+    CHECK_EQ(redlease_release(h->lk, h_rel, h), REDLEASE_OK);
+    run_until(&h->released, 2000);
+    CHECK_EQ(h->released, 1);
+}
+
+static redlease_lock_options lopts(int64_t ttl, int64_t wait)
+{
+    redlease_lock_options o;
+    redlease_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    o.wait_ms = wait;
+    o.retry_base_ms = 10;
+    o.retry_max_ms = 100;
+    return o;
+}
+
+/* After the last client is freed, the loop must hold nothing of ours:
+ * ev_run returns by itself. */
+static void free_and_check_loop_empty(redlease_client *c)
+{
+    redlease_client_free(c);
+    int64_t t = mono_ms();
+    ev_run(loop, 0);
+    CHECK(mono_ms() - t < 1000);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_sequential_holders(void)
+{
+    holder a = {.c = client()}, b = {.c = client()};
+    acquire(&a, "seq", lopts(5000, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    CHECK(a.acted);
+    CHECK_STR(get("lock:seq"), redlease_lock_token(a.lk));
+    long long t = pttl("lock:seq");
+    CHECK(t > 4000 && t <= 5000);
+    acquire(&b, "seq", lopts(5000, 0));
+    run_until(&b.acquired, 2000);
+    CHECK_EQ(b.acq_status, REDLEASE_EBUSY);
+    release(&b);
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    CHECK_STR(get("lock:seq"), "");
+    holder c = {.c = b.c};
+    acquire(&c, "seq", lopts(5000, 0));
+    run_until(&c.acquired, 2000);
+    CHECK_EQ(c.acq_status, REDLEASE_OK);
+    release(&c);
+    redlease_client_free(a.c);
+    free_and_check_loop_empty(b.c);
+}
+
+static void test_concurrent_race_one_winner(void)
+{
+    enum { N = 8 };
+    holder h[N];
+    memset(h, 0, sizeof h);
+    for (int i = 0; i < N; i++) {
+        h[i].c = client();
+        CHECK(wait_connected(h[i].c));
+    }
+    for (int i = 0; i < N; i++) acquire(&h[i], "race", lopts(5000, 0));
+    int64_t end = mono_ms() + 3000;
+    int done = 0;
+    while (done < N && mono_ms() < end) {
+        run_for(5);
+        done = 0;
+        for (int i = 0; i < N; i++) done += h[i].acquired;
+    }
+    int winners = 0, busy = 0;
+    for (int i = 0; i < N; i++) {
+        winners += h[i].acq_status == REDLEASE_OK;
+        busy += h[i].acq_status == REDLEASE_EBUSY;
+    }
+    CHECK_EQ(done, N);
+    CHECK_EQ(winners, 1);
+    CHECK_EQ(busy, N - 1);
+    for (int i = 0; i < N; i++) release(&h[i]);
+    for (int i = 0; i < N - 1; i++) redlease_client_free(h[i].c);
+    free_and_check_loop_empty(h[N - 1].c);
+}
+
+static void test_holder_that_never_releases_is_replaced(void)
+{
+    holder a = {.c = client()}, b = {.c = client()};
+    redlease_lock_options o = lopts(400, 0);
+    o.renew_interval_ms = REDLEASE_RENEW_OFF; /* a holder that stopped working */
+    acquire(&a, "stale", o);
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    acquire(&b, "stale", lopts(400, 3000));
+    run_until(&b.acquired, 4000);
+    CHECK_EQ(b.acq_status, REDLEASE_OK);
+    CHECK_EQ(a.lost, 1);
+    CHECK_EQ(a.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK(a.t_lost <= b.t_acq); /* the old holder heard first */
+    CHECK(b.t_acq - a.t_acq >= 390);
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_ENOTHELD);
+    release(&b);
+    redlease_client_free(a.c);
+    free_and_check_loop_empty(b.c);
+}
+
+static void test_renewal_keeps_lease_past_ttls(void)
+{
+    holder a = {.c = client()};
+    acquire(&a, "long", lopts(300, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    int64_t end = mono_ms() + 1500; /* five TTLs */
+    int always = 1;
+    while (mono_ms() < end) {
+        run_for(20);
+        always &= redlease_lock_held(a.lk);
+    }
+    CHECK(always);
+    CHECK_EQ(a.lost, 0);
+    CHECK_STR(get("lock:long"), redlease_lock_token(a.lk));
+    redlease_stats st;
+    redlease_client_stats(a.c, &st);
+    CHECK(st.renewed >= 10);
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    free_and_check_loop_empty(a.c);
+}
+
+static void test_key_deleted_or_overwritten_is_not_owner(void)
+{
+    const char *how[] = {"DEL %s", "SET %s intruder"};
+    for (int i = 0; i < 2; i++) {
+        holder a = {.c = client()};
+        acquire(&a, "victim", lopts(600, 0));
+        run_until(&a.acquired, 2000);
+        CHECK_EQ(a.acq_status, REDLEASE_OK);
+        cmd_free(how[i], "lock:victim");
+        run_until(&a.lost, 1000);
+        CHECK_EQ(a.lost, 1);
+        CHECK_EQ(a.lost_reason, REDLEASE_LOST_NOT_OWNER);
+        CHECK(a.t_lost - a.t_acq <= 250); /* at the first renewal (200 ms) */
+        if (i == 1) CHECK_STR(get("lock:victim"), "intruder"); /* never deleted */
+        run_for(400);
+        if (i == 0) CHECK_STR(get("lock:victim"), ""); /* never re-created */
+        release(&a);
+        CHECK_EQ(a.rel_status, REDLEASE_ENOTHELD);
+        cmd_free("DEL %s", "lock:victim");
+        free_and_check_loop_empty(a.c);
+    }
+}
+
+static void test_frozen_server_expired_before_server_expiry(void)
+{
+    holder a = {.c = client()};
+    acquire(&a, "frozen", lopts(600, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    int64_t t_ok = a.t_acq;
+    send_nowait("DEBUG SLEEP 1.2");
+    run_until(&a.lost, 2000);
+    CHECK_EQ(a.lost, 1);
+    CHECK_EQ(a.lost_reason, REDLEASE_LOST_EXPIRED);
+    /* the last confirmed renewal was sent at most 600 - 200 ms before the
+     * freeze; the loss must come before that renewal's TTL ran out */
+    CHECK(a.t_lost - t_ok < 600 + 250);
+    CHECK(!redlease_lock_held(a.lk));
+    run_for(1000); /* the server wakes up; the stale renewal changes nothing */
+    CHECK_EQ(a.lost, 1);
+    release(&a);
+    free_and_check_loop_empty(a.c);
+}
+
+static void test_client_kill_reconnects_and_keeps_lease(void)
+{
+    holder a = {.c = client()};
+    acquire(&a, "killed", lopts(2000, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    cmd_free("CLIENT KILL TYPE normal", NULL); /* the admin survives (SKIPME) */
+    int64_t end = mono_ms() + 1000;
+    int saw_not_held = 0;
+    while (mono_ms() < end && !saw_not_held) {
+        run_for(2);
+        saw_not_held = !redlease_lock_held(a.lk);
+    }
+    CHECK(saw_not_held); /* not safe to act while the connection is down */
+    end = mono_ms() + 1500;
+    while (mono_ms() < end && !redlease_lock_held(a.lk)) run_for(5);
+    CHECK(redlease_lock_held(a.lk)); /* reconnected and re-verified */
+    CHECK_EQ(a.lost, 0);
+    redlease_stats st;
+    redlease_client_stats(a.c, &st);
+    CHECK(st.connects >= 2);
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    free_and_check_loop_empty(a.c);
+}
+
+static void test_fencing_tokens_strictly_increase(void)
+{
+    redlease_client *c = client();
+    redlease_lock_options o = lopts(5000, 0);
+    o.fencing = 1;
+    uint64_t last = 0;
+    for (int i = 0; i < 4; i++) {
+        if (i == 3) cmd_free("DEL %s", "lock:fenced:fence"); /* a restart lost the counter */
+        holder h = {.c = c};
+        acquire(&h, "fenced", o);
+        run_until(&h.acquired, 2000);
+        CHECK_EQ(h.acq_status, REDLEASE_OK);
+        CHECK(h.fence > last);
+        if (i == 0) CHECK(h.fence > 1000000000000000ull); /* starts from server TIME in us */
+        last = h.fence;
+        release(&h);
+    }
+    free_and_check_loop_empty(c);
+}
+
+static void test_script_flush_falls_back_to_eval(void)
+{
+    holder a = {.c = client()};
+    acquire(&a, "flushed", lopts(300, 0));
+    run_until(&a.acquired, 2000);
+    cmd_free("SCRIPT FLUSH", NULL);
+    run_for(700);
+    CHECK_EQ(a.lost, 0);
+    CHECK(redlease_lock_held(a.lk));
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    free_and_check_loop_empty(a.c);
+}
+
+static void test_tcp_and_cancel_in_flight(void)
+{
+    holder a = {.c = client_tcp(1)};
+    CHECK(wait_connected(a.c));
+    acquire(&a, "tcp", lopts(5000, 0));
+    CHECK_EQ(redlease_release(a.lk, h_rel, &a), REDLEASE_OK); /* cancel at once */
+    run_until(&a.released, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    holder b = {.c = a.c};
+    acquire(&b, "tcp", lopts(5000, 0));
+    run_until(&b.acquired, 2000);
+    CHECK_EQ(b.acq_status, REDLEASE_OK);
+    /* cancel with the SET in flight: a late OK must not leave a held key */
+    holder d = {.c = a.c};
+    acquire(&d, "tcp2", lopts(5000, 0));
+    run_for(1);
+    redlease_release(d.lk, h_rel, &d);
+    run_until(&d.released, 2000);
+    run_for(100);
+    CHECK_STR(get("lock:tcp2"), "");
+    release(&b);
+    free_and_check_loop_empty(a.c);
+}
+
+static void test_auth_and_wrong_password(void)
+{
+    cmd_free("CONFIG SET requirepass %s", "hunter2");
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    o.unix_path = sock_path;
+    o.password = "hunter2";
+    o.db = 2;
+    redlease_client *c;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
+    redlease_libev_attach(c, loop);
+    holder a = {.c = c};
+    acquire(&a, "authed", lopts(5000, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    cmd_free("SELECT 2", NULL);
+    CHECK_STR(get("lock:authed"), redlease_lock_token(a.lk));
+    cmd_free("SELECT 0", NULL);
+    release(&a);
+    free_and_check_loop_empty(c);
+
+    o.password = "Zx9-not-the-password";
+    o.db = 0;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
+    redlease_libev_attach(c, loop);
+    holder b = {.c = c};
+    acquire(&b, "authed", lopts(5000, 0));
+    run_until(&b.acquired, 3000);
+    CHECK_EQ(b.acq_status, REDLEASE_ECONN);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGPASS") != NULL);
+    CHECK(strstr(redlease_client_errstr(c), "Zx9") == NULL); /* never the password */
+    release(&b);
+    free_and_check_loop_empty(c);
+    cmd_free("CONFIG SET requirepass %s", "");
+}
+
+static int closed;
+static void on_closed(redlease_client *c, void *arg)
+{
+    (void)c, (void)arg;
+    closed++;
+}
+
+static void test_graceful_close_deletes_keys(void)
+{
+    redlease_client *c = client();
+    holder a = {.c = c};
+    acquire(&a, "closing", lopts(30000, 0));
+    run_until(&a.acquired, 2000);
+    CHECK_STR(get("lock:closing"), redlease_lock_token(a.lk));
+    redlease_client_close(c, on_closed, NULL);
+    run_until(&closed, 2000);
+    CHECK_EQ(closed, 1);
+    CHECK_EQ(a.lost_reason, REDLEASE_LOST_CLOSED);
+    CHECK_STR(get("lock:closing"), "");
+    int64_t t = mono_ms();
+    ev_run(loop, 0); /* nothing of ours left on the loop */
+    CHECK(mono_ms() - t < 1000);
+}
+
+int main(int argc, char **argv)
+{
+    sock_path = getenv("REDLEASE_TEST_SOCKET");
+    const char *port = getenv("REDLEASE_TEST_PORT");
+    if (!sock_path || !port) {
+        printf("Bail out! REDLEASE_TEST_SOCKET/PORT not set: run through run-libev.sh\n");
+        return 1;
+    }
+    tcp_port = atoi(port);
+    loop = ev_default_loop(0);
+    if (!admin() || admin()->err) {
+        printf("Bail out! cannot reach redis at %s\n", sock_path);
+        return 1;
+    }
+    static const test_case tests[] = {
+        TEST_CASE(test_sequential_holders),
+        TEST_CASE(test_concurrent_race_one_winner),
+        TEST_CASE(test_holder_that_never_releases_is_replaced),
+        TEST_CASE(test_renewal_keeps_lease_past_ttls),
+        TEST_CASE(test_key_deleted_or_overwritten_is_not_owner),
+        TEST_CASE(test_frozen_server_expired_before_server_expiry),
+        TEST_CASE(test_client_kill_reconnects_and_keeps_lease),
+        TEST_CASE(test_fencing_tokens_strictly_increase),
+        TEST_CASE(test_script_flush_falls_back_to_eval),
+        TEST_CASE(test_tcp_and_cancel_in_flight),
+        TEST_CASE(test_auth_and_wrong_password),
+        TEST_CASE(test_graceful_close_deletes_keys),
+    };
+    int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+    redisFree(admin());
+    for (int i = 0; i < nkept; i++) redisFree(kept[i]);
+    return rc;
+}
