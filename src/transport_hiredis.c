@@ -86,38 +86,25 @@ static void hr_reap(rl_hiredis *t) {
 static void hr_convert(const redisReply *reply, rl_reply *r) {
     memset(r, 0, sizeof(*r));
     switch (reply->type) {
-    case REDIS_REPLY_STATUS:
-        r->type = RL_REPLY_STATUS;
-        r->str = reply->str;
-        r->len = reply->str != NULL ? (size_t)reply->len : 0;
-        break;
-    case REDIS_REPLY_ERROR:
-        r->type = RL_REPLY_ERROR;
-        r->str = reply->str;
-        r->len = reply->str != NULL ? (size_t)reply->len : 0;
-        break;
-    case REDIS_REPLY_STRING:
-        r->type = RL_REPLY_STRING;
-        r->str = reply->str;
-        r->len = reply->str != NULL ? (size_t)reply->len : 0;
-        break;
+    case REDIS_REPLY_STATUS: r->type = RL_REPLY_STATUS; break;
+    case REDIS_REPLY_ERROR: r->type = RL_REPLY_ERROR; break;
+    case REDIS_REPLY_STRING: r->type = RL_REPLY_STRING; break;
     case REDIS_REPLY_INTEGER:
         r->type = RL_REPLY_INTEGER;
         r->integer = reply->integer;
-        break;
-    case REDIS_REPLY_NIL:
-        r->type = RL_REPLY_NIL;
-        break;
+        return;
+    case REDIS_REPLY_NIL: r->type = RL_REPLY_NIL; return;
 #ifdef REDIS_REPLY_BOOL
-    case REDIS_REPLY_BOOL:
+    case REDIS_REPLY_BOOL: /* RESP3 only; we never ask for it */
         r->type = RL_REPLY_INTEGER;
         r->integer = reply->integer != 0 ? 1 : 0;
-        break;
+        return;
 #endif
-    default:
-        r->type = RL_REPLY_OTHER;
-        break;
+    default: r->type = RL_REPLY_OTHER; return;
     }
+    /* STATUS, ERROR and STRING carry text. */
+    r->str = reply->str;
+    r->len = reply->str != NULL ? (size_t)reply->len : 0;
 }
 
 /* ----------------------------------------------------- hiredis callbacks */
