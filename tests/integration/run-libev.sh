@@ -30,13 +30,15 @@ elif [ "$rc" -ne 0 ]; then
 fi
 
 limit=${REDLEASE_TEST_TIMEOUT:-300}
+# REDLEASE_TEST_WRAPPER (e.g. valgrind ...) runs the binary under a tool.
+wrapper=${REDLEASE_TEST_WRAPPER:-}
 if [ "$limit" != 0 ] && command -v timeout >/dev/null 2>&1; then
     rc=0
-    redis_harness_exec timeout --kill-after=10 "$limit" "$bin" "$@" || rc=$?
+    redis_harness_exec timeout --kill-after=10 "$limit" $wrapper "$bin" "$@" || rc=$?
     [ "$rc" -eq 124 ] && echo "run-libev.sh: $bin timed out after ${limit}s" >&2
 else
     rc=0
-    redis_harness_exec "$bin" "$@" || rc=$?
+    redis_harness_exec $wrapper "$bin" "$@" || rc=$?
 fi
 
 redis_harness_stop

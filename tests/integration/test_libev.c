@@ -538,5 +538,6 @@ int main(int argc, char **argv)
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     redisFree(admin());
     for (int i = 0; i < nkept; i++) redisFree(kept[i]);
+    ev_loop_destroy(loop);
     return rc;
 }
