@@ -1,0 +1,37 @@
+#!/bin/bash
+# One command from a fresh checkout to a running example:
+#   installs the Debian packages it needs (when run as root and any is
+#   missing), builds the library, starts a private redis-server (unix socket
+#   in a temporary directory, no persistence; stopped afterwards whatever
+#   happens) and runs examples/libev-basic against it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=(autoconf automake libtool pkg-config make gcc)
+pkgs=(build-essential autoconf automake libtool pkg-config libhiredis-dev libev-dev redis-server)
+missing=0
+for t in "${need[@]}" redis-server; do command -v "$t" >/dev/null 2>&1 || missing=1; done
+[ -f /usr/include/hiredis/async.h ] && [ -f /usr/include/ev.h ] || missing=1
+if [ "$missing" = 1 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "==> installing: ${pkgs[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+    else
+        echo "quickstart: missing tools; run: sudo apt-get install -y ${pkgs[*]}" >&2
+        exit 1
+    fi
+fi
+
+if [ ! -x configure ]; then echo "==> ./bootstrap"; ./bootstrap >/dev/null; fi
+if [ ! -f Makefile ]; then echo "==> ./configure"; ./configure -q; fi
+echo "==> make"
+make -s -j2 >/dev/null
+
+. tests/redis-harness.sh
+redis_harness_start
+echo "==> running examples/libev-basic against a private redis-server"
+rc=0
+REDLEASE_SOCKET=$REDLEASE_TEST_SOCKET ./examples/libev-basic || rc=$?
+redis_harness_stop
+exit "$rc"
