@@ -313,6 +313,7 @@ void rl_core_on_disconnected(redlease_client *c, int status, const char *detail)
 {
     if (c->dead) return;
     rl_enter(c);
+    c->conn = RL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
     rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
     c->stats.disconnects++;
     emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
@@ -353,6 +354,9 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
     rl_req *req = p;
     int resent = 0;
     rl_enter(c);
+    /* A request comes back without a reply only when the link is gone: stop
+     * calling it ready before any lock (or event hook) looks at it. */
+    if (!r && c->conn == RL_CONN_READY) c->conn = RL_CONN_DOWN;
     if (!c->dead) {
         if (req->lk)
             resent = rl_lock_on_reply(c, req, r, rl_now(c));

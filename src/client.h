@@ -53,6 +53,7 @@ enum rl_conn_state {
     RL_CONN_CONNECTING,
     RL_CONN_HANDSHAKE, /* AUTH / SELECT / SCRIPT LOAD in flight */
     RL_CONN_READY,
+    RL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
     RL_CONN_BACKOFF    /* waiting to reconnect */
 };
 

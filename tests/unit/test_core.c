@@ -890,6 +890,15 @@ static void test_calls_from_callbacks_during_free(void)
     end(&f);
 }
 
+static int held_seen = -1, held_checks;
+static void held_when_told(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c;
+    if (ev->type != REDLEASE_EV_RENEW_FAILED && ev->type != REDLEASE_EV_DISCONNECTED) return;
+    held_checks++;
+    held_seen = held_seen > 0 ? 1 : redlease_lock_held(arg);
+}
+
 static void test_disconnect_mid_renewal_then_reverify(void)
 {
     fake f;
@@ -898,7 +907,11 @@ static void test_disconnect_mid_renewal_then_reverify(void)
     rec r = {0};
     int64_t t0 = hold(&f, &r, "job", opts(30000));
     fake_until(&f, t0 + 10000); /* renewal in flight */
+    redlease_client_set_event_cb(f.c, held_when_told, r.lk);
     fake_break(&f);
+    redlease_client_set_event_cb(f.c, NULL, NULL);
+    CHECK_EQ(held_seen, 0); /* already 0 when the failure is reported */
+    CHECK_EQ(held_checks, 2); /* renewal failed, disconnected */
     CHECK(!redlease_lock_held(r.lk)); /* the confirming connection is down */
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 0);
