@@ -354,6 +354,7 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
     rl_req *req = p;
     int resent = 0;
     rl_enter(c);
+    c->reqs_out--; /* every submit is reported back exactly once */
     /* A request comes back without a reply only when the link is gone: stop
      * calling it ready before any lock (or event hook) looks at it. */
     if (!r && c->conn == RL_CONN_READY) c->conn = RL_CONN_DOWN;
@@ -374,7 +375,10 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
 int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens)
 {
     int rc = c->tr.ops->submit(c->tr.self, argc, argv, lens, req);
-    if (rc == 0) c->stats.commands_sent++;
+    if (rc == 0) {
+        c->stats.commands_sent++;
+        c->reqs_out++;
+    }
     return rc;
 }
 
@@ -417,15 +421,13 @@ static void flush(redlease_client *c, int64_t now)
     }
 }
 
+/* Done when every callback owed has run and nothing is left to send or to
+ * hear back (or the deadline passed). O(1): close waits on counters. */
 static int close_finished(redlease_client *c, int64_t now)
 {
     if (!rl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next) {
-        struct redlease_lock *lk = RL_CONTAINER(n, struct redlease_lock, link);
-        if (lk->refs || lk->drop_pending || lk->req) return 0;
-    }
-    return 1;
+    return c->reqs_out == 0 && rl_list_empty(&c->waiting);
 }
 
 void redlease_client_on_timer(redlease_client *c)
@@ -449,6 +451,7 @@ void redlease_client_on_timer(redlease_client *c)
         if (!rl_list_empty(&c->notify)) {
             struct redlease_lock *lk = RL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
             rl_lock_deliver(lk);
+            now = rl_now(c); /* user code ran: deadlines are judged by the clock */
             continue;
         }
         if (c->closing && close_finished(c, now)) {

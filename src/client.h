@@ -140,6 +140,7 @@ struct redlease_client {
     rl_heap_node wake;
     rl_backoff reconnect;
     int hs_pending;     /* handshake replies awaited */
+    uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
     int hs_failed;      /* status, or 0 */
     int flush_needed;   /* became ready: send what waited */
     char sha[RL_SCRIPT_COUNT][41]; /* "" when unknown on this connection */

@@ -375,6 +375,37 @@ static void watch_events(redlease_client *c, const redlease_event *ev, void *arg
         held_at_renewal = redlease_lock_held(watched);
 }
 
+/* CLIENT PAUSE WRITE holds our renewals (scripts write) but lets the admin
+ * read: at the moment on_lost runs, the key must still be alive on the
+ * server, so nobody else could have taken it yet. */
+static long long pttl_at_loss = -100;
+static void lost_check_server(redlease_lock *lk, int reason, void *arg)
+{
+    h_lost(lk, reason, arg);
+    pttl_at_loss = pttl(redlease_lock_key(lk));
+}
+
+static void test_paused_server_loss_heard_before_key_expires(void)
+{
+    holder a = {.c = client()};
+    a.t_call = mono_ms();
+    CHECK_EQ(redlease_acquire(a.c, "paused", &(redlease_lock_options){0}, h_acq, lost_check_server, &a, &a.lk),
+             REDLEASE_EINVAL); /* a zeroed options struct is refused: ttl 0 */
+    redlease_lock_options o = lopts(3000, 0); /* drift 32 ms: room for slow (valgrind) runs */
+    CHECK_EQ(redlease_acquire(a.c, "paused", &o, h_acq, lost_check_server, &a, &a.lk), REDLEASE_OK);
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    run_for(1100); /* one renewal confirmed */
+    cmd_free("CLIENT PAUSE 5000 WRITE", NULL);
+    run_until(&a.lost, 5000);
+    CHECK_EQ(a.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK(pttl_at_loss > 0); /* the server still had the key: we heard first */
+    printf("# server PTTL when on_lost ran: %lld ms\n", pttl_at_loss);
+    cmd_free("CLIENT UNPAUSE", NULL);
+    release(&a);
+    free_and_check_loop_empty(a.c);
+}
+
 static void test_client_kill_reconnects_and_keeps_lease(void)
 {
     holder a = {.c = client()};
@@ -540,6 +571,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_renewal_keeps_lease_past_ttls),
         TEST_CASE(test_key_deleted_or_overwritten_is_not_owner),
         TEST_CASE(test_frozen_server_expired_before_server_expiry),
+        TEST_CASE(test_paused_server_loss_heard_before_key_expires),
         TEST_CASE(test_client_kill_reconnects_and_keeps_lease),
         TEST_CASE(test_fencing_tokens_strictly_increase),
         TEST_CASE(test_script_flush_falls_back_to_eval),

@@ -822,6 +822,22 @@ static void test_free_inside_on_acquire_cancels_others(void)
     end(&f);
 }
 
+static void test_free_inside_on_lost(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {.on_lost_do = free_client_inside};
+    int64_t t0 = hold(&f, &r, "x", opts(3000));
+    fake_until(&f, t0 + 2968); /* renewal never answered: expired */
+    CHECK(f.c == NULL);
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK_EQ(r.rel_calls, 0);
+    CHECK_EQ(f.detached, 1);
+    end(&f);
+}
+
 static void test_free_inside_on_release(void)
 {
     fake_alloc_install();
@@ -1314,6 +1330,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_release_inside_on_acquire),
         TEST_CASE(test_release_inside_on_lost),
         TEST_CASE(test_free_inside_on_acquire_cancels_others),
+        TEST_CASE(test_free_inside_on_lost),
         TEST_CASE(test_free_inside_on_release),
         TEST_CASE(test_free_inside_event_hook_is_deferred),
         TEST_CASE(test_calls_from_callbacks_during_free),
