@@ -330,7 +330,7 @@ static void test_key_deleted_or_overwritten_is_not_owner(void)
         run_until(&a.lost, 1000);
         CHECK_EQ(a.lost, 1);
         CHECK_EQ(a.lost_reason, REDLEASE_LOST_NOT_OWNER);
-        CHECK(a.t_lost - a.t_acq <= 250); /* at the first renewal (200 ms) */
+        CHECK(a.t_lost - a.t_acq < 450); /* at the first renewal (200 ms), not at expiry */
         if (i == 1) CHECK_STR(get("lock:victim"), "intruder"); /* never deleted */
         run_for(400);
         if (i == 0) CHECK_STR(get("lock:victim"), ""); /* never re-created */
@@ -366,13 +366,16 @@ static void test_frozen_server_expired_before_server_expiry(void)
  * that takes under a millisecond). */
 static redlease_lock *watched;
 static int disconnects, held_at_disconnect = -1, held_at_renewal = -1;
+static int64_t t_reverified;
 static void watch_events(redlease_client *c, const redlease_event *ev, void *arg)
 {
     (void)c, (void)arg;
     if (ev->type == REDLEASE_EV_DISCONNECTED && disconnects++ == 0)
         held_at_disconnect = redlease_lock_held(watched);
-    if (ev->type == REDLEASE_EV_RENEWED && disconnects && held_at_renewal < 0)
+    if (ev->type == REDLEASE_EV_RENEWED && disconnects && held_at_renewal < 0) {
         held_at_renewal = redlease_lock_held(watched);
+        t_reverified = mono_ms();
+    }
 }
 
 /* CLIENT PAUSE WRITE holds our renewals (scripts write) but lets the admin
@@ -414,13 +417,15 @@ static void test_client_kill_reconnects_and_keeps_lease(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     watched = a.lk;
+    int64_t t_kill = mono_ms();
     cmd_free("CLIENT KILL TYPE normal", NULL); /* the admin survives (SKIPME) */
     int64_t end = mono_ms() + 1500;
     while (mono_ms() < end && held_at_renewal < 0) run_for(5);
     CHECK_EQ(disconnects, 1);
     CHECK_EQ(held_at_disconnect, 0); /* not safe to act while the link is down */
     CHECK_EQ(held_at_renewal, 1);    /* re-verified at once on the new link */
-    CHECK(a.t_acq + 2000 / 3 > mono_ms() - 300); /* long before the next scheduled renewal */
+    /* at once, not at the next scheduled renewal (666 ms after acquiring) */
+    CHECK(t_reverified - t_kill < 400);
     CHECK(redlease_lock_held(a.lk));
     CHECK_EQ(a.lost, 0);
     redlease_stats st;
