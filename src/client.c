@@ -253,7 +253,6 @@ static void handshake_send(redlease_client *c, int kind, int script, int argc, c
         c->hs_failed = REDLEASE_ENOMEM;
         return;
     }
-    req->c = c;
     req->kind = kind;
     req->script = script;
     req->t0 = rl_now(c);

@@ -39,7 +39,6 @@ enum rl_req_kind {
  * or NULL), even when its lock stopped waiting for it (timed out, cancelled):
  * that is how late replies are recognised and never change state wrongly. */
 typedef struct rl_req {
-    struct redlease_client *c;
     struct redlease_lock *lk; /* holds a reference; NULL for handshake */
     int kind;
     int script;      /* RL_SCRIPT_* or -1 */
@@ -77,7 +76,6 @@ struct redlease_lock {
     int user_ref;       /* 1 until on_release has run (or the client ends) */
     int state;          /* enum rl_lock_state */
     unsigned notify;    /* RL_NOTIFY_* bits owed */
-    int acquire_told;   /* on_acquire has been queued (its status is final) */
     int release_called;
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
@@ -92,7 +90,6 @@ struct redlease_lock {
     /* acquiring */
     rl_backoff backoff;
     int attempts;
-    int last_error;     /* status of the last failed attempt */
     int64_t budget_end; /* no attempt starts after this */
 
     /* the operation in progress (acquire attempt, renewal, release) */
@@ -103,7 +100,7 @@ struct redlease_lock {
     int64_t next_action; /* next attempt or renewal, or RL_NEVER */
 
     /* held */
-    int64_t acquired_at, valid_until, hold_until;
+    int64_t valid_until, hold_until;
     uint64_t confirm_epoch; /* connection that last confirmed the lease */
     uint64_t fence;
 

@@ -145,7 +145,6 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     redlease_client *c = lk->c;
     rl_req *req = rl_calloc(1, sizeof *req);
     if (!req) return REDLEASE_ENOMEM;
-    req->c = c;
     req->lk = lk;
     req->kind = kind;
     req->script = -1;
@@ -210,7 +209,6 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
     lk->state = RL_LOCK_DONE;
     lk->next_action = RL_NEVER;
     lk->acquire_status = status;
-    lk->acquire_told = 1;
     owe(lk, RL_NOTIFY_ACQUIRE);
     lk->c->stats.acquire_failed++;
     emit(lk, REDLEASE_EV_ACQUIRE_FAILED, status, -1, -1, now);
@@ -220,7 +218,6 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
  * outcome (REDLEASE_EBUSY if it was contention). */
 static void retry_or_fail(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->last_error = status;
     if ((lk->max_attempts && lk->attempts >= lk->max_attempts) || now >= lk->budget_end) {
         finish_acquire(lk, status, now);
         return;
@@ -239,14 +236,12 @@ static void become_held(struct redlease_lock *lk, const rl_req *req, uint64_t fe
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     lk->state = RL_LOCK_HELD;
-    lk->acquired_at = req->t0;
     lk->valid_until = rl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RL_NEVER;
     lk->confirm_epoch = req->epoch;
     lk->fence = fence;
     lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RL_NEVER;
     lk->acquire_status = REDLEASE_OK;
-    lk->acquire_told = 1;
     owe(lk, RL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
     c->stats.held_now++;
