@@ -192,6 +192,7 @@ static void schedule_conn(redlease_client *c, int64_t at)
 static void reconnect_later(redlease_client *c, int64_t now)
 {
     int64_t d = rl_backoff_next(&c->reconnect, &c->rng);
+    if (d < 1) d = 1; /* a deadline at "now" inside the timer would never fire */
     c->conn = RL_CONN_BACKOFF;
     schedule_conn(c, now + d);
     emit_conn(c, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
@@ -525,5 +526,6 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
     schedule_conn(c, c->conn_at);
     for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rl_lock_close(RL_CONTAINER(n, struct redlease_lock, link), now);
+    c->close_check = 1; /* maybe nothing is pending: done on the next tick */
     rl_leave(c);
 }

@@ -211,6 +211,8 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
     lk->acquire_status = status;
     owe(lk, RL_NOTIFY_ACQUIRE);
     lk->c->stats.acquire_failed++;
+    /* No attempt follows: a key an uncertain attempt may have set goes now. */
+    if (lk->drop_pending) pump(lk, now);
     emit(lk, REDLEASE_EV_ACQUIRE_FAILED, status, -1, -1, now);
 }
 
@@ -235,6 +237,8 @@ static void become_held(struct redlease_lock *lk, const rl_req *req, uint64_t fe
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
+    lk->drop_pending = 0; /* the key with our token is ours on purpose now */
+    rl_list_remove(&lk->wait_link);
     lk->state = RL_LOCK_HELD;
     lk->valid_until = rl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RL_NEVER;
@@ -355,7 +359,7 @@ static void renew_reply(struct redlease_lock *lk, const rl_req *req, const rl_re
         int64_t vu = rl_valid_until(req->t0, lk->ttl);
         if (vu > lk->valid_until) lk->valid_until = vu;
         lk->confirm_epoch = req->epoch;
-        if (current) lk->next_action = req->t0 + lk->renew_interval;
+        if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RL_NEVER;
         lk->c->stats.renewed++;
         emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
     } else if (r && r->type == RL_REPLY_INTEGER && r->integer == 0) {
@@ -453,7 +457,14 @@ int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t
     struct redlease_lock *lk = req->lk;
     if (r && r->type == RL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
         memcmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* The script cache was flushed: send the script itself, once. */
+        /* The script cache was flushed: EVAL from now on this connection. */
+        c->sha[req->script][0] = '\0';
+        if (req->kind == RL_REQ_DROP && lk->state == RL_LOCK_ACQUIRING) {
+            /* Sent again now it would land behind the attempt that followed
+             * it and could delete the key that attempt sets. Given up: a key
+             * of ours left by the uncertain attempt just expires by its TTL. */
+            return 0;
+        }
         req->sent_eval = 1;
         if (req_submit(req) == 0) return 1;
         r = NULL;
@@ -468,7 +479,6 @@ int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t
         break;
     default: break; /* drops: best effort, nobody waits */
     }
-    (void)c;
     reschedule(lk);
     return 0;
 }

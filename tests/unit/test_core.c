@@ -1178,6 +1178,21 @@ static void test_graceful_close_releases_held(void)
     end(&f);
 }
 
+static void test_close_with_nothing_pending_is_prompt(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    int done = 0;
+    redlease_client_close(f.c, on_close_done, &done);
+    CHECK_EQ(done, 0); /* from the loop, not inside the call */
+    fake_run(&f);
+    CHECK_EQ(done, 1); /* at once, not after command_timeout_ms */
+    CHECK_EQ(f.detached, 1);
+    f.c = NULL;
+    end(&f);
+}
+
 static void test_many_leases_one_timer_pipelined(void)
 {
     fake_alloc_install();
@@ -1299,6 +1314,122 @@ static void test_events_carry_lease_facts(void)
     end(&f);
 }
 
+static void test_econn_final_attempt_drop_never_sent(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_zero, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(5000); /* wait_ms 0: one attempt */
+    start_lock(&f, &r, "x", &o);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "SET", "lock:x"));
+    fake_break(&f); /* the SET may have run */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_ECONN);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    fake_advance(&f, 1);
+    fake_connect(&f);
+    fake_advance(&f, 1);
+    /* the possible key with our token is deleted once the link is back */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    while (fake_peek(&f)) fake_reply_int(&f, 1);
+    fake_run(&f);
+    redlease_stats st;
+    redlease_client_stats(f.c, &st);
+    CHECK_EQ(st.locks_now, 0); /* the handle is gone after on_release */
+    end(&f);
+}
+
+/* BUG 2: the drop queued before a retry goes out as EVALSHA; on NOSCRIPT it
+ * is re-sent behind the retry's SET, and deletes the key this handle then
+ * reports as held. */
+
+static void test_noscript_drop_resent_after_retry_set(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_zero, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(5000);
+    o.wait_ms = 5000;
+    start_lock(&f, &r, "x", &o);
+    fake_run(&f);
+    fake_break(&f); /* the SET may or may not have run */
+    fake_advance(&f, 1);
+    fake_connect(&f);
+    fake_advance(&f, 1);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* the drop */
+    fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
+    CHECK(cmd_is(&f, "SET", "lock:x"));
+    fake_reply_status(&f, "OK"); /* the retry sets our key */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK(redlease_lock_held(r.lk));
+    /* nothing of ours may now delete that key */
+    int deletes_after = 0;
+    for (int i = f.head; i < f.ncmds; i++)
+        if (f.cmds[i].argc >= 5 && strcmp(f.cmds[i].argv[0], "EVAL") == 0 &&
+            strcmp(f.cmds[i].argv[1], rl_script_src[RL_SCRIPT_RELEASE]) == 0 &&
+            strcmp(f.cmds[i].argv[4], redlease_lock_token(r.lk)) == 0)
+            deletes_after++;
+    CHECK_EQ(deletes_after, 0);
+    end(&f);
+}
+
+
+/* BUG 3: a reconnect delay of 0 ms (full jitter draws 0) chosen inside the
+ * timer (connect timeout, failed handshake, connect failing at once) leaves
+ * the client's deadline at RL_NEVER: it never connects again. */
+
+static void test_zero_backoff_after_connect_timeout_still_reconnects(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    redlease_client_set_rng(f.c, rng_zero, NULL); /* every delay draws 0 */
+    CHECK_EQ(f.connects, 1);
+    fake_advance(&f, 2000); /* connect_timeout_ms: dropped, reconnect in 0 ms */
+    fake_advance(&f, 100);
+    CHECK(f.connects >= 2);
+    CHECK(f.timer_at >= 0); /* something is still scheduled */
+    end(&f);
+}
+
+
+/* BUG 4: with REDLEASE_RENEW_OFF (-1) the re-verification after a reconnect
+ * sets next_action = t0 + (-1): every confirmation starts another renewal at
+ * once, forever (the lease never expires locally and Redis is flooded). */
+
+static void test_renew_off_reverify_does_not_loop(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_zero, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.renew_interval_ms = REDLEASE_RENEW_OFF;
+    int64_t t0 = hold(&f, &r, "job", o);
+    fake_until(&f, t0 + 100);
+    fake_break(&f);
+    fake_advance(&f, 1);
+    fake_connect(&f); /* re-verification goes out */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW)));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK(redlease_lock_held(r.lk));
+    int renewals = 0;
+    for (int i = 0; i < 50 && fake_peek(&f); i++) {
+        renewals++;
+        fake_reply_int(&f, 1);
+        fake_run(&f);
+    }
+    CHECK_EQ(renewals, 0); /* renewals are off: nothing more is sent */
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -1345,9 +1476,14 @@ int main(int argc, char **argv)
         TEST_CASE(test_no_connection_wait_zero_is_econn),
         TEST_CASE(test_connect_timeout_and_backoff),
         TEST_CASE(test_graceful_close_releases_held),
+        TEST_CASE(test_close_with_nothing_pending_is_prompt),
         TEST_CASE(test_many_leases_one_timer_pipelined),
         TEST_CASE(test_events_carry_lease_facts),
         TEST_CASE(test_allocation_failure_everywhere),
+        TEST_CASE(test_econn_final_attempt_drop_never_sent),
+        TEST_CASE(test_noscript_drop_resent_after_retry_set),
+        TEST_CASE(test_zero_backoff_after_connect_timeout_still_reconnects),
+        TEST_CASE(test_renew_off_reverify_does_not_loop),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
