@@ -979,20 +979,27 @@ static void test_no_reconnect_means_expired(void)
     end(&f);
 }
 
+/* A lease whose SET was on the wire when the link broke (it may or may not
+ * have run), after the reconnect: the next attempt is about to go out. */
+static void uncertain_then_reconnect(fake *f, rec *r)
+{
+    fake_start(f, NULL);
+    redlease_client_set_rng(f->c, rng_zero, NULL);
+    redlease_lock_options o = opts(5000);
+    o.wait_ms = 5000;
+    start_lock(f, r, "x", &o);
+    fake_run(f);
+    fake_break(f);
+    fake_advance(f, 1);
+    fake_connect(f);
+    fake_advance(f, 1);
+}
+
 static void test_uncertain_acquire_cleared_before_retry(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    redlease_client_set_rng(f.c, rng_zero, NULL);
     rec r = {0};
-    redlease_lock_options o = opts(5000);
-    o.wait_ms = 5000;
-    start_lock(&f, &r, "x", &o);
-    fake_run(&f);
-    fake_break(&f); /* the SET may or may not have run */
-    fake_advance(&f, 1);
-    fake_connect(&f);
-    fake_advance(&f, 1);
+    uncertain_then_reconnect(&f, &r);
     /* first our own possible key is deleted (token-checked), then SET again */
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
@@ -1344,24 +1351,15 @@ static void test_econn_final_attempt_drop_never_sent(void)
     end(&f);
 }
 
-/* BUG 2: the drop queued before a retry goes out as EVALSHA; on NOSCRIPT it
- * is re-sent behind the retry's SET, and deletes the key this handle then
+/* A drop sent before a retry and answered NOSCRIPT must not be sent again:
+ * it would land behind the retry's SET and delete the key this handle then
  * reports as held. */
 
 static void test_noscript_drop_resent_after_retry_set(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    redlease_client_set_rng(f.c, rng_zero, NULL);
     rec r = {0};
-    redlease_lock_options o = opts(5000);
-    o.wait_ms = 5000;
-    start_lock(&f, &r, "x", &o);
-    fake_run(&f);
-    fake_break(&f); /* the SET may or may not have run */
-    fake_advance(&f, 1);
-    fake_connect(&f);
-    fake_advance(&f, 1);
+    uncertain_then_reconnect(&f, &r);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* the drop */
     fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
     CHECK(cmd_is(&f, "SET", "lock:x"));
@@ -1381,9 +1379,8 @@ static void test_noscript_drop_resent_after_retry_set(void)
 }
 
 
-/* BUG 3: a reconnect delay of 0 ms (full jitter draws 0) chosen inside the
- * timer (connect timeout, failed handshake, connect failing at once) leaves
- * the client's deadline at RL_NEVER: it never connects again. */
+/* A reconnect delay drawn as 0 inside the timer (connect timeout, failed
+ * handshake, a connect failing at once) must still lead to a reconnect. */
 
 static void test_zero_backoff_after_connect_timeout_still_reconnects(void)
 {
@@ -1399,9 +1396,8 @@ static void test_zero_backoff_after_connect_timeout_still_reconnects(void)
 }
 
 
-/* BUG 4: with REDLEASE_RENEW_OFF (-1) the re-verification after a reconnect
- * sets next_action = t0 + (-1): every confirmation starts another renewal at
- * once, forever (the lease never expires locally and Redis is flooded). */
+/* With REDLEASE_RENEW_OFF the re-verification after a reconnect is one
+ * renewal, not the start of back-to-back renewals. */
 
 static void test_renew_off_reverify_does_not_loop(void)
 {
