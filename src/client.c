@@ -238,7 +238,6 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
         rl_heap_remove(&c->heap, &c->wake);
         return rc;
     }
-    c->have_transport = 1;
     c->loop = ops;
     c->loop_data = loop_data;
     rl_enter(c);
@@ -477,10 +476,10 @@ static void teardown(redlease_client *c)
 {
     c->dead = 1;
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
-    if (c->have_transport) {
+    if (c->tr.ops) {
         c->tr.ops->close(c->tr.self); /* every request comes back now, NULL */
         c->tr.ops->destroy(c->tr.self);
-        c->have_transport = 0;
+        c->tr.ops = NULL;
     }
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rl_list_empty(&c->locks))

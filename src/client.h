@@ -129,8 +129,7 @@ struct redlease_client {
     void *event_arg;
 
     /* connection */
-    rl_transport tr;
-    int have_transport;
+    rl_transport tr; /* tr.ops is NULL until a loop is attached */
     int conn;           /* enum rl_conn_state */
     uint64_t epoch;     /* counts connections that became ready */
     int64_t conn_at;    /* deadline or reconnect time */

@@ -528,19 +528,25 @@ void rl_lock_end_by_client(struct redlease_lock *lk)
     run_callbacks(lk, 1);
 }
 
+/* A lease the user was never told about (on_acquire(OK) still queued) is
+ * reported cancelled and deleted, never handed out. */
+static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
+{
+    if (lk->op) abandon_op(lk);
+    lk->state = RL_LOCK_DONE;
+    lk->c->stats.held_now--;
+    lk->acquire_status = REDLEASE_ECANCELED;
+    lk->drop_pending = 1;
+    pump(lk, now);
+}
+
 void rl_lock_close(struct redlease_lock *lk, int64_t now)
 {
     if (lk->state == RL_LOCK_ACQUIRING) {
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
     } else if (lk->state == RL_LOCK_HELD && (lk->notify & RL_NOTIFY_ACQUIRE)) {
-        /* The user never heard of this lease: report it cancelled, free it. */
-        if (lk->op) abandon_op(lk);
-        lk->state = RL_LOCK_DONE;
-        lk->c->stats.held_now--;
-        lk->acquire_status = REDLEASE_ECANCELED;
-        lk->drop_pending = 1;
-        pump(lk, now);
+        cancel_unannounced(lk, now);
     } else if (lk->state == RL_LOCK_HELD) {
         lose(lk, REDLEASE_LOST_CLOSED, now);
     }
@@ -631,18 +637,15 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         finish_release(lk, REDLEASE_OK, now);
         break;
     case RL_LOCK_HELD:
+        if (lk->notify & RL_NOTIFY_ACQUIRE) {
+            cancel_unannounced(lk, now);
+            finish_release(lk, REDLEASE_OK, now);
+            break;
+        }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
         c->stats.held_now--;
-        if (lk->notify & RL_NOTIFY_ACQUIRE) {
-            /* Not yet told it was acquired: it is cancelled, and freed. */
-            lk->acquire_status = REDLEASE_ECANCELED;
-            lk->drop_pending = 1;
-            finish_release(lk, REDLEASE_OK, now);
-            pump(lk, now);
-        } else {
-            lk->state = RL_LOCK_RELEASING;
-            start_op(lk, RL_REQ_RELEASE, now);
-        }
+        lk->state = RL_LOCK_RELEASING;
+        start_op(lk, RL_REQ_RELEASE, now);
         break;
     default: /* DONE: failed, cancelled or lost */
         finish_release(lk, lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK, now);

@@ -737,6 +737,50 @@ static void test_release_outcomes(void)
     }
 }
 
+static void on_close_done(redlease_client *c, void *arg);
+
+static void test_release_without_connection_is_econn(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    hold(&f, &r, "x", opts(30000));
+    f.connect_rc = REDLEASE_ECONN; /* it never comes back */
+    fake_break(&f);
+    release(&r);
+    int64_t t = f.now;
+    fake_until(&f, t + 1999);
+    CHECK_EQ(r.rel_calls, 0); /* waits for the link, within command_timeout_ms */
+    fake_until(&f, t + 2000);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_ECONN);
+    end(&f);
+}
+
+static void test_close_cancels_unannounced_lease(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(30000);
+    start_lock(&f, &r, "x", &o);
+    fake_run(&f);
+    int done = 0;
+    fake_reply_status(&f, "OK"); /* acquired; on_acquire(OK) only queued */
+    redlease_client_close(f.c, on_close_done, &done);
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECANCELED); /* never handed out */
+    CHECK_EQ(r.lost_calls, 0);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* and deleted */
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(done, 1);
+    f.c = NULL;
+    end(&f);
+}
+
 static void test_release_retried_across_reconnect(void)
 {
     fake f;
@@ -1453,6 +1497,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_ok_too_late_to_use_is_not_reported),
         TEST_CASE(test_stale_renew_reply_after_release_ignored),
         TEST_CASE(test_release_outcomes),
+        TEST_CASE(test_release_without_connection_is_econn),
+        TEST_CASE(test_close_cancels_unannounced_lease),
         TEST_CASE(test_release_retried_across_reconnect),
         TEST_CASE(test_release_inside_on_acquire),
         TEST_CASE(test_release_inside_on_lost),
