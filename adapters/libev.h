@@ -102,6 +102,23 @@ static inline void redlease__libev_fire(EV_P_ ev_timer *w, int revents) {
     redlease_client_on_timer(s->client);
 }
 
+/* The state for c on loop, timer disarmed; NULL if out of memory. */
+static inline redlease_libev *redlease__libev_new(redlease_client *c, struct ev_loop *loop) {
+    redlease_libev *s = (redlease_libev *)malloc(sizeof(*s));
+    if (s == NULL)
+        return NULL;
+#if EV_MULTIPLICITY
+    s->loop = loop;
+#else
+    (void)loop;
+    s->loop = NULL;
+#endif
+    s->client = c;
+    ev_timer_init(&s->timer, redlease__libev_fire, 0., 0.);
+    s->timer.data = s;
+    return s;
+}
+
 static inline int redlease_libev_attach(redlease_client *c, struct ev_loop *loop) {
     static const redlease_loop_ops ops = {
         redlease__libev_attach,
@@ -117,25 +134,12 @@ static inline int redlease_libev_attach(redlease_client *c, struct ev_loop *loop
     if (loop == NULL)
         return REDLEASE_EINVAL;
 #endif
-    s = (redlease_libev *)malloc(sizeof(*s));
+    s = redlease__libev_new(c, loop);
     if (s == NULL)
         return REDLEASE_ENOMEM;
-#if EV_MULTIPLICITY
-    s->loop = loop;
-#else
-    (void)loop;
-    s->loop = NULL;
-#endif
-    s->client = c;
-    ev_timer_init(&s->timer, redlease__libev_fire, 0., 0.);
-    s->timer.data = s;
-
     rc = redlease_client_attach_loop(c, &ops, s);
-    if (rc != REDLEASE_OK) {
-        /* detach is not called on error; make sure nothing stays armed. */
-        ev_timer_stop(EV_A_ &s->timer);
-        free(s);
-    }
+    if (rc != REDLEASE_OK)
+        redlease__libev_detach(s); /* the client does not call it on error */
     return rc;
 }
 

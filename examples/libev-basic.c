@@ -11,6 +11,8 @@
 #include <redlease.h>
 #include <redlease/libev.h>
 
+#include "example-env.h"
+
 static struct ev_loop *loop;
 static redlease_client *client, *rival;
 static ev_timer work_timer;
@@ -100,9 +102,7 @@ static redlease_client *make_client(const char *name)
 {
     redlease_client_options o;
     redlease_client_options_init(&o);
-    o.unix_path = getenv("REDLEASE_SOCKET");
-    if (getenv("REDLEASE_HOST")) o.host = getenv("REDLEASE_HOST");
-    if (getenv("REDLEASE_PORT")) o.port = atoi(getenv("REDLEASE_PORT"));
+    example_server_from_env(&o);
     redlease_client *c;
     int rc = redlease_client_new(&c, &o);
     if (rc == REDLEASE_OK) rc = redlease_libev_attach(c, loop);

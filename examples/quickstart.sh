@@ -8,10 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=(autoconf automake libtool pkg-config make gcc)
-pkgs=(build-essential autoconf automake libtool pkg-config libhiredis-dev libev-dev redis-server)
+# libevent, libuv and GLib are optional: with them, make check also runs the
+# integration suite on their adapters.
+pkgs=(build-essential autoconf automake libtool pkg-config libhiredis-dev libev-dev
+      libevent-dev libuv1-dev libglib2.0-dev redis-server)
 missing=0
 for t in "${need[@]}" redis-server; do command -v "$t" >/dev/null 2>&1 || missing=1; done
-[ -f /usr/include/hiredis/async.h ] && [ -f /usr/include/ev.h ] || missing=1
+for h in hiredis/async.h ev.h event2/event.h uv.h; do [ -f "/usr/include/$h" ] || missing=1; done
+pkg-config --exists glib-2.0 2>/dev/null || missing=1
 if [ "$missing" = 1 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         echo "==> installing: ${pkgs[*]}"

@@ -174,6 +174,7 @@ typedef struct redlease_stats {
     uint64_t attempts, acquired, contended, acquire_failed;
     uint64_t renewed, renew_failed, lost, released;
     uint64_t connects, disconnects, commands_sent, timeouts;
+    uint64_t wakeups;   /* times the adapter's timer fired (on_timer calls) */
     uint64_t locks_now; /* handles alive */
     uint64_t held_now;  /* handles in the held state */
 } redlease_stats;
@@ -235,16 +236,23 @@ REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
 
 /* ---------------------------------------------------------- loop adapters */
 /* An adapter gives the client one one-shot timer and attaches every hiredis
- * context the client creates (reconnects included) to the loop. Writing one
- * for another loop takes three functions:
- *   attach    attach ac to the loop (e.g. redisLibevAttach); 0 or -1.
+ * context the client creates (reconnects included) to the loop. Shipped:
+ * <redlease/libev.h>, <redlease/libevent.h>, <redlease/libuv.h>,
+ * <redlease/glib.h>. Writing one for another loop takes three functions
+ * (README "Your own event loop"; tests/integration/loop_poll.c is one):
+ *   attach    install hiredis's ac->ev hooks for the loop (as hiredis's own
+ *             adapters do, e.g. redisLibevAttach); 0, or -1 with
+ *             ac->ev.data left NULL. hiredis calls ev.cleanup when it frees
+ *             ac, possibly from inside redisAsyncHandleRead/Write.
  *   timer_set arm the single timer to fire after after_ms (0 allowed),
  *             replacing any earlier setting; after_ms < 0 disarms it. Must
  *             not call back into redlease. Keep sub-millisecond precision:
  *             after_ms / 1000.0, not / 1000.
- *   detach    the client is going away: disarm the timer and free the
- *             adapter's state. Called exactly once.
- * When the timer fires, call redlease_client_on_timer(c). */
+ *   detach    the client is going away (its hiredis context is already
+ *             freed): disarm the timer and free the adapter's state.
+ *             Called exactly once; not called if attach_loop fails.
+ * When the timer fires, call redlease_client_on_timer(c); it may free the
+ * client (and so call detach): touch nothing after it returns. */
 struct redisAsyncContext;
 typedef struct redlease_loop_ops {
     int (*attach)(void *loop_data, struct redisAsyncContext *ac);

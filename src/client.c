@@ -432,6 +432,7 @@ static int close_finished(redlease_client *c, int64_t now)
 void redlease_client_on_timer(redlease_client *c)
 {
     if (!c || c->depth) return; /* never re-entered from inside the library */
+    c->stats.wakeups++;
     rl_enter(c);
     c->armed_at = -1; /* the one-shot timer has fired */
     c->close_check = 0;

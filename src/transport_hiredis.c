@@ -128,6 +128,10 @@ static int hr_connect(void *self, const rl_endpoint *ep)
         redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
         redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK) {
         ac->data = NULL;
+        /* An adapter that failed before storing its state (hiredis's libuv
+         * one on allocation failure) leaves a cleanup hook that would get
+         * NULL: don't let redisAsyncFree call it. */
+        if (ac->ev.data == NULL) ac->ev.cleanup = NULL;
         redisAsyncFree(ac); /* never connected: no onDisconnect */
         return REDLEASE_ECONN;
     }

@@ -1,8 +1,11 @@
-/* Integration tests: the library on a real libev loop against a real
+/* Integration tests: the library on a real event loop against a real
  * redis-server that tests/redis-harness.sh started (unix socket in
  * REDLEASE_TEST_SOCKET, TCP port in REDLEASE_TEST_PORT, no persistence,
  * DEBUG enabled). A second, synchronous hiredis connection plays the admin:
- * it looks at keys, deletes or overwrites them and injects faults. */
+ * it looks at keys, deletes or overwrites them and injects faults.
+ *
+ * The same scenarios run once per adapter: this file is linked with one
+ * loop_<name>.c (testloop.h) into each tests/integration/test_<name>. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,11 +14,10 @@
 
 #include <hiredis/hiredis.h>
 #include <redlease.h>
-#include <redlease/libev.h>
 
+#include "testloop.h"
 #include "testutil.h"
 
-static struct ev_loop *loop;
 static const char *sock_path;
 static int tcp_port;
 
@@ -89,20 +91,11 @@ static void send_nowait(const char *c)
 
 /* ------------------------------------------------------------- the loop */
 
-static void on_deadline(struct ev_loop *l, ev_timer *w, int revents)
-{
-    (void)l, (void)w, (void)revents;
-}
-
 /* Runs the loop until *flag is nonzero or ms pass; returns *flag. */
 static int run_until(volatile int *flag, int64_t ms)
 {
     int64_t end = mono_ms() + ms;
-    ev_timer t;
-    ev_timer_init(&t, on_deadline, 0.01, 0.01);
-    ev_timer_start(loop, &t);
-    while (!*flag && mono_ms() < end) ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &t);
+    while (!*flag && mono_ms() < end) testloop_run_once(10);
     return *flag;
 }
 
@@ -168,7 +161,7 @@ static redlease_client *client_tcp(int tcp)
     o.reconnect_max_ms = 200;
     redlease_client *c = NULL;
     CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
-    CHECK_EQ(redlease_libev_attach(c, loop), REDLEASE_OK);
+    CHECK_EQ(testloop_attach(c), REDLEASE_OK);
     return c;
 }
 
@@ -205,14 +198,24 @@ static redlease_lock_options lopts(int64_t ttl, int64_t wait)
     return o;
 }
 
-/* After the last client is freed, the loop must hold nothing of ours:
- * ev_run returns by itself. */
+/* Nothing of redlease's is left on the loop: it empties within 2 s (hiredis
+ * and libuv may need an iteration or two to close handles), and then the
+ * loop's own run returns by itself. */
+static int loop_empties(void)
+{
+    int64_t end = mono_ms() + 2000;
+    while (testloop_pending() && mono_ms() < end) testloop_run_once(10);
+    if (testloop_pending()) return 0;
+    int64_t t = mono_ms();
+    testloop_run_to_end();
+    return mono_ms() - t < 1000;
+}
+
+/* After the last client is freed, the loop must hold nothing of ours. */
 static void free_and_check_loop_empty(redlease_client *c)
 {
     redlease_client_free(c);
-    int64_t t = mono_ms();
-    ev_run(loop, 0);
-    CHECK(mono_ms() - t < 1000);
+    CHECK(loop_empties());
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -505,7 +508,7 @@ static void test_auth_and_wrong_password(void)
     o.db = 2;
     redlease_client *c;
     CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
-    redlease_libev_attach(c, loop);
+    CHECK_EQ(testloop_attach(c), REDLEASE_OK);
     holder a = {.c = c};
     acquire(&a, "authed", lopts(5000, 0));
     run_until(&a.acquired, 2000);
@@ -519,7 +522,7 @@ static void test_auth_and_wrong_password(void)
     o.password = "Zx9-not-the-password";
     o.db = 0;
     CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
-    redlease_libev_attach(c, loop);
+    CHECK_EQ(testloop_attach(c), REDLEASE_OK);
     holder b = {.c = c};
     acquire(&b, "authed", lopts(5000, 0));
     run_until(&b.acquired, 3000);
@@ -550,9 +553,168 @@ static void test_graceful_close_deletes_keys(void)
     CHECK_EQ(closed, 1);
     CHECK_EQ(a.lost_reason, REDLEASE_LOST_CLOSED);
     CHECK_STR(get("lock:closing"), "");
-    int64_t t = mono_ms();
-    ev_run(loop, 0); /* nothing of ours left on the loop */
-    CHECK(mono_ms() - t < 1000);
+    CHECK(loop_empties());
+}
+
+/* ------------------------------------------ the adapter's own contract */
+
+/* The client's single timer, armed for 40 ms, fires near 40 ms (not at 0,
+ * not rounded to a second); armed earlier than it was, the new setting
+ * replaces the old; armed later again, it does not fire early. max_hold_ms
+ * puts an exact deadline on the timer, seen as on_lost(MAX_HOLD). */
+static void test_timer_precision_and_rearm(void)
+{
+    redlease_client *c = client();
+    CHECK(wait_connected(c));
+    holder a = {.c = c}, b = {.c = c};
+    redlease_lock_options oa = lopts(5000, 0), ob = lopts(5000, 0);
+    oa.max_hold_ms = 400;
+    ob.max_hold_ms = 40;
+    redlease_stats st;
+    redlease_client_stats(c, &st);
+    uint64_t w0 = st.wakeups;
+    acquire(&a, "timer-a", oa);
+    acquire(&b, "timer-b", ob);
+    run_until(&b.lost, 2000);
+    CHECK_EQ(b.lost_reason, REDLEASE_LOST_MAX_HOLD);
+    int64_t tb = b.t_lost - b.t_call, ta;
+    printf("# %s: 40 ms deadline fired after %lld ms\n", testloop_name, (long long)tb);
+    CHECK(tb >= 39);
+    CHECK(tb < 400); /* generous for valgrind; a 1 s granularity gives 1000 */
+    CHECK_EQ(a.lost, 0);
+    run_until(&a.lost, 2000);
+    CHECK_EQ(a.lost_reason, REDLEASE_LOST_MAX_HOLD);
+    ta = a.t_lost - a.t_call;
+    printf("# %s: 400 ms deadline fired after %lld ms\n", testloop_name, (long long)ta);
+    CHECK(ta >= 399);
+    CHECK(ta < 800);
+    /* A timer that fires early (40 ms truncated to 0 s) is re-armed by the
+     * client and shows as a burst of wakeups; about 5 are needed here. */
+    redlease_client_stats(c, &st);
+    printf("# %s: %llu wakeups\n", testloop_name, (unsigned long long)(st.wakeups - w0));
+    CHECK(st.wakeups - w0 < 30);
+    release(&a);
+    release(&b);
+    free_and_check_loop_empty(c);
+}
+
+/* The adapter's timer contract, driven directly: one-shot, sub-second
+ * precision, re-arming replaces (earlier and later), disarm works, and
+ * after detach nothing is left on the loop. */
+static redlease_client *probe;
+static uint64_t fires(void)
+{
+    redlease_stats st;
+    redlease_client_stats(probe, &st);
+    return st.wakeups;
+}
+
+/* Runs the loop until the timer fired n times in all, or ms pass; returns
+ * the ms waited. */
+static int64_t run_until_fires(uint64_t n, int64_t ms)
+{
+    int64_t t0 = mono_ms(), end = t0 + ms;
+    while (fires() < n && mono_ms() < end) testloop_run_once(5);
+    return mono_ms() - t0;
+}
+
+static void test_adapter_timer_contract(void)
+{
+    CHECK_EQ(redlease_client_new(&probe, NULL), REDLEASE_OK);
+    void *t = testloop_timer_new(probe);
+    CHECK(t != NULL);
+
+    testloop_timer_set(t, 40); /* near 40 ms: not 0, not a second */
+    int64_t waited = run_until_fires(1, 2000);
+    printf("# %s: timer armed for 40 ms fired after %lld ms\n", testloop_name, (long long)waited);
+    CHECK_EQ(fires(), 1);
+    CHECK(waited >= 39 && waited < 400);
+    run_until_fires(2, 150); /* one-shot: it does not fire again */
+    CHECK_EQ(fires(), 1);
+
+    testloop_timer_set(t, 1000); /* re-armed earlier: only the new one fires */
+    testloop_timer_set(t, 30);
+    waited = run_until_fires(2, 2000);
+    CHECK_EQ(fires(), 2);
+    CHECK(waited >= 29 && waited < 400);
+    run_until_fires(3, 1200);
+    CHECK_EQ(fires(), 2);
+
+    testloop_timer_set(t, 30); /* re-armed later: not at 30 ms */
+    testloop_timer_set(t, 250);
+    waited = run_until_fires(3, 2000);
+    CHECK_EQ(fires(), 3);
+    CHECK(waited >= 249 && waited < 700);
+
+    testloop_timer_set(t, 50); /* disarmed: never fires */
+    testloop_timer_set(t, -1);
+    run_until_fires(4, 300);
+    CHECK_EQ(fires(), 3);
+
+    testloop_timer_set(t, 0); /* due now: the next iteration */
+    waited = run_until_fires(4, 2000);
+    CHECK_EQ(fires(), 4);
+    CHECK(waited < 200);
+
+    testloop_timer_set(t, 50); /* detach while armed: the loop empties */
+    testloop_timer_free(t);
+    CHECK(loop_empties());
+    CHECK_EQ(fires(), 4);
+    redlease_client_free(probe);
+}
+
+/* Freeing the client from inside callbacks, while the adapter dispatches:
+ * from a lock callback (the adapter's timer is firing) and from the event
+ * hook (hiredis is handling a reply on the socket). Nothing may be touched
+ * afterwards (ASan and valgrind runs check) and the loop must empty. */
+static redlease_client *to_free;
+static int freed_from;
+static void free_in_acquire(redlease_lock *lk, int st, void *arg)
+{
+    (void)lk, (void)st, (void)arg;
+    redlease_client_free(redlease_lock_client(lk));
+    freed_from = 1;
+}
+static void free_in_event(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    if (ev->type != *(int *)arg || c != to_free) return;
+    redlease_client_free(c);
+    freed_from = ev->type;
+}
+
+static void test_free_inside_callbacks(void)
+{
+    redlease_client *c = client();
+    redlease_lock *lk;
+    redlease_lock_options o = lopts(5000, 0);
+    freed_from = 0;
+    CHECK_EQ(redlease_acquire(c, "free-cb", &o, free_in_acquire, NULL, NULL, &lk), REDLEASE_OK);
+    run_until(&freed_from, 2000);
+    CHECK_EQ(freed_from, 1);
+    CHECK(loop_empties());
+
+    static int on[] = {REDLEASE_EV_CONNECTED, REDLEASE_EV_ACQUIRED};
+    holder h[2];
+    memset(h, 0, sizeof h);
+    for (int i = 0; i < 2; i++) {
+        c = client();
+        to_free = c;
+        freed_from = 0;
+        redlease_client_set_event_cb(c, free_in_event, &on[i]);
+        const char *res[] = {"free-ev0", "free-ev1"};
+        CHECK_EQ(redlease_acquire(c, res[i], &o, h_acq, h_lost, &h[i], &lk), REDLEASE_OK);
+        run_until(&freed_from, 2000);
+        CHECK_EQ(freed_from, on[i]);
+        /* free ran the owed callback exactly once: the holder was never
+         * told it held the lease, so it is cancelled (no on_lost) */
+        CHECK_EQ(h[i].acquired, 1);
+        CHECK_EQ(h[i].acq_status, REDLEASE_ECANCELED);
+        CHECK_EQ(h[i].lost, 0);
+        CHECK(loop_empties());
+    }
+    cmd_free("DEL %s", "lock:free-cb");
+    cmd_free("DEL %s", "lock:free-ev0");
+    cmd_free("DEL %s", "lock:free-ev1");
 }
 
 int main(int argc, char **argv)
@@ -560,11 +722,12 @@ int main(int argc, char **argv)
     sock_path = getenv("REDLEASE_TEST_SOCKET");
     const char *port = getenv("REDLEASE_TEST_PORT");
     if (!sock_path || !port) {
-        printf("Bail out! REDLEASE_TEST_SOCKET/PORT not set: run through run-libev.sh\n");
+        printf("Bail out! REDLEASE_TEST_SOCKET/PORT not set: run through run-integration.sh\n");
         return 1;
     }
     tcp_port = atoi(port);
-    loop = ev_default_loop(0);
+    testloop_init();
+    printf("# adapter: %s\n", testloop_name);
     if (!admin() || admin()->err) {
         printf("Bail out! cannot reach redis at %s\n", sock_path);
         return 1;
@@ -583,10 +746,13 @@ int main(int argc, char **argv)
         TEST_CASE(test_tcp_and_cancel_in_flight),
         TEST_CASE(test_auth_and_wrong_password),
         TEST_CASE(test_graceful_close_deletes_keys),
+        TEST_CASE(test_timer_precision_and_rearm),
+        TEST_CASE(test_adapter_timer_contract),
+        TEST_CASE(test_free_inside_callbacks),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     redisFree(admin());
     for (int i = 0; i < nkept; i++) redisFree(kept[i]);
-    ev_loop_destroy(loop);
+    testloop_destroy();
     return rc;
 }

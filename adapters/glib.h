@@ -1,0 +1,198 @@
+/* <redlease/glib.h>: run a redlease client on a GLib GMainContext.
+ *
+ * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and
+ * the program that includes this header links glib-2.0 (2.36 or newer).
+ * Usage:
+ *
+ *     GMainLoop *ml = g_main_loop_new(NULL, FALSE);
+ *     redlease_client *c;
+ *     redlease_client_new(&c, &opts);
+ *     if (redlease_glib_attach(c, NULL) != REDLEASE_OK) ...  (NULL: default context)
+ *     g_main_loop_run(ml);
+ *
+ * What it does: it allocates a small state (malloc) holding a reference to
+ * the context and one timer GSource, and binds them with
+ * redlease_client_attach_loop().
+ *  - Every hiredis context the client creates (reconnects included) gets its
+ *    own GSource watching the socket (g_source_add_unix_fd). This adapter
+ *    does not use hiredis's <hiredis/adapters/glib.h>: that source is never
+ *    removed from the context when hiredis frees the connection, so every
+ *    reconnect would leave one behind. Here hiredis's cleanup hook destroys
+ *    the source.
+ *  - The client's single one-shot timer is a GSource driven by
+ *    g_source_set_ready_time() on the monotonic clock (microseconds, so a
+ *    40 ms deadline fires near 40 ms); -1 disarms it. One source for the
+ *    client's life: re-arming allocates nothing.
+ *
+ * Teardown guarantee: the client calls detach exactly once when it goes away
+ * (redlease_client_free(), or the end of redlease_client_close()), after it
+ * has freed its hiredis context (whose cleanup destroyed the socket source).
+ * detach destroys the timer source and drops the context reference. So once
+ * the client is gone, the context holds no source from redlease. Freeing the
+ * client from inside any redlease callback is fine: GLib keeps a source
+ * alive while it dispatches it, and the dispatch functions touch nothing
+ * after the call that may free.
+ *
+ * Threads: the context must be iterated by the thread that uses the client.
+ *
+ * If attaching fails, nothing stays attached and the state is freed:
+ * REDLEASE_EINVAL (c NULL, or a loop already attached), REDLEASE_ENOMEM, or
+ * another error of redlease_client_attach_loop().
+ */
+#ifndef REDLEASE_GLIB_H
+#define REDLEASE_GLIB_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <glib.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <redlease.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The socket of one hiredis connection. */
+typedef struct redlease__glib_io {
+    GSource source;
+    redisAsyncContext *ac; /* NULL once hiredis has freed it */
+    gpointer tag;          /* from g_source_add_unix_fd */
+    GIOCondition want;
+} redlease__glib_io;
+
+/* The client's timer. */
+typedef struct redlease__glib_timer {
+    GSource source;
+    redlease_client *client;
+} redlease__glib_timer;
+
+typedef struct redlease_glib {
+    GMainContext *context; /* a reference we hold */
+    redlease__glib_timer *timer;
+} redlease_glib;
+
+static inline void redlease__glib_io_want(redlease__glib_io *io, GIOCondition add, GIOCondition del) {
+    io->want = (GIOCondition)((io->want | add) & ~del);
+    g_source_modify_unix_fd(&io->source, io->tag, io->want);
+}
+static inline void redlease__glib_add_read(void *p) { redlease__glib_io_want((redlease__glib_io *)p, G_IO_IN, (GIOCondition)0); }
+static inline void redlease__glib_del_read(void *p) { redlease__glib_io_want((redlease__glib_io *)p, (GIOCondition)0, G_IO_IN); }
+static inline void redlease__glib_add_write(void *p) { redlease__glib_io_want((redlease__glib_io *)p, G_IO_OUT, (GIOCondition)0); }
+static inline void redlease__glib_del_write(void *p) { redlease__glib_io_want((redlease__glib_io *)p, (GIOCondition)0, G_IO_OUT); }
+
+/* hiredis is freeing the connection: take the socket source off the
+ * context. If GLib is dispatching it right now, its own reference keeps the
+ * memory valid until dispatch returns, and ac == NULL stops it there. */
+static inline void redlease__glib_cleanup(void *p) {
+    redlease__glib_io *io = (redlease__glib_io *)p;
+    io->ac = NULL;
+    g_source_destroy(&io->source);
+    g_source_unref(&io->source);
+}
+
+static inline gboolean redlease__glib_io_dispatch(GSource *src, GSourceFunc cb, gpointer data) {
+    redlease__glib_io *io = (redlease__glib_io *)src;
+    GIOCondition got = g_source_query_unix_fd(src, io->tag);
+    gboolean failed = (got & (G_IO_ERR | G_IO_HUP)) != 0, told = FALSE;
+    (void)cb;
+    (void)data;
+    /* An error or hang-up goes to the handler hiredis is waiting on (write
+     * while connecting or flushing, read otherwise) so that it notices and
+     * frees the connection; left unreported, poll() would return it forever. */
+    if (io->ac && (io->want & G_IO_OUT) && ((got & G_IO_OUT) || failed)) {
+        redisAsyncHandleWrite(io->ac);
+        told = failed;
+    }
+    if (io->ac && ((got & G_IO_IN) || (failed && !told)))
+        redisAsyncHandleRead(io->ac);
+    return G_SOURCE_CONTINUE;
+}
+
+static inline int redlease__glib_attach(void *loop_data, struct redisAsyncContext *ac) {
+    static GSourceFuncs funcs = {NULL, NULL, redlease__glib_io_dispatch, NULL, NULL, NULL};
+    redlease_glib *s = (redlease_glib *)loop_data;
+    redlease__glib_io *io;
+
+    if (ac->ev.data != NULL)
+        return -1;
+    io = (redlease__glib_io *)g_source_new(&funcs, sizeof(*io));
+    io->ac = ac;
+    io->want = (GIOCondition)0;
+    io->tag = g_source_add_unix_fd(&io->source, ac->c.fd, io->want);
+    g_source_set_name(&io->source, "redlease connection");
+    g_source_attach(&io->source, s->context);
+    ac->ev.addRead = redlease__glib_add_read;
+    ac->ev.delRead = redlease__glib_del_read;
+    ac->ev.addWrite = redlease__glib_add_write;
+    ac->ev.delWrite = redlease__glib_del_write;
+    ac->ev.cleanup = redlease__glib_cleanup;
+    ac->ev.data = io;
+    return 0;
+}
+
+static inline gboolean redlease__glib_timer_dispatch(GSource *src, GSourceFunc cb, gpointer data) {
+    redlease__glib_timer *t = (redlease__glib_timer *)src;
+    (void)cb;
+    (void)data;
+    g_source_set_ready_time(src, -1); /* one-shot; on_timer may re-arm */
+    /* May free the client and destroy this source (through detach); GLib's
+     * dispatch reference keeps src valid until we return. */
+    redlease_client_on_timer(t->client);
+    return G_SOURCE_CONTINUE;
+}
+
+static inline void redlease__glib_timer_set(void *loop_data, int64_t after_ms) {
+    redlease_glib *s = (redlease_glib *)loop_data;
+    GSource *src = &s->timer->source;
+    g_source_set_ready_time(src, after_ms < 0 ? -1 : g_get_monotonic_time() + after_ms * 1000);
+}
+
+static inline void redlease__glib_detach(void *loop_data) {
+    redlease_glib *s = (redlease_glib *)loop_data;
+    g_source_destroy(&s->timer->source);
+    g_source_unref(&s->timer->source);
+    g_main_context_unref(s->context);
+    free(s);
+}
+
+/* The state for c on context (NULL: the default one), timer disarmed; NULL
+ * if out of memory (GLib itself aborts when it runs out). */
+static inline redlease_glib *redlease__glib_new(redlease_client *c, GMainContext *context) {
+    static GSourceFuncs timer_funcs = {NULL, NULL, redlease__glib_timer_dispatch, NULL, NULL, NULL};
+    redlease_glib *s = (redlease_glib *)malloc(sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->context = g_main_context_ref(context ? context : g_main_context_default());
+    s->timer = (redlease__glib_timer *)g_source_new(&timer_funcs, sizeof(*s->timer));
+    s->timer->client = c;
+    g_source_set_name(&s->timer->source, "redlease timer");
+    g_source_attach(&s->timer->source, s->context);
+    return s;
+}
+
+static inline int redlease_glib_attach(redlease_client *c, GMainContext *context) {
+    static const redlease_loop_ops ops = {
+        redlease__glib_attach,
+        redlease__glib_timer_set,
+        redlease__glib_detach,
+    };
+    redlease_glib *s;
+    int rc;
+
+    if (c == NULL)
+        return REDLEASE_EINVAL;
+    s = redlease__glib_new(c, context);
+    if (s == NULL)
+        return REDLEASE_ENOMEM;
+    rc = redlease_client_attach_loop(c, &ops, s);
+    if (rc != REDLEASE_OK)
+        redlease__glib_detach(s); /* detach is not called on error */
+    return rc;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDLEASE_GLIB_H */

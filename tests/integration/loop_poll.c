@@ -1,0 +1,175 @@
+/* A loop written by hand on poll(2), with its redlease adapter: the proof
+ * that the adapter interface (struct redlease_loop_ops in <redlease.h>, plus
+ * hiredis's ev hooks for the connection) is all another loop needs. The
+ * whole suite runs on it as tests/integration/test_poll. README "Your own
+ * event loop" walks through this file.
+ *
+ * The loop: a table of fd watchers (one per hiredis connection) and a table
+ * of one-shot timers (one per redlease client). poll() sleeps until an fd is
+ * ready or the earliest timer is due. */
+#include <poll.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <redlease.h>
+
+#include "testloop.h"
+
+#define SLOTS 64
+
+typedef struct watcher {
+    redisAsyncContext *ac; /* NULL: slot free */
+    short events;          /* POLLIN, POLLOUT */
+    unsigned gen;          /* bumped on each reuse: see dispatch */
+} watcher;
+
+typedef struct ptimer {
+    redlease_client *client; /* NULL: slot free */
+    int64_t at_us;           /* -1: disarmed */
+} ptimer;
+
+static watcher watchers[SLOTS];
+static ptimer timers[SLOTS];
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ------------------------------------------- hiredis's side: the socket */
+
+static void add_read(void *p) { ((watcher *)p)->events |= POLLIN; }
+static void del_read(void *p) { ((watcher *)p)->events &= ~POLLIN; }
+static void add_write(void *p) { ((watcher *)p)->events |= POLLOUT; }
+static void del_write(void *p) { ((watcher *)p)->events &= ~POLLOUT; }
+/* hiredis frees the connection: forget it (also from inside dispatch). */
+static void cleanup(void *p) { ((watcher *)p)->ac = NULL; }
+
+/* ------------------------------------------- redlease's side: the ops */
+
+static int poll_attach(void *loop_data, struct redisAsyncContext *ac)
+{
+    (void)loop_data;
+    for (int i = 0; i < SLOTS; i++) {
+        watcher *w = &watchers[i];
+        if (w->ac) continue;
+        w->ac = ac;
+        w->events = 0;
+        w->gen++;
+        ac->ev.addRead = add_read;
+        ac->ev.delRead = del_read;
+        ac->ev.addWrite = add_write;
+        ac->ev.delWrite = del_write;
+        ac->ev.cleanup = cleanup;
+        ac->ev.data = w;
+        return 0;
+    }
+    return -1; /* table full: the client reports ECONN and retries later */
+}
+
+static void poll_timer_set(void *loop_data, int64_t after_ms)
+{
+    ptimer *t = loop_data;
+    t->at_us = after_ms < 0 ? -1 : now_us() + after_ms * 1000;
+}
+
+static void poll_detach(void *loop_data)
+{
+    ptimer *t = loop_data;
+    t->client = NULL;
+    t->at_us = -1;
+}
+
+static int poll_adapter_attach(redlease_client *c)
+{
+    static const redlease_loop_ops ops = {poll_attach, poll_timer_set, poll_detach};
+    for (int i = 0; i < SLOTS; i++) {
+        ptimer *t = &timers[i];
+        if (t->client) continue;
+        t->client = c;
+        t->at_us = -1;
+        int rc = redlease_client_attach_loop(c, &ops, t);
+        if (rc != REDLEASE_OK) t->client = NULL;
+        return rc;
+    }
+    return REDLEASE_ENOMEM;
+}
+
+/* --------------------------------------------------------- the loop */
+
+static void run_once(int64_t max_ms)
+{
+    struct pollfd pfd[SLOTS];
+    int slot[SLOTS];
+    unsigned gen[SLOTS];
+    int n = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        if (!watchers[i].ac || !watchers[i].events) continue;
+        pfd[n] = (struct pollfd){watchers[i].ac->c.fd, watchers[i].events, 0};
+        slot[n] = i;
+        gen[n++] = watchers[i].gen;
+    }
+    int64_t wait_us = max_ms < 0 ? -1 : max_ms * 1000, now = now_us();
+    for (int i = 0; i < SLOTS; i++) {
+        if (!timers[i].client || timers[i].at_us < 0) continue;
+        int64_t d = timers[i].at_us > now ? timers[i].at_us - now : 0;
+        if (wait_us < 0 || d < wait_us) wait_us = d;
+    }
+    /* round up: waking a little late is fine, early means a wasted wakeup */
+    poll(pfd, (nfds_t)n, wait_us < 0 ? -1 : (int)((wait_us + 999) / 1000));
+
+    for (int k = 0; k < n; k++) {
+        watcher *w = &watchers[slot[k]];
+        short re = pfd[k].revents;
+        /* Handling one connection may free another (or this one); the
+         * generation tells a freed or reused slot from the one we polled. */
+        if (!re) continue;
+        if (w->ac && w->gen == gen[k] && (re & (POLLOUT | POLLERR | POLLHUP)) && (w->events & POLLOUT))
+            redisAsyncHandleWrite(w->ac);
+        if (w->ac && w->gen == gen[k] && (re & (POLLIN | POLLERR | POLLHUP)))
+            redisAsyncHandleRead(w->ac);
+    }
+    now = now_us();
+    for (int i = 0; i < SLOTS; i++) {
+        ptimer *t = &timers[i];
+        if (!t->client || t->at_us < 0 || t->at_us > now) continue;
+        t->at_us = -1; /* one-shot; on_timer may re-arm it, or free the client */
+        redlease_client_on_timer(t->client);
+    }
+}
+
+static int pending(void)
+{
+    for (int i = 0; i < SLOTS; i++)
+        if (watchers[i].ac || (timers[i].client && timers[i].at_us >= 0)) return 1;
+    return 0;
+}
+
+/* --------------------------------------------------- testloop interface */
+
+const char testloop_name[] = "poll";
+void testloop_init(void) {}
+int testloop_attach(redlease_client *c) { return poll_adapter_attach(c); }
+void testloop_run_once(int max_ms) { run_once(max_ms); }
+int testloop_pending(void) { return pending(); }
+void testloop_run_to_end(void)
+{
+    while (pending()) run_once(-1);
+}
+void testloop_destroy(void) {}
+
+void *testloop_timer_new(redlease_client *probe)
+{
+    for (int i = 0; i < SLOTS; i++) {
+        if (timers[i].client) continue;
+        timers[i] = (ptimer){probe, -1};
+        return &timers[i];
+    }
+    return NULL;
+}
+void testloop_timer_set(void *t, int64_t after_ms) { poll_timer_set(t, after_ms); }
+void testloop_timer_free(void *t) { poll_detach(t); }

@@ -1,0 +1,57 @@
+#!/bin/bash
+# make check driver for the integration suite: starts a private
+# redis-server (tests/redis-harness.sh), runs one test program against it,
+# always stops redis, and exits with the test's status (77 = SKIP when
+# redis-server is missing, unless CI is set).
+#
+#   run-integration.sh tests/integration/NAME.itest [ARGS...]
+# runs tests/integration/test_NAME (the suite on adapter NAME); make check
+# calls it that way for each .itest file (ITEST_LOG_COMPILER). Without a
+# .itest argument, REDLEASE_TEST_BIN names the program (make bench).
+#
+# The harness is found next to this script (in $(srcdir), also for VPATH
+# builds); test programs in the build tree: $REDLEASE_BUILDDIR (exported by
+# AM_TESTS_ENVIRONMENT), else the current directory (make check runs tests
+# from $(top_builddir)). REDLEASE_TEST_TIMEOUT (seconds, default 300, 0 =
+# none) bounds the runtime; REDLEASE_TEST_WRAPPER (e.g. valgrind ...) runs
+# the program under a tool.
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/../redis-harness.sh" || exit 99
+
+bin=${REDLEASE_TEST_BIN:-}
+case ${1:-} in
+*.itest)
+    name=$(basename "$1" .itest)
+    shift
+    bin=${REDLEASE_BUILDDIR:-.}/tests/integration/test_$name
+    ;;
+esac
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+    echo "run-integration.sh: test program '${bin:-?}' not found (run from the build tree)" >&2
+    exit 99
+fi
+
+rc=0
+redis_harness_start || rc=$?
+if [ "$rc" -eq 77 ]; then
+    echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
+    exit 0
+elif [ "$rc" -ne 0 ]; then
+    echo "Bail out! could not start redis-server (exit $rc)"
+    exit 1
+fi
+
+limit=${REDLEASE_TEST_TIMEOUT:-300}
+wrapper=${REDLEASE_TEST_WRAPPER:-}
+rc=0
+if [ "$limit" != 0 ] && command -v timeout >/dev/null 2>&1; then
+    redis_harness_exec timeout --kill-after=10 "$limit" $wrapper "$bin" "$@" || rc=$?
+    [ "$rc" -eq 124 ] && echo "run-integration.sh: $bin timed out after ${limit}s" >&2
+else
+    redis_harness_exec $wrapper "$bin" "$@" || rc=$?
+fi
+
+redis_harness_stop
+trap - EXIT INT TERM HUP
+exit "$rc"
