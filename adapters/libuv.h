@@ -10,10 +10,14 @@
  *
  * What it does: it allocates a small state (malloc) holding the client and
  * one uv_timer_t, and binds them with redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) is
- *    attached with hiredis's own adapter, redisLibuvAttach() from
- *    <hiredis/adapters/libuv.h>: a uv_poll_t per context that hiredis closes
- *    (uv_close) when it frees the context.
+ *  - Every hiredis context the client creates (reconnects included) gets a
+ *    uv_poll_t on its socket, closed (uv_close) when hiredis frees the
+ *    context and freed in its close callback. This adapter does not use
+ *    hiredis's <hiredis/adapters/libuv.h>: on hiredis 0.14 that one ignores
+ *    a poll error (libuv reports a socket error or reset as UV_EBADF and
+ *    stops the handle), so a reset connection is never read, never freed,
+ *    and never reconnected. Here an error is handed to hiredis's handlers,
+ *    which read it and close the connection.
  *  - The client's single one-shot timer is the uv_timer_t (milliseconds,
  *    repeat 0). Arming first refreshes the loop's cached time
  *    (uv_update_time), so a timer armed late in a long loop iteration still
@@ -45,7 +49,6 @@
 #include <uv.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libuv.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -58,9 +61,73 @@ typedef struct redlease_libuv {
     redlease_client *client;
 } redlease_libuv;
 
+/* The socket of one hiredis connection. */
+typedef struct redlease__uv_io {
+    uv_poll_t poll;        /* poll.data points back here */
+    redisAsyncContext *ac; /* NULL once hiredis has freed it */
+    int events;            /* UV_READABLE | UV_WRITABLE wanted by hiredis */
+} redlease__uv_io;
+
+static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
+    redlease__uv_io *io = (redlease__uv_io *)h->data;
+    /* On an error libuv has stopped the handle: hand it to the handlers
+     * hiredis waits on, so that it reads the error and frees the connection
+     * (or re-arms the handle through addRead/addWrite). */
+    if (status < 0)
+        events = io->events ? io->events : UV_READABLE;
+    if (io->ac && (events & UV_WRITABLE))
+        redisAsyncHandleWrite(io->ac);
+    if (io->ac && (events & UV_READABLE))
+        redisAsyncHandleRead(io->ac);
+}
+
+static inline void redlease__uv_io_want(redlease__uv_io *io, int add, int del) {
+    io->events = (io->events | add) & ~del;
+    if (io->events)
+        uv_poll_start(&io->poll, io->events, redlease__uv_io_cb);
+    else
+        uv_poll_stop(&io->poll);
+}
+static inline void redlease__uv_add_read(void *p) { redlease__uv_io_want((redlease__uv_io *)p, UV_READABLE, 0); }
+static inline void redlease__uv_del_read(void *p) { redlease__uv_io_want((redlease__uv_io *)p, 0, UV_READABLE); }
+static inline void redlease__uv_add_write(void *p) { redlease__uv_io_want((redlease__uv_io *)p, UV_WRITABLE, 0); }
+static inline void redlease__uv_del_write(void *p) { redlease__uv_io_want((redlease__uv_io *)p, 0, UV_WRITABLE); }
+
+static inline void redlease__uv_free_on_close(uv_handle_t *h) {
+    free(h->data);
+}
+
+/* hiredis is freeing the connection (maybe from inside redlease__uv_io_cb,
+ * which then sees ac == NULL and stops). */
+static inline void redlease__uv_cleanup(void *p) {
+    redlease__uv_io *io = (redlease__uv_io *)p;
+    io->ac = NULL;
+    uv_close((uv_handle_t *)&io->poll, redlease__uv_free_on_close);
+}
+
 static inline int redlease__libuv_attach(void *loop_data, struct redisAsyncContext *ac) {
     redlease_libuv *s = (redlease_libuv *)loop_data;
-    return redisLibuvAttach(ac, s->loop) == REDIS_OK ? 0 : -1;
+    redlease__uv_io *io;
+
+    if (ac->ev.data != NULL)
+        return -1;
+    io = (redlease__uv_io *)malloc(sizeof(*io));
+    if (io == NULL)
+        return -1;
+    if (uv_poll_init_socket(s->loop, &io->poll, ac->c.fd) != 0) {
+        free(io); /* not registered with the loop: no close needed */
+        return -1;
+    }
+    io->poll.data = io;
+    io->ac = ac;
+    io->events = 0;
+    ac->ev.addRead = redlease__uv_add_read;
+    ac->ev.delRead = redlease__uv_del_read;
+    ac->ev.addWrite = redlease__uv_add_write;
+    ac->ev.delWrite = redlease__uv_del_write;
+    ac->ev.cleanup = redlease__uv_cleanup;
+    ac->ev.data = io;
+    return 0;
 }
 
 static inline void redlease__libuv_fire(uv_timer_t *t) {
@@ -80,13 +147,9 @@ static inline void redlease__libuv_timer_set(void *loop_data, int64_t after_ms) 
     uv_timer_start(&s->timer, redlease__libuv_fire, (uint64_t)after_ms, 0);
 }
 
-static inline void redlease__libuv_closed(uv_handle_t *h) {
-    free(h->data);
-}
-
 static inline void redlease__libuv_detach(void *loop_data) {
     redlease_libuv *s = (redlease_libuv *)loop_data;
-    uv_close((uv_handle_t *)&s->timer, redlease__libuv_closed);
+    uv_close((uv_handle_t *)&s->timer, redlease__uv_free_on_close);
 }
 
 /* The state for c on loop, timer disarmed; NULL if out of memory. */

@@ -85,6 +85,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     c->rng.arg = &c->xs;
     rl_backoff_init(&c->reconnect, REDLEASE_JITTER_FULL, o->reconnect_min_ms, o->reconnect_max_ms);
     c->armed_at = -1;
+    c->stall_since = -1;
     c->conn = RL_CONN_IDLE;
     c->wake.idx = RL_HEAP_OUT;
     c->transport_new = rl_transport_hiredis_new;
@@ -343,6 +344,7 @@ static void handshake_reply(redlease_client *c, rl_req *req, const rl_reply *r)
         c->stats.connects++;
         rl_backoff_init(&c->reconnect, c->reconnect.jitter, c->reconnect.base, c->reconnect.max);
         schedule_conn(c, RL_NEVER);
+        c->stall_since = -1;
         c->flush_needed = 1; /* sent from the timer, outside hiredis */
         emit_conn(c, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
     }
@@ -357,6 +359,10 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
     /* A request comes back without a reply only when the link is gone: stop
      * calling it ready before any lock (or event hook) looks at it. */
     if (!r && c->conn == RL_CONN_READY) c->conn = RL_CONN_DOWN;
+    if (r && c->conn == RL_CONN_READY && c->stall_since >= 0) { /* the link is alive */
+        c->stall_since = -1;
+        schedule_conn(c, RL_NEVER);
+    }
     if (!c->dead) {
         if (req->lk)
             resent = rl_lock_on_reply(c, req, r, rl_now(c));
@@ -369,6 +375,19 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
     }
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
     rl_leave(c);
+}
+
+/* Redis answers in order, so when a command times out nothing sent after
+ * it has been answered either. If the connection then stays silent for
+ * twice the command timeout from that command's send, it is taken for dead
+ * (a half-open TCP connection, a peer gone without a reset, an adapter
+ * that lost an error) and dropped, so the client reconnects instead of
+ * timing out every command forever. Any reply cancels the check. */
+void rl_client_note_timeout(redlease_client *c, int64_t sent_at)
+{
+    if (c->conn != RL_CONN_READY || c->stall_since >= 0) return; /* oldest one counts */
+    c->stall_since = sent_at;
+    schedule_conn(c, sent_at + 2 * c->command_timeout);
 }
 
 int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens)
@@ -395,6 +414,10 @@ static void conn_run(redlease_client *c, int64_t now)
             drop_connection(c, c->hs_failed, NULL, now);
         else if (now >= c->conn_at)
             drop_connection(c, REDLEASE_ETIMEDOUT, "handshake timed out", now);
+        break;
+    case RL_CONN_READY:
+        if (c->stall_since >= 0 && now >= c->conn_at)
+            drop_connection(c, REDLEASE_ETIMEDOUT, "no reply for twice the command timeout", now);
         break;
     default:
         break;

@@ -132,7 +132,8 @@ struct redlease_client {
     rl_transport tr; /* tr.ops is NULL until a loop is attached */
     int conn;           /* enum rl_conn_state */
     uint64_t epoch;     /* counts connections that became ready */
-    int64_t conn_at;    /* deadline or reconnect time */
+    int64_t conn_at;    /* deadline, reconnect time, or (ready) stall check */
+    int64_t stall_since; /* ready: send time of a timed-out command, or -1 */
     rl_heap_node wake;
     rl_backoff reconnect;
     int hs_pending;     /* handshake replies awaited */
@@ -170,6 +171,8 @@ void rl_emit(redlease_client *c, const redlease_event *ev);
 void rl_set_errstr(redlease_client *c, const char *s, size_t n);
 /* Sends argv on the connection for req; 0 or a status (req not sent). */
 int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens);
+/* A command sent at sent_at went unanswered past its timeout. */
+void rl_client_note_timeout(redlease_client *c, int64_t sent_at);
 /* Test hook: use another transport for clients attached after this. */
 void rl_client_set_transport_factory(redlease_client *c,
                                      int (*fn)(rl_transport *, redlease_client *,

@@ -419,7 +419,10 @@ void rl_lock_run(struct redlease_lock *lk, int64_t now)
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int status = lk->req ? REDLEASE_ETIMEDOUT : REDLEASE_ECONN;
-        if (lk->req) lk->c->stats.timeouts++;
+        if (lk->req) {
+            lk->c->stats.timeouts++;
+            rl_client_note_timeout(lk->c, lk->req->t0);
+        }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
         op_failed(lk, status, now);

@@ -559,6 +559,46 @@ static void test_failed_renewal_retried_sooner(void)
     end(&f);
 }
 
+/* A connection that stops answering (half-open TCP, a peer gone without a
+ * reset) is dropped once it has been silent for twice the command timeout
+ * since the first unanswered command was sent; the client reconnects and
+ * re-verifies. A reply in time cancels the check (the test above). */
+static void test_silent_connection_dropped_and_reconnected(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 300;
+    co.reconnect_min_ms = 10;
+    co.reconnect_max_ms = 10;
+    fake f;
+    fake_start(&f, &co);
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000); /* renewal sent, never answered */
+    CHECK_EQ(fake_pending(&f), 1);
+    fake_until(&f, t0 + 1599);
+    CHECK_EQ(f.connects, 1);
+    CHECK(f.connected);
+    fake_until(&f, t0 + 1600); /* 2 x 300 ms after the renewal was sent */
+    CHECK(!f.connected);
+    CHECK(strstr(redlease_client_errstr(f.c), "no reply") != NULL);
+    CHECK(!redlease_lock_held(r.lk)); /* unsafe while the link is down */
+    CHECK_EQ(r.lost_calls, 0);
+    fake_advance(&f, 10);
+    CHECK_EQ(f.connects, 2);
+    fake_connect(&f);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW))); /* re-verify at once */
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK(redlease_lock_held(r.lk));
+    redlease_stats st;
+    redlease_client_stats(f.c, &st);
+    CHECK_EQ(st.disconnects, 1);
+    CHECK_EQ(st.timeouts, 1);
+    end(&f);
+}
+
 static void test_renewal_not_owner_is_lost_at_once(void)
 {
     fake f;
@@ -1494,6 +1534,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_renew_off_expires_locally),
         TEST_CASE(test_cancel_with_acquire_in_flight_releases_late_ok),
         TEST_CASE(test_late_ok_after_timeout_is_adopted),
+        TEST_CASE(test_silent_connection_dropped_and_reconnected),
         TEST_CASE(test_ok_too_late_to_use_is_not_reported),
         TEST_CASE(test_stale_renew_reply_after_release_ignored),
         TEST_CASE(test_release_outcomes),
