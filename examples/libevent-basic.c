@@ -83,6 +83,16 @@ static void rival_acquired(redlease_lock *lk, int status, void *arg)
 {
     (void)lk, (void)arg; /* never renewed: the lease lapses after its TTL */
     printf("[rival] acquire: %s\n", redlease_strerror(status));
+    /* Rounds start now, so the rival's TTL ends between round 1 and 2 even
+     * when connecting took a while. EV_PERSIST: a round every 300 ms,
+     * however long the last one took. */
+    struct timeval every = {0, 300 * 1000};
+    if (status != REDLEASE_OK || evtimer_add(round_ev, &every) != 0) {
+        failed++;
+        event_free(round_ev);
+        redlease_client_free(job);
+        redlease_client_free(rival);
+    }
 }
 
 static redlease_client *make_client(void)
@@ -103,10 +113,8 @@ int main(void)
     if (!(base = event_base_new())) return 1;
     job = make_client();
     rival = make_client();
-    /* EV_PERSIST: a round starts every 300 ms, however long the last took. */
-    struct timeval every = {0, 300 * 1000};
-    round_ev = event_new(base, -1, EV_PERSIST, run_round, NULL);
-    if (!round_ev || evtimer_add(round_ev, &every) != 0) return 1;
+    round_ev = event_new(base, -1, EV_PERSIST, run_round, NULL); /* added by rival_acquired */
+    if (!round_ev) return 1;
     redlease_lock_options o;
     redlease_lock_options_init(&o);
     o.ttl_ms = 450; /* ends between round 1 (300 ms) and round 2 (600 ms) */
