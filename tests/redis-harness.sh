@@ -9,6 +9,8 @@
 #     redis_harness_exec CMD [ARG...]  # run CMD, return its status; a signal
 #                                      # stops CMD too
 #     redis_harness_stop               # idempotent
+#     redis_harness_start_tap          # for a TAP test: start, or print the
+#                                      # TAP skip (exit 0) / bail out (exit 1)
 #
 # Called:
 #     tests/redis-harness.sh run CMD [ARG...]  start, run CMD with the vars
@@ -75,6 +77,18 @@ _rh_redis_major() {
     local v
     v=$("$1" --version 2>/dev/null | sed -n 's/.*v=\([0-9][0-9]*\)\..*/\1/p' | head -n 1)
     echo "${v:-0}"
+}
+
+redis_harness_start_tap() {
+    local rc=0
+    redis_harness_start || rc=$?
+    if [ "$rc" -eq 77 ]; then
+        echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
+        exit 0
+    elif [ "$rc" -ne 0 ]; then
+        echo "Bail out! could not start redis-server (exit $rc)"
+        exit 1
+    fi
 }
 
 redis_harness_stop() {

@@ -32,15 +32,7 @@ if [ -z "$bin" ] || [ ! -x "$bin" ]; then
     exit 99
 fi
 
-rc=0
-redis_harness_start || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
-    exit 0
-elif [ "$rc" -ne 0 ]; then
-    echo "Bail out! could not start redis-server (exit $rc)"
-    exit 1
-fi
+redis_harness_start_tap
 
 limit=${REDLEASE_TEST_TIMEOUT:-300}
 wrapper=${REDLEASE_TEST_WRAPPER:-}
