@@ -382,12 +382,17 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
  * twice the command timeout from that command's send, it is taken for dead
  * (a half-open TCP connection, a peer gone without a reset, an adapter
  * that lost an error) and dropped, so the client reconnects instead of
- * timing out every command forever. Any reply cancels the check. */
-void rl_client_note_timeout(redlease_client *c, int64_t sent_at)
+ * timing out every command forever. Any reply cancels the check.
+ * The check is never due sooner than a command timeout from now: when the
+ * loop itself was blocked, the reply may be sitting unread in the socket,
+ * and the loop must get to poll it first (loops run timers before I/O). */
+void rl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now)
 {
     if (c->conn != RL_CONN_READY || c->stall_since >= 0) return; /* oldest one counts */
+    int64_t at = sent_at + 2 * c->command_timeout;
+    if (at < now + c->command_timeout) at = now + c->command_timeout;
     c->stall_since = sent_at;
-    schedule_conn(c, sent_at + 2 * c->command_timeout);
+    schedule_conn(c, at);
 }
 
 int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens)

@@ -171,8 +171,9 @@ void rl_emit(redlease_client *c, const redlease_event *ev);
 void rl_set_errstr(redlease_client *c, const char *s, size_t n);
 /* Sends argv on the connection for req; 0 or a status (req not sent). */
 int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens);
-/* A command sent at sent_at went unanswered past its timeout. */
-void rl_client_note_timeout(redlease_client *c, int64_t sent_at);
+/* A command sent at sent_at is still unanswered at now, past its timeout
+ * (or past the lease it was renewing). */
+void rl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now);
 /* Test hook: use another transport for clients attached after this. */
 void rl_client_set_transport_factory(redlease_client *c,
                                      int (*fn)(rl_transport *, redlease_client *,

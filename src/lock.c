@@ -413,6 +413,8 @@ static void op_failed(struct redlease_lock *lk, int status, int64_t now)
 void rl_lock_run(struct redlease_lock *lk, int64_t now)
 {
     if (lk->state == RL_LOCK_HELD && now >= lk->valid_until) {
+        /* a renewal still unanswered when the lease ran out: watch the link */
+        if (lk->req) rl_client_note_timeout(lk->c, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
@@ -421,7 +423,7 @@ void rl_lock_run(struct redlease_lock *lk, int64_t now)
         int status = lk->req ? REDLEASE_ETIMEDOUT : REDLEASE_ECONN;
         if (lk->req) {
             lk->c->stats.timeouts++;
-            rl_client_note_timeout(lk->c, lk->req->t0);
+            rl_client_note_timeout(lk->c, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */

@@ -599,6 +599,34 @@ static void test_silent_connection_dropped_and_reconnected(void)
     end(&f);
 }
 
+/* After the process (or its loop) was blocked longer than twice the
+ * command timeout, the reply may be sitting unread: the stall check is then
+ * due a command timeout later, after the loop has polled, not at once. */
+static void test_stall_check_after_a_pause_lets_the_loop_read_first(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 300;
+    fake f;
+    fake_start(&f, &co);
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000); /* renewal sent */
+    CHECK_EQ(fake_pending(&f), 1);
+    f.now = t0 + 1700; /* blocked for 700 ms: the timeout is seen only now */
+    fake_run(&f);
+    CHECK(f.connected);
+    fake_reply_int(&f, 1); /* the reply that was waiting in the socket */
+    fake_run(&f);
+    fake_until(&f, t0 + 2100);
+    CHECK(f.connected);
+    CHECK(redlease_lock_held(r.lk));
+    redlease_stats st;
+    redlease_client_stats(f.c, &st);
+    CHECK_EQ(st.disconnects, 0);
+    end(&f);
+}
+
 static void test_renewal_not_owner_is_lost_at_once(void)
 {
     fake f;
@@ -1535,6 +1563,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cancel_with_acquire_in_flight_releases_late_ok),
         TEST_CASE(test_late_ok_after_timeout_is_adopted),
         TEST_CASE(test_silent_connection_dropped_and_reconnected),
+        TEST_CASE(test_stall_check_after_a_pause_lets_the_loop_read_first),
         TEST_CASE(test_ok_too_late_to_use_is_not_reported),
         TEST_CASE(test_stale_renew_reply_after_release_ignored),
         TEST_CASE(test_release_outcomes),
