@@ -32,6 +32,10 @@
  * client from inside any redlease callback is fine: GLib keeps a source
  * alive while it dispatches it, and the dispatch functions touch nothing
  * after the call that may free.
+ * One exception: freed from the event hook (redlease_client_set_event_cb,
+ * which runs while hiredis is dispatching), the client finishes tearing
+ * down from a 0 ms timer on the loop's next iteration. The loop runs it by
+ * itself; if you stop the loop there and destroy it, run it once more first.
  *
  * Threads: the context must be iterated by the thread that uses the client.
  *
@@ -102,7 +106,7 @@ static inline gboolean redlease__glib_io_dispatch(GSource *src, GSourceFunc cb, 
      * while connecting or flushing, read otherwise) so that it notices and
      * frees the connection; left unreported, poll() would return it forever. */
     if (io->ac && (io->want & G_IO_OUT) && ((got & G_IO_OUT) || failed)) {
-        redisAsyncHandleWrite(io->ac);
+        redlease_async_handle_write(io->ac);
         told = failed;
     }
     if (io->ac && ((got & G_IO_IN) || (failed && !told)))

@@ -14,10 +14,11 @@
  *
  * What it does: it allocates a small state (malloc) holding the loop, one
  * ev_timer and the client, and binds them with redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) is
- *    attached with hiredis's own adapter, redisLibevAttach() from
- *    <hiredis/adapters/libev.h>; its I/O watchers (and on hiredis 1.x its
- *    timer) belong to that context and go away when hiredis frees it.
+ *  - Every hiredis context the client creates (reconnects included) gets
+ *    two ev_io watchers on its socket, stopped and freed when hiredis frees
+ *    the context. Like hiredis's own <hiredis/adapters/libev.h>, except that
+ *    writes go through redlease_async_handle_write(), so a server that went
+ *    away cannot kill the process with SIGPIPE.
  *  - The client's single one-shot timer is the ev_timer; when it fires, the
  *    adapter calls redlease_client_on_timer().
  *
@@ -29,6 +30,10 @@
  * return for lack of work. Freeing the client from inside any redlease
  * callback is fine: the timer callback does not touch the state after
  * redlease_client_on_timer() returns.
+ * One exception: freed from the event hook (redlease_client_set_event_cb,
+ * which runs while hiredis is dispatching), the client finishes tearing
+ * down from a 0 ms timer on the loop's next iteration. The loop runs it by
+ * itself; if you stop the loop there and destroy it, run it once more first.
  *
  * If attaching fails, nothing stays registered on the loop and the state is
  * freed: REDLEASE_EINVAL (c NULL, or loop NULL with EV_MULTIPLICITY),
@@ -44,7 +49,6 @@
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libev.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -59,14 +63,74 @@ typedef struct redlease_libev {
     redlease_client *client;
 } redlease_libev;
 
+/* The socket of one hiredis connection. */
+typedef struct redlease__ev_io {
+    struct ev_loop *loop; /* NULL with EV_MULTIPLICITY 0 */
+    ev_io rev, wev;       /* .data points back here */
+    redisAsyncContext *ac;
+} redlease__ev_io;
+
+/* Either handler may make hiredis free ac, and with it io (cleanup stops
+ * both watchers, which also drops a pending event of the other). */
+static inline void redlease__ev_read(EV_P_ ev_io *w, int revents) {
+#if EV_MULTIPLICITY
+    (void)EV_A;
+#endif
+    (void)revents;
+    redisAsyncHandleRead(((redlease__ev_io *)w->data)->ac);
+}
+static inline void redlease__ev_write(EV_P_ ev_io *w, int revents) {
+#if EV_MULTIPLICITY
+    (void)EV_A;
+#endif
+    (void)revents;
+    redlease_async_handle_write(((redlease__ev_io *)w->data)->ac);
+}
+
+static inline void redlease__ev_want(redlease__ev_io *io, ev_io *w, int on) {
+#if EV_MULTIPLICITY
+    struct ev_loop *loop = io->loop;
+#else
+    (void)io;
+#endif
+    if (on)
+        ev_io_start(EV_A_ w);
+    else
+        ev_io_stop(EV_A_ w);
+}
+static inline void redlease__ev_add_read(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->rev, 1); }
+static inline void redlease__ev_del_read(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->rev, 0); }
+static inline void redlease__ev_add_write(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->wev, 1); }
+static inline void redlease__ev_del_write(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->wev, 0); }
+
+static inline void redlease__ev_cleanup(void *p) {
+    redlease__ev_io *io = (redlease__ev_io *)p;
+    redlease__ev_want(io, &io->rev, 0);
+    redlease__ev_want(io, &io->wev, 0);
+    free(io);
+}
+
 static inline int redlease__libev_attach(void *loop_data, struct redisAsyncContext *ac) {
     redlease_libev *s = (redlease_libev *)loop_data;
-#if EV_MULTIPLICITY
-    struct ev_loop *loop = s->loop;
-#else
-    (void)s;
-#endif
-    return redisLibevAttach(EV_A_ ac) == REDIS_OK ? 0 : -1;
+    redlease__ev_io *io;
+
+    if (ac->ev.data != NULL)
+        return -1;
+    io = (redlease__ev_io *)malloc(sizeof(*io));
+    if (io == NULL)
+        return -1;
+    io->loop = s->loop;
+    io->ac = ac;
+    ev_io_init(&io->rev, redlease__ev_read, ac->c.fd, EV_READ);
+    ev_io_init(&io->wev, redlease__ev_write, ac->c.fd, EV_WRITE);
+    io->rev.data = io->wev.data = io;
+    ac->ev.addRead = redlease__ev_add_read;
+    ac->ev.delRead = redlease__ev_del_read;
+    ac->ev.addWrite = redlease__ev_add_write;
+    ac->ev.delWrite = redlease__ev_del_write;
+    ac->ev.cleanup = redlease__ev_cleanup;
+    ac->ev.data = io;
+    return 0;
 }
 
 static inline void redlease__libev_timer_set(void *loop_data, int64_t after_ms) {

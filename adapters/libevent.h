@@ -12,10 +12,11 @@
  * What it does: it allocates a small state (malloc) holding the client and
  * one timer event (event_new(base, -1, 0, ...)), and binds them with
  * redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) is
- *    attached with hiredis's own adapter, redisLibeventAttach() from
- *    <hiredis/adapters/libevent.h>; its events belong to that context and
- *    are freed when hiredis frees it.
+ *  - Every hiredis context the client creates (reconnects included) gets
+ *    two persistent events on its socket, freed when hiredis frees the
+ *    context. Like hiredis's own <hiredis/adapters/libevent.h>, except that
+ *    writes go through redlease_async_handle_write(), so a server that went
+ *    away cannot kill the process with SIGPIPE.
  *  - The client's single one-shot timer is the timer event: evtimer_add with
  *    a struct timeval (microseconds, so 40 ms is 40 ms), evtimer_del to
  *    disarm. When it fires, the adapter calls redlease_client_on_timer().
@@ -28,6 +29,10 @@
  * from inside any redlease callback is fine: libevent allows event_free() of
  * an event from inside its own callback, and the timer callback touches
  * nothing after redlease_client_on_timer() returns.
+ * One exception: freed from the event hook (redlease_client_set_event_cb,
+ * which runs while hiredis is dispatching), the client finishes tearing
+ * down from a 0 ms timer on the loop's next iteration. The loop runs it by
+ * itself; if you stop the loop there and destroy it, run it once more first.
  *
  * Threads: use the client only from the thread that runs the base.
  *
@@ -44,7 +49,6 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -57,9 +61,63 @@ typedef struct redlease_libevent {
     redlease_client *client;
 } redlease_libevent;
 
+/* The socket of one hiredis connection. */
+typedef struct redlease__event_io {
+    struct event *rev, *wev;
+    redisAsyncContext *ac;
+} redlease__event_io;
+
+/* Either handler may make hiredis free ac, and with it io: libevent allows
+ * event_free() from inside the event's own callback, and freeing the other
+ * event takes it off the active queue. */
+static inline void redlease__event_read(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    redisAsyncHandleRead(((redlease__event_io *)arg)->ac);
+}
+static inline void redlease__event_write(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    redlease_async_handle_write(((redlease__event_io *)arg)->ac);
+}
+
+static inline void redlease__event_add_read(void *p) { event_add(((redlease__event_io *)p)->rev, NULL); }
+static inline void redlease__event_del_read(void *p) { event_del(((redlease__event_io *)p)->rev); }
+static inline void redlease__event_add_write(void *p) { event_add(((redlease__event_io *)p)->wev, NULL); }
+static inline void redlease__event_del_write(void *p) { event_del(((redlease__event_io *)p)->wev); }
+
+static inline void redlease__event_cleanup(void *p) {
+    redlease__event_io *io = (redlease__event_io *)p;
+    if (io->rev)
+        event_free(io->rev);
+    if (io->wev)
+        event_free(io->wev);
+    free(io);
+}
+
 static inline int redlease__libevent_attach(void *loop_data, struct redisAsyncContext *ac) {
     redlease_libevent *s = (redlease_libevent *)loop_data;
-    return redisLibeventAttach(ac, s->base) == REDIS_OK ? 0 : -1;
+    redlease__event_io *io;
+
+    if (ac->ev.data != NULL)
+        return -1;
+    io = (redlease__event_io *)malloc(sizeof(*io));
+    if (io == NULL)
+        return -1;
+    io->ac = ac;
+    io->rev = event_new(s->base, ac->c.fd, EV_READ | EV_PERSIST, redlease__event_read, io);
+    io->wev = event_new(s->base, ac->c.fd, EV_WRITE | EV_PERSIST, redlease__event_write, io);
+    if (io->rev == NULL || io->wev == NULL) {
+        redlease__event_cleanup(io); /* nothing was added to the base */
+        return -1;
+    }
+    ac->ev.addRead = redlease__event_add_read;
+    ac->ev.delRead = redlease__event_del_read;
+    ac->ev.addWrite = redlease__event_add_write;
+    ac->ev.delWrite = redlease__event_del_write;
+    ac->ev.cleanup = redlease__event_cleanup;
+    ac->ev.data = io;
+    return 0;
 }
 
 static inline void redlease__libevent_timer_set(void *loop_data, int64_t after_ms) {

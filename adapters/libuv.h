@@ -32,6 +32,10 @@
  * shut down with uv_loop_close() must be run once more first, as usual with
  * libuv. Freeing the client from inside any redlease callback is fine: the
  * timer callback touches nothing after redlease_client_on_timer() returns.
+ * One exception: freed from the event hook (redlease_client_set_event_cb,
+ * which runs while hiredis is dispatching), the client finishes tearing
+ * down from a 0 ms timer on the loop's next iteration. The loop runs it by
+ * itself; if you stop the loop there and destroy it, run it once more first.
  *
  * Threads: use the client only from the thread that runs the loop.
  *
@@ -76,7 +80,7 @@ static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
     if (status < 0)
         events = io->events ? io->events : UV_READABLE;
     if (io->ac && (events & UV_WRITABLE))
-        redisAsyncHandleWrite(io->ac);
+        redlease_async_handle_write(io->ac);
     if (io->ac && (events & UV_READABLE))
         redisAsyncHandleRead(io->ac);
 }

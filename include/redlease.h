@@ -241,9 +241,10 @@ REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
  * <redlease/glib.h>. Writing one for another loop takes three functions
  * (README "Your own event loop"; tests/integration/loop_poll.c is one):
  *   attach    install hiredis's ac->ev hooks for the loop (as hiredis's own
- *             adapters do, e.g. redisLibevAttach); 0, or -1 with
- *             ac->ev.data left NULL. hiredis calls ev.cleanup when it frees
- *             ac, possibly from inside redisAsyncHandleRead/Write.
+ *             adapters do); 0, or -1 with ac->ev.data left NULL. On a
+ *             writable socket call redlease_async_handle_write(ac) (below),
+ *             on a readable one redisAsyncHandleRead(ac). hiredis calls
+ *             ev.cleanup when it frees ac, possibly from inside those.
  *   timer_set arm the single timer to fire after after_ms (0 allowed),
  *             replacing any earlier setting; after_ms < 0 disarms it. Must
  *             not call back into redlease. Keep sub-millisecond precision:
@@ -267,6 +268,15 @@ REDLEASE_EXTERN int redlease_client_attach_loop(redlease_client *c, const redlea
                                                 void *loop_data);
 /* The adapter's timer fired. */
 REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
+
+/* What an adapter calls when a hiredis connection's socket is writable,
+ * instead of redisAsyncHandleWrite(ac): the same, except that a peer that
+ * has gone away cannot kill the process with SIGPIPE (hiredis writes with
+ * write(2)/send(2) without MSG_NOSIGNAL). SIGPIPE is blocked in the calling
+ * thread for the call and one the call raised is discarded; a SIGPIPE that
+ * was already pending is left alone. The write then fails with EPIPE and
+ * hiredis reports the connection lost. May free ac. */
+REDLEASE_EXTERN void redlease_async_handle_write(struct redisAsyncContext *ac);
 
 /* ---------------------------------------------------------------- memory */
 /* Replace malloc/realloc/free for the library's own allocations (not

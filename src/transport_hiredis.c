@@ -18,8 +18,10 @@
  * the contract wants, through t->closing_ac) and then onDisconnect, which
  * is ignored because the context is no longer t->ac.
  */
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -107,6 +109,23 @@ static void hr_on_disconnect(const redisAsyncContext *ac, int status)
     rl_core_on_disconnected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
 }
 
+/* ------------------------------------------------- writes without SIGPIPE */
+
+void redlease_async_handle_write(redisAsyncContext *ac)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    redisAsyncHandleWrite(ac);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+        const struct timespec now = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &now); /* ours: take it off the thread */
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* -------------------------------------------------------------- the ops */
 
 static int hr_connect(void *self, const rl_endpoint *ep)
@@ -128,6 +147,7 @@ static int hr_connect(void *self, const rl_endpoint *ep)
         redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
         redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK) {
         ac->data = NULL;
+        rl_core_note_error(t->client, "the loop adapter could not watch the connection");
         /* An adapter that failed before storing its state (hiredis's libuv
          * one on allocation failure) leaves a cleanup hook that would get
          * NULL: don't let redisAsyncFree call it. */

@@ -129,7 +129,7 @@ static void run_once(int64_t max_ms)
          * generation tells a freed or reused slot from the one we polled. */
         if (!re) continue;
         if (w->ac && w->gen == gen[k] && (re & (POLLOUT | POLLERR | POLLHUP)) && (w->events & POLLOUT))
-            redisAsyncHandleWrite(w->ac);
+            redlease_async_handle_write(w->ac); /* no SIGPIPE */
         if (w->ac && w->gen == gen[k] && (re & (POLLIN | POLLERR | POLLHUP)))
             redisAsyncHandleRead(w->ac);
     }

@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -787,6 +789,46 @@ static void test_reset_by_peer_noticed_at_once(void)
     CHECK(loop_empties());
 }
 
+/* The server goes away between the connect and the first write: writing
+ * to a unix socket whose peer has closed raises SIGPIPE, and at its default
+ * disposition that kills the process. Adapters write through
+ * redlease_async_handle_write(), so the write just fails and the client
+ * reports the connection lost. */
+static void test_peer_gone_before_write_does_not_kill(void)
+{
+    signal(SIGPIPE, SIG_DFL); /* whatever make or the shell left us */
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s.gone", sock_path);
+    unlink(a.sun_path);
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 8) == 0);
+    fcntl(ls, F_SETFL, O_NONBLOCK);
+
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    o.unix_path = a.sun_path;
+    o.command_timeout_ms = 5000;
+    o.reconnect_min_ms = o.reconnect_max_ms = 1000;
+    redlease_client *c;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
+    t_reset_seen = 0;
+    redlease_client_set_event_cb(c, watch_reset, NULL);
+    CHECK_EQ(testloop_attach(c), REDLEASE_OK); /* a unix connect completes at once */
+    int fd = accept(ls, NULL, NULL);
+    CHECK(fd >= 0);
+    close(fd); /* gone before the client wrote a byte */
+    int64_t t_gone = mono_ms(), end = t_gone + 3000;
+    while (!t_reset_seen && mono_ms() < end) testloop_run_once(5);
+    CHECK(t_reset_seen > 0); /* and we are still alive to check it */
+    CHECK(t_reset_seen - t_gone < 1000);
+    redlease_client_free(c);
+    close(ls);
+    unlink(a.sun_path);
+    CHECK(loop_empties());
+}
+
 int main(int argc, char **argv)
 {
     sock_path = getenv("REDLEASE_TEST_SOCKET");
@@ -820,6 +862,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_adapter_timer_contract),
         TEST_CASE(test_free_inside_callbacks),
         TEST_CASE(test_reset_by_peer_noticed_at_once),
+        TEST_CASE(test_peer_gone_before_write_does_not_kill),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     redisFree(admin());
