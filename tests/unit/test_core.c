@@ -529,17 +529,28 @@ static void test_lost_fires_before_server_expiry_without_reply(void)
     end(&f);
 }
 
-static void test_failed_renewal_retried_sooner(void)
+/* A client with a 300 ms command timeout (reconnecting after 10 ms) holding
+ * "job" (TTL 3000 ms) whose first renewal, at t0 + 1000, is on the wire and
+ * not yet answered. Returns t0, the send time of the acquire. */
+static int64_t hold_with_renewal_in_flight(fake *f, rec *r)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.command_timeout_ms = 300;
+    co.reconnect_min_ms = 10;
+    co.reconnect_max_ms = 10;
+    fake_start(f, &co);
+    int64_t t0 = hold(f, r, "job", opts(3000));
+    fake_until(f, t0 + 1000);
+    CHECK_EQ(fake_pending(f), 1);
+    return t0;
+}
+
+static void test_failed_renewal_retried_sooner(void)
+{
     fake f;
-    fake_start(&f, &co);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
-    CHECK_EQ(fake_pending(&f), 1);
+    int64_t t0 = hold_with_renewal_in_flight(&f, &r);
     fake_until(&f, t0 + 1300); /* renewal timed out: retried after interval/4 */
     fake_until(&f, t0 + 1549);
     CHECK_EQ(fake_pending(&f), 1);
@@ -565,17 +576,9 @@ static void test_failed_renewal_retried_sooner(void)
  * re-verifies. A reply in time cancels the check (the test above). */
 static void test_silent_connection_dropped_and_reconnected(void)
 {
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.command_timeout_ms = 300;
-    co.reconnect_min_ms = 10;
-    co.reconnect_max_ms = 10;
     fake f;
-    fake_start(&f, &co);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000); /* renewal sent, never answered */
-    CHECK_EQ(fake_pending(&f), 1);
+    int64_t t0 = hold_with_renewal_in_flight(&f, &r); /* never answered */
     fake_until(&f, t0 + 1599);
     CHECK_EQ(f.connects, 1);
     CHECK(f.connected);
@@ -604,15 +607,9 @@ static void test_silent_connection_dropped_and_reconnected(void)
  * due a command timeout later, after the loop has polled, not at once. */
 static void test_stall_check_after_a_pause_lets_the_loop_read_first(void)
 {
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.command_timeout_ms = 300;
     fake f;
-    fake_start(&f, &co);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000); /* renewal sent */
-    CHECK_EQ(fake_pending(&f), 1);
+    int64_t t0 = hold_with_renewal_in_flight(&f, &r);
     f.now = t0 + 1700; /* blocked for 700 ms: the timeout is seen only now */
     fake_run(&f);
     CHECK(f.connected);
