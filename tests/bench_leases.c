@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libev.h> /* the raw hiredis baseline */
 #include <redlease.h>
 #include <redlease/libev.h>
 
