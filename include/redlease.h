@@ -273,9 +273,11 @@ REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
  * instead of redisAsyncHandleWrite(ac): the same, except that a peer that
  * has gone away cannot kill the process with SIGPIPE (hiredis writes with
  * write(2)/send(2) without MSG_NOSIGNAL). SIGPIPE is blocked in the calling
- * thread for the call and one the call raised is discarded; a SIGPIPE that
- * was already pending is left alone. The write then fails with EPIPE and
- * hiredis reports the connection lost. May free ac. */
+ * thread for the call and one the failed write raised is discarded; a
+ * SIGPIPE that was already pending, or sent while no write failed, is left
+ * alone. The write then fails with EPIPE and hiredis reports the connection
+ * lost. Callbacks this runs (the event hook among them) run with SIGPIPE
+ * blocked. May free ac. */
 REDLEASE_EXTERN void redlease_async_handle_write(struct redisAsyncContext *ac);
 
 /* ---------------------------------------------------------------- memory */

@@ -99,10 +99,15 @@ static void hr_on_connect(const redisAsyncContext *ac, int status)
     rl_core_on_connected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
 }
 
+/* Set when hiredis reports an I/O error (a failed write among them) in this
+ * thread: see redlease_async_handle_write(). */
+static _Thread_local int hr_io_failed;
+
 static void hr_on_disconnect(const redisAsyncContext *ac, int status)
 {
     rl_hiredis *t = (rl_hiredis *)ac->data;
     (void)status;
+    if (ac->c.err == REDIS_ERR_IO) hr_io_failed = 1;
     if (t == NULL || ac != t->ac) return; /* freed by close(): not reported */
     t->ac = NULL; /* hiredis frees it right after this returns */
     t->connected = 0;
@@ -118,12 +123,17 @@ void redlease_async_handle_write(redisAsyncContext *ac)
     sigaddset(&pipe_set, SIGPIPE);
     int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    redisAsyncHandleWrite(ac);
-    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+    hr_io_failed = 0;
+    redisAsyncHandleWrite(ac); /* may run callbacks, the event hook among them */
+    /* Discard only a SIGPIPE our failed write raised: not one that was
+     * pending before, nor one sent while no write failed. */
+    if (hr_io_failed && !was_pending && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE) == 1) {
         const struct timespec now = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &now); /* ours: take it off the thread */
+        sigtimedwait(&pipe_set, NULL, &now);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* Undo only what we did: a callback may have changed the mask since. */
+    if (!sigismember(&old, SIGPIPE)) pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL);
 }
 
 /* -------------------------------------------------------------- the ops */

@@ -794,6 +794,25 @@ static void test_reset_by_peer_noticed_at_once(void)
  * disposition that kills the process. Adapters write through
  * redlease_async_handle_write(), so the write just fails and the client
  * reports the connection lost. */
+/* The event hook may run inside the guarded write; a signal mask it sets
+ * must survive (the guard undoes only its own SIGPIPE block). */
+static void watch_reset_and_mask(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    watch_reset(c, ev, arg);
+    if (ev->type != REDLEASE_EV_DISCONNECTED) return;
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+}
+
+static int blocked(int sig)
+{
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    return sigismember(&now, sig);
+}
+
 static void test_peer_gone_before_write_does_not_kill(void)
 {
     signal(SIGPIPE, SIG_DFL); /* whatever make or the shell left us */
@@ -814,7 +833,7 @@ static void test_peer_gone_before_write_does_not_kill(void)
     redlease_client *c;
     CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
     t_reset_seen = 0;
-    redlease_client_set_event_cb(c, watch_reset, NULL);
+    redlease_client_set_event_cb(c, watch_reset_and_mask, NULL);
     CHECK_EQ(testloop_attach(c), REDLEASE_OK); /* a unix connect completes at once */
     int fd = accept(ls, NULL, NULL);
     CHECK(fd >= 0);
@@ -823,6 +842,12 @@ static void test_peer_gone_before_write_does_not_kill(void)
     while (!t_reset_seen && mono_ms() < end) testloop_run_once(5);
     CHECK(t_reset_seen > 0); /* and we are still alive to check it */
     CHECK(t_reset_seen - t_gone < 1000);
+    CHECK(blocked(SIGUSR2)); /* the hook's mask change stayed */
+    CHECK(!blocked(SIGPIPE));
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
     redlease_client_free(c);
     close(ls);
     unlink(a.sun_path);
