@@ -223,6 +223,7 @@ static void look_up(struct request *req)
     } else if (rc > 0) {
         reply(req, "TAKEN %s", holder);
     } else {
+        say("table:%s free: working %lld ms before the write", req->table, (long long)cfg.work_ms);
         ev_timer_set(&req->work, (double)cfg.work_ms / 1000.0, 0.0);
         ev_timer_start(loop, &req->work);
         return;
