@@ -178,13 +178,13 @@ load() {
     local -a clients=()
     for ((i = 0; i < requests; i++)); do
         book "$prefix$(((i / tables) % servers + 1))" "$((i % tables + 1))" "guest$i" \
-            >"$work_dir/$prefix-reply-$i" &
+            >"$work_dir/replies/$prefix-$i" &
         clients+=($!)
     done
     wait "${clients[@]}"
     n_ok=0 n_taken=0 n_other=0
     for ((i = 0; i < requests; i++)); do
-        r=$(<"$work_dir/$prefix-reply-$i")
+        r=$(<"$work_dir/replies/$prefix-$i")
         case "$r" in
             OK\ *) n_ok=$((n_ok + 1)) ;;
             TAKEN\ *) n_taken=$((n_taken + 1)) ;;
@@ -211,7 +211,7 @@ trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 trap 'cleanup; exit 129' HUP
-work_dir=$(mktemp -d "${TMPDIR:-/tmp}/redlease-demo.XXXXXX") || exit 1
+work_dir=$(mktemp -d "${TMPDIR:-/tmp}/redlease-demo.XXXXXX") && mkdir "$work_dir/replies" || exit 1
 now_ms; demo_t0=$REPLY
 
 echo "redlease demo: $servers booking servers share one store file; private redis-server;"
@@ -242,7 +242,7 @@ result 2 "with redlease" "$ok" \
 # ------------------------------------------- 3. a holder killed
 # "holder" takes table 7 and works for an hour; killed, it never releases.
 start_server holder store-lock --work-ms 3600000
-book holder 7 ann >"$work_dir/ann-reply" &
+book holder 7 ann >"$work_dir/replies/ann" &
 ann=$!
 await_log holder ' table:7 free: working' >/dev/null || exit 1
 held_before=$(stamp "$(grep -m1 ' table:7 held' "$work_dir/holder.log")")
@@ -267,7 +267,7 @@ result 3 "holder SIGKILLed" "$ok" \
 # "paused" takes table 9, is stopped mid-work, and resumes after lock1 took
 # the table; its write (modelled as already sent) reaches the store late.
 start_server paused store-lock --work-ms $((ttl / 2)) --unsafe-write-after-loss
-book paused 9 carol >"$work_dir/carol-reply" &
+book paused 9 carol >"$work_dir/replies/carol" &
 carol=$!
 await_log paused ' table:9 free: working' >/dev/null || exit 1
 kill -STOP "${pid[paused]}"
@@ -280,7 +280,7 @@ taken=$(grep -m1 ' table:9 held' "$work_dir/lock1.log")
 kill -CONT "${pid[paused]}"
 now_ms; t_cont=$REPLY
 wait "$carol"
-r=$(<"$work_dir/carol-reply")
+r=$(<"$work_dir/replies/carol")
 carol_reply=${r%|*}
 lost=$(await_log paused 'lost lease on table:9') || lost=
 noheld=$(grep -m1 ' table:9 lease no longer held' "$work_dir/paused.log")
