@@ -152,7 +152,9 @@ static void on_released(redlease_lock *lk, int status, void *arg)
 {
     (void)lk;
     struct request *req = arg;
-    if (status != REDLEASE_OK && status != REDLEASE_ECANCELED)
+    /* ENOTHELD after on_lost is what losing a lease means, not news. */
+    if (status != REDLEASE_OK && status != REDLEASE_ECANCELED &&
+        !(status == REDLEASE_ENOTHELD && req->lost))
         say("table:%s release: %s", req->table, redlease_strerror(status));
     request_free(req);
 }
