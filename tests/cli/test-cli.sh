@@ -61,17 +61,18 @@ check() {
 rcli() { "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@"; }
 now_ms() { date +%s%3N; }
 
-# rl ARG...: runs redlease; sets st, out, err and ms (elapsed).
+# rl ARG...: runs redlease; sets st, out, err and ms (elapsed). A redlease
+# that hangs is killed (status 137) rather than hanging make check.
 rl() {
     local t0
     t0=$(now_ms)
-    out=$("${RL[@]}" "$@" 2>"$tmp/stderr")
+    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
     st=$?
     ms=$(($(now_ms) - t0))
     err=$(<"$tmp/stderr")
 }
 
-# wait_for_file FILE: up to 10 s (valgrind: 60 s).
+# wait_for_file FILE: until FILE has content; up to 10 s (valgrind: 100 s).
 wait_for_file() {
     local i
     for i in $(seq 1 $((100 * slow))); do
@@ -81,7 +82,7 @@ wait_for_file() {
     return 1
 }
 
-# wait_for_text FILE TEXT: up to 10 s (valgrind: 60 s).
+# wait_for_text FILE TEXT: up to 10 s (valgrind: 100 s).
 wait_for_text() {
     local i
     for i in $(seq 1 $((100 * slow))); do
@@ -208,7 +209,7 @@ for w in 1 2 3; do
             "${RL[@]}" run -q --ttl 2000 shared -- sh -c "$crit" sh "$tmp/ov" 2>>"$tmp/ov/err" ||
                 echo "FAILED $?" >>"$tmp/ov/log"
         done
-    ) &
+    ) >/dev/null &
     pids+=($!)
 done
 wait "${pids[@]}"
@@ -238,7 +239,7 @@ check "--wait long enough: runs once the other holder's lease expires (${ms} ms)
 # ------------------------------------------------------------ lost lease
 rm -f "$tmp/pid"
 "${RL[@]}" run --ttl 300 lost1 -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid" \
-    2>"$tmp/lost1.err" &
+    >/dev/null 2>"$tmp/lost1.err" &
 rlpid=$!
 wait_for_file "$tmp/pid"
 rcli DEL lock:lost1 >/dev/null
@@ -262,7 +263,8 @@ check "--max-hold: COMMAND ignoring SIGTERM gets SIGKILL after --grace, 124 (${m
 # ------------------------------------------------------------ signals
 rm -f "$tmp/started" "$tmp/got"
 "${RL[@]}" run sig1 -- sh -c 'trap "echo USR1 >>\"$1\"" USR1; trap "echo TERM >>\"$1\"; exit 7" TERM
-    touch "$2"; while :; do sleep 0.05; done' sh "$tmp/got" "$tmp/started" 2>"$tmp/sig1.err" &
+    echo started >"$2"; while :; do sleep 0.05; done' sh "$tmp/got" "$tmp/started" \
+    >/dev/null 2>"$tmp/sig1.err" &
 rlpid=$!
 wait_for_file "$tmp/started" || true
 kill -USR1 "$rlpid"
@@ -277,7 +279,7 @@ check "SIGUSR1 and SIGTERM to redlease reach COMMAND; its status 7 stands; key r
 
 rcli SET lock:sig2 someone-else PX 20000 >/dev/null
 rm -f "$tmp/ran"
-"${RL[@]}" run -v sig2 -- touch "$tmp/ran" 2>"$tmp/sig2.err" &
+"${RL[@]}" run -v sig2 -- touch "$tmp/ran" >/dev/null 2>"$tmp/sig2.err" &
 rlpid=$!
 wait_for_text "$tmp/sig2.err" "held by another holder" || true
 t0=$(now_ms)
@@ -291,7 +293,7 @@ check "SIGTERM while waiting for the lock => 143 in ${ms} ms, nothing run, other
 
 if [ "$(uname -s)" = Linux ]; then
     rm -f "$tmp/pid"
-    "${RL[@]}" run orphan -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid" 2>/dev/null &
+    "${RL[@]}" run orphan -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid" >/dev/null 2>&1 &
     rlpid=$!
     wait_for_file "$tmp/pid"
     kill -KILL "$rlpid"
@@ -305,7 +307,7 @@ else
 fi
 
 # ------------------------------------------------------------ status
-"${RL[@]}" run stat1 -- sh -c 'touch "$1"; sleep 30' sh "$tmp/stat-started" 2>/dev/null &
+"${RL[@]}" run stat1 -- sh -c 'echo started >"$1"; exec sleep 30' sh "$tmp/stat-started" >/dev/null 2>&1 &
 rlpid=$!
 wait_for_file "$tmp/stat-started" || touch "$tmp/stat-started"
 rl status stat1
