@@ -92,6 +92,19 @@ wait_for_text() {
     return 1
 }
 
+# wait_bounded PID: waits for a background redlease, killing it (137) if it
+# is still there after 10 s (valgrind: 100 s); sets st.
+wait_bounded() {
+    local i
+    for i in $(seq 1 $((100 * slow))); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1"
+    st=$?
+}
+
 # Gone, or a zombie (an orphan's zombie lingers where pid 1 does not reap).
 is_dead() {
     kill -0 "$1" 2>/dev/null || return 0
@@ -206,7 +219,7 @@ pids=()
 for w in 1 2 3; do
     (
         for r in 1 2 3; do
-            "${RL[@]}" run -q --ttl 2000 shared -- sh -c "$crit" sh "$tmp/ov" 2>>"$tmp/ov/err" ||
+            timeout -s KILL $((30 * slow)) "${RL[@]}" run -q --ttl 2000 shared -- sh -c "$crit" sh "$tmp/ov" 2>>"$tmp/ov/err" ||
                 echo "FAILED $?" >>"$tmp/ov/log"
         done
     ) >/dev/null &
@@ -244,8 +257,7 @@ rlpid=$!
 wait_for_file "$tmp/pid"
 rcli DEL lock:lost1 >/dev/null
 t0=$(now_ms)
-wait "$rlpid"
-st=$?
+wait_bounded "$rlpid"
 ms=$(($(now_ms) - t0))
 err=$(<"$tmp/lost1.err")
 check "key deleted under COMMAND => SIGTERM to COMMAND, 124 in ${ms} ms, reason printed" \
@@ -270,8 +282,7 @@ wait_for_file "$tmp/started" || true
 kill -USR1 "$rlpid"
 wait_for_text "$tmp/got" USR1 || true
 kill -TERM "$rlpid"
-wait "$rlpid"
-st=$?
+wait_bounded "$rlpid"
 err=$(<"$tmp/sig1.err")
 check "SIGUSR1 and SIGTERM to redlease reach COMMAND; its status 7 stands; key released" \
     eval '[ "$st" -eq 7 ] && [ "$(cat "$tmp/got" | tr "\n" " ")" = "USR1 TERM " ] &&
@@ -284,8 +295,7 @@ rlpid=$!
 wait_for_text "$tmp/sig2.err" "held by another holder" || true
 t0=$(now_ms)
 kill -TERM "$rlpid"
-wait "$rlpid"
-st=$?
+wait_bounded "$rlpid"
 ms=$(($(now_ms) - t0))
 check "SIGTERM while waiting for the lock => 143 in ${ms} ms, nothing run, other key kept" \
     eval '[ "$st" -eq 143 ] && [ ! -e "$tmp/ran" ] && [ "$ms" -lt $((1000 * slow)) ] &&
@@ -318,7 +328,7 @@ check "status of a held resource: 0, \"held, N ms left\", no token" \
 rl status --show-token stat1
 check "status --show-token prints the token" eval '[ "$st" -eq 0 ] && grep -qF "token $token" <<<"$out"'
 kill -TERM "$rlpid"
-wait "$rlpid"
+wait_bounded "$rlpid"
 rl status stat1
 check "status of a free resource: 1, \"free\"" eval '[ "$st" -eq 1 ] && [ "$out" = "lock:stat1: free" ]'
 rl status -q stat1
