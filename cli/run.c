@@ -51,6 +51,7 @@ typedef struct run {
     int last_contended; /* the last acquire attempt found the key held */
     int held_to_end;    /* COMMAND ran and finished with the lease held */
     pid_t child;
+    int start_status; /* nonzero: COMMAND never ran, and this is why */
     int lost;
     ev_child child_watcher;
     ev_timer grace_timer;
@@ -171,10 +172,10 @@ static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
     ev_child_stop(loop, w);
     ev_timer_stop(loop, &r->grace_timer);
     int status = cli_child_exit_status(w->rstatus);
-    cli_verbose("COMMAND (pid %ld) exited with status %d", (long)r->child, status);
+    if (!r->start_status) cli_verbose("COMMAND (pid %ld) exited with status %d", (long)r->child, status);
     r->child = 0;
     r->held_to_end = !r->lost;
-    r->exit_status = r->lost ? CLI_EXIT_LOST : status;
+    r->exit_status = r->start_status ? r->start_status : r->lost ? CLI_EXIT_LOST : status;
     release(r);
 }
 
@@ -182,7 +183,7 @@ static void start_command(run *r, redlease_lock *lk)
 {
     cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
                          redlease_lock_fence(lk)};
-    pid_t pid = cli_child_spawn(r->command, &env);
+    pid_t pid = cli_child_spawn(r->command, &env, &r->start_status);
     if (pid < 0) {
         cli_error("cannot start COMMAND: fork: %s", strerror(errno));
         r->exit_status = CLI_EXIT_FAILED;
@@ -196,7 +197,7 @@ static void start_command(run *r, redlease_lock *lk)
     ev_child_init(&r->child_watcher, on_child_exit, pid, 0);
     r->child_watcher.data = r;
     ev_child_start(r->loop, &r->child_watcher);
-    cli_verbose("started %s as pid %ld", r->command[0], (long)pid);
+    if (!r->start_status) cli_verbose("started %s as pid %ld", r->command[0], (long)pid);
 }
 
 /* ------------------------------------------------------------ the lease */
