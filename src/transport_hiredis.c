@@ -18,6 +18,7 @@
  * the contract wants, through t->closing_ac) and then onDisconnect, which
  * is ignored because the context is no longer t->ac.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
@@ -150,6 +151,10 @@ static int hr_connect(void *self, const rl_endpoint *ep)
         redisAsyncFree(ac); /* not attached, no callbacks set */
         return REDLEASE_ECONN;
     }
+    /* The connection is ours alone: a program that forks and execs must
+     * not hand it to its children (hiredis 0.14 leaves it inheritable). */
+    int fdflags = fcntl(ac->c.fd, F_GETFD);
+    if (fdflags >= 0) fcntl(ac->c.fd, F_SETFD, fdflags | FD_CLOEXEC);
     ac->data = t;
     /* Attach before setting the connect callback (it arms the write event),
      * and neither set can fail on a fresh context. */

@@ -1,0 +1,100 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "child.h"
+#include "exit_status.h"
+#include "msg.h"
+#include "signals.h"
+
+/* What the child sends back when it cannot become COMMAND. */
+typedef struct start_failure {
+    int exec; /* 1: execvp failed; 0: setting up the child failed */
+    int error;
+} start_failure;
+
+static void fail_start(int fd, int exec, int error)
+{
+    start_failure f = {exec, error};
+    ssize_t n;
+    do
+        n = write(fd, &f, sizeof f);
+    while (n < 0 && errno == EINTR);
+    _exit(CLI_EXIT_FAILED);
+}
+
+/* In the child, before exec; report_fd is close-on-exec. */
+static void become_command(char *const argv[], const cli_child_env *env, pid_t parent,
+                           int report_fd)
+{
+    cli_signals_reset_in_child();
+#ifdef __linux__
+    /* Dies with redlease. Set after fork, so redlease may already be gone:
+     * then the new parent is someone else and nobody renews the lease. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_start(report_fd, 0, errno);
+    if (getppid() != parent) _exit(CLI_EXIT_FAILED);
+#else
+    (void)parent;
+#endif
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRIu64, env->fence);
+    if (setenv("REDLEASE_KEY", env->key, 1) != 0 || setenv("REDLEASE_TOKEN", env->token, 1) != 0 ||
+        (env->fencing ? setenv("REDLEASE_FENCE", fence, 1) : unsetenv("REDLEASE_FENCE")) != 0)
+        fail_start(report_fd, 0, errno);
+    execvp(argv[0], argv);
+    fail_start(report_fd, 1, errno);
+}
+
+/* Reads the child's report: nothing (EOF at exec) means COMMAND runs. */
+static int read_start_status(int fd, const char *command)
+{
+    start_failure f;
+    ssize_t n;
+    do
+        n = read(fd, &f, sizeof f);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof f) return 0;
+    if (!f.exec) {
+        cli_error("cannot set up COMMAND's process: %s", strerror(f.error));
+        return CLI_EXIT_FAILED;
+    }
+    cli_error("%s: %s", command, strerror(f.error));
+    return f.error == ENOENT || f.error == ENOTDIR ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
+}
+
+pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int *start_status)
+{
+    int report[2];
+    if (pipe(report) != 0) return -1;
+    for (int i = 0; i < 2; i++) fcntl(report[i], F_SETFD, FD_CLOEXEC);
+    pid_t parent = getpid();
+    /* Blocked across fork: the child must not run redlease's handler. */
+    cli_signals_block();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(report[0]);
+        become_command(argv, env, parent, report[1]);
+    }
+    int e = errno;
+    cli_signals_unblock();
+    close(report[1]);
+    if (pid > 0) *start_status = read_start_status(report[0], argv[0]);
+    close(report[0]);
+    errno = e;
+    return pid;
+}
+
+int cli_child_exit_status(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) return CLI_EXIT_SIGNAL_BASE + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}

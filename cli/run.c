@@ -1,0 +1,403 @@
+/* redlease run: acquire RESOURCE, run COMMAND while the library renews the
+ * lease, release, exit with COMMAND's status.
+ *
+ *   WAITING --acquired--> RUNNING --COMMAND exited--> RELEASING --> FINISHED
+ *      |                     | lost: SIGTERM, SIGKILL after --grace   ^
+ *      +--busy, Redis unavailable, a signal: release the handle ------+
+ *
+ * Everything runs on libev's default loop (ev_child needs it): the
+ * library's timer and sockets, COMMAND's exit (ev_child), the grace timer,
+ * and the caught signals (signals.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <redlease.h>
+#include <redlease/libev.h>
+
+#include "args.h"
+#include "child.h"
+#include "commands.h"
+#include "exit_status.h"
+#include "msg.h"
+#include "server.h"
+#include "signals.h"
+
+#define MAX_WAIT_MS ((int64_t)365 * 24 * 3600 * 1000) /* the library's caps */
+#define MAX_TTL_MS ((int64_t)1000 * 1000 * 1000)
+#define MAX_GRACE_MS ((int64_t)24 * 3600 * 1000)
+
+enum phase { WAITING, RUNNING, RELEASING, FINISHED };
+
+typedef struct run {
+    /* from the command line */
+    cli_server server;
+    const char *resource;
+    char **command;
+    int64_t wait_ms; /* REDLEASE_WAIT_FOREVER, or the budget */
+    int64_t ttl_ms, max_hold_ms, grace_ms;
+    int fencing;
+
+    struct ev_loop *loop;
+    redlease_client *client;
+    redlease_lock *lock;
+    int phase;
+    int released;       /* redlease_release() called */
+    int exit_status;
+    int cancel_status;  /* why the wait was given up (0: it was not) */
+    int last_contended; /* the last acquire attempt found the key held */
+    int held_to_end;    /* COMMAND ran and finished with the lease held */
+    pid_t child;
+    int start_status; /* nonzero: COMMAND never ran, and this is why */
+    int lost;
+    ev_child child_watcher;
+    ev_timer grace_timer;
+} run;
+
+/* ------------------------------------------------------------ options */
+
+enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_QUIET,
+       OPT_VERBOSE, OPT_HELP };
+
+static const cli_opt run_opts[] = {
+    {"wait", 'w', 1, OPT_WAIT},
+    {"no-wait", 'n', 0, OPT_NO_WAIT},
+    {"ttl", 't', 1, OPT_TTL},
+    {"max-hold", 0, 1, OPT_MAX_HOLD},
+    {"grace", 'g', 1, OPT_GRACE},
+    {"fence", 'f', 0, OPT_FENCE},
+    {"quiet", 'q', 0, OPT_QUIET},
+    {"verbose", 'v', 0, OPT_VERBOSE},
+    {"help", 'h', 0, OPT_HELP},
+    {NULL, 0, 0, 0},
+};
+
+/* 0, CLI_EXIT_USAGE, or -1 when --help was printed. */
+static int parse(run *r, int argc, char **argv)
+{
+    static const cli_opt *const tables[] = {run_opts, cli_server_opts, NULL};
+    cli_args a;
+    cli_args_init(&a, argc, argv, tables);
+    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, id;
+    while ((id = cli_args_next(&a)) != CLI_ARG_DONE) {
+        int rc = 0;
+        switch (id) {
+        case CLI_ARG_ERROR: return CLI_EXIT_USAGE;
+        case CLI_ARG_POSITIONAL:
+            if (r->resource) return cli_usage_error("'%s': expected '--' before COMMAND", a.value);
+            r->resource = a.value;
+            break;
+        case CLI_ARG_DASHDASH:
+            r->command = argv + a.i;
+            a.i = argc; /* the rest is COMMAND's */
+            break;
+        case OPT_WAIT: rc = cli_args_number(&a, 0, MAX_WAIT_MS, &r->wait_ms), wait_given = 1; break;
+        case OPT_NO_WAIT: r->wait_ms = 0, no_wait = 1; break;
+        case OPT_TTL: rc = cli_args_number(&a, 10, MAX_TTL_MS, &r->ttl_ms); break;
+        case OPT_MAX_HOLD: rc = cli_args_number(&a, 1, MAX_WAIT_MS, &r->max_hold_ms); break;
+        case OPT_GRACE: rc = cli_args_number(&a, 0, MAX_GRACE_MS, &r->grace_ms); break;
+        case OPT_FENCE: r->fencing = 1; break;
+        case OPT_QUIET: quiet = 1; break;
+        case OPT_VERBOSE: verbose = 1; break;
+        case OPT_HELP: cli_help(stdout); return -1;
+        default: rc = cli_server_take(&r->server, &a, id); break;
+        }
+        if (rc) return CLI_EXIT_USAGE;
+    }
+    if (wait_given && no_wait) return cli_usage_error("--wait and --no-wait exclude each other");
+    if (quiet && verbose) return cli_usage_error("--quiet and --verbose exclude each other");
+    cli_verbosity = quiet ? CLI_QUIET : verbose ? CLI_VERBOSE : CLI_NORMAL;
+    if (!r->resource) return cli_usage_error("run: missing RESOURCE");
+    size_t len = strlen(r->resource);
+    if (len == 0 || len > REDLEASE_MAX_RESOURCE)
+        return cli_usage_error("RESOURCE must be 1 to %d bytes long", REDLEASE_MAX_RESOURCE);
+    if (!r->command) return cli_usage_error("run: missing '--' before COMMAND");
+    if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
+    return cli_server_finish(&r->server);
+}
+
+/* ------------------------------------------------------------ endings */
+
+static void on_released(redlease_lock *lk, int status, void *arg)
+{
+    run *r = arg;
+    if (r->held_to_end && status == REDLEASE_ENOTHELD)
+        cli_notice("%s was no longer ours when COMMAND finished (expired or taken)",
+                   redlease_lock_key(lk));
+    else if (r->held_to_end && status != REDLEASE_OK)
+        cli_notice("could not release %s (%s); it expires within %" PRId64 " ms",
+                   redlease_lock_key(lk), redlease_strerror(status), r->ttl_ms);
+    r->lock = NULL;
+    r->phase = FINISHED;
+    redlease_client_free(r->client); /* allowed from a callback */
+    r->client = NULL;
+    ev_break(r->loop, EVBREAK_ALL);
+}
+
+/* Ends the handle, in any state; on_released follows. */
+static void release(run *r)
+{
+    if (r->released) return;
+    r->released = 1;
+    if (r->phase != FINISHED) r->phase = RELEASING;
+    redlease_release(r->lock, on_released, r);
+}
+
+/* Gives up waiting for the lock: on_acquired(ECANCELED) then on_released. */
+static void cancel_wait(run *r, int status)
+{
+    if (r->phase != WAITING || r->cancel_status) return;
+    r->cancel_status = status;
+    release(r);
+}
+
+/* ------------------------------------------------------------ COMMAND */
+
+static void on_grace_over(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    run *r = w->data;
+    cli_notice("COMMAND (pid %ld) outlived the %" PRId64 " ms grace: SIGKILL", (long)r->child,
+               r->grace_ms);
+    kill(r->child, SIGKILL);
+}
+
+static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
+{
+    (void)revents;
+    run *r = w->data;
+    ev_child_stop(loop, w);
+    ev_timer_stop(loop, &r->grace_timer);
+    int status = cli_child_exit_status(w->rstatus);
+    if (!r->start_status) cli_verbose("COMMAND (pid %ld) exited with status %d", (long)r->child, status);
+    r->child = 0;
+    r->held_to_end = !r->lost;
+    r->exit_status = r->start_status ? r->start_status : r->lost ? CLI_EXIT_LOST : status;
+    release(r);
+}
+
+static void start_command(run *r, redlease_lock *lk)
+{
+    cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
+                         redlease_lock_fence(lk)};
+    pid_t pid = cli_child_spawn(r->command, &env, &r->start_status);
+    if (pid < 0) {
+        cli_error("cannot start COMMAND: fork: %s", strerror(errno));
+        r->exit_status = CLI_EXIT_FAILED;
+        release(r);
+        return;
+    }
+    /* Before returning to the loop: libev reaps children in a loop
+     * callback, and would drop the status of one nobody watches yet. */
+    r->child = pid;
+    r->phase = RUNNING;
+    ev_child_init(&r->child_watcher, on_child_exit, pid, 0);
+    r->child_watcher.data = r;
+    ev_child_start(r->loop, &r->child_watcher);
+    if (!r->start_status) cli_verbose("started %s as pid %ld", r->command[0], (long)pid);
+}
+
+/* ------------------------------------------------------------ the lease */
+
+static int status_for_acquire_error(run *r, int status)
+{
+    switch (status) {
+    case REDLEASE_ECANCELED: return r->cancel_status ? r->cancel_status : CLI_EXIT_FAILED;
+    case REDLEASE_EBUSY:
+        cli_notice("%s is held by another holder", redlease_lock_key(r->lock));
+        return CLI_EXIT_BUSY;
+    case REDLEASE_ECONN:
+    case REDLEASE_ETIMEDOUT:
+    case REDLEASE_EREDIS:
+    case REDLEASE_EPROTO: {
+        const char *detail = redlease_client_errstr(r->client);
+        cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
+                  detail[0] ? ": " : "", detail);
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    default:
+        cli_error("acquire: %s", redlease_strerror(status));
+        return CLI_EXIT_FAILED;
+    }
+}
+
+static void on_acquired(redlease_lock *lk, int status, void *arg)
+{
+    run *r = arg;
+    if (status == REDLEASE_OK) {
+        start_command(r, lk);
+        return;
+    }
+    r->exit_status = status_for_acquire_error(r, status);
+    release(r);
+}
+
+static void on_lost(redlease_lock *lk, int reason, void *arg)
+{
+    run *r = arg;
+    if (r->phase != RUNNING) { /* COMMAND ended first: its status stands */
+        cli_notice("the lease on %s was lost (%s) as COMMAND finished", redlease_lock_key(lk),
+                   redlease_lost_reason_str(reason));
+        return;
+    }
+    r->lost = 1;
+    cli_notice("lost the lease on %s (%s): stopping COMMAND (pid %ld) with SIGTERM, "
+               "SIGKILL after %" PRId64 " ms",
+               redlease_lock_key(lk), redlease_lost_reason_str(reason), (long)r->child,
+               r->grace_ms);
+    kill(r->child, SIGTERM);
+    ev_timer_set(&r->grace_timer, (ev_tstamp)r->grace_ms / 1000.0, 0.);
+    ev_timer_start(r->loop, &r->grace_timer);
+}
+
+/* Logs for --verbose, and gives up the wait when Redis cannot be used:
+ * with wait_ms = WAIT_FOREVER the library would retry forever. */
+static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c;
+    run *r = arg;
+    const char *key = ev->key ? ev->key : "";
+    const char *detail = ev->detail ? ev->detail : redlease_strerror(ev->status);
+    switch (ev->type) {
+    case REDLEASE_EV_ATTEMPT:
+        cli_verbose("acquiring %s (attempt %d)", key, ev->attempt);
+        /* The attempt before this one neither got the lock nor found it
+         * held: it failed (no answer, an error reply). */
+        if (r->phase == WAITING && ev->attempt > 1 && !r->last_contended) {
+            const char *why = redlease_client_errstr(r->client);
+            cli_error("Redis at %s: acquire attempt failed: %s", r->server.where,
+                      why[0] ? why : "no usable answer in time");
+            cancel_wait(r, CLI_EXIT_UNAVAILABLE);
+        }
+        r->last_contended = 0;
+        break;
+    case REDLEASE_EV_CONTENDED:
+        r->last_contended = 1;
+        cli_verbose("%s is held by another holder; next attempt in %" PRId64 " ms", key,
+                    ev->retry_in_ms);
+        break;
+    case REDLEASE_EV_ACQUIRED:
+        cli_verbose("acquired %s (round trip %" PRId64 " ms, ttl %" PRId64 " ms)", key, ev->rtt_ms,
+                    ev->ttl_ms);
+        break;
+    case REDLEASE_EV_RENEWED:
+        cli_verbose("renewed %s: %" PRId64 " ms of validity left", key, ev->remaining_ms);
+        break;
+    case REDLEASE_EV_RENEW_FAILED:
+        cli_verbose("renewing %s failed (%s): %" PRId64 " ms of validity left, next try in %" PRId64
+                    " ms", key, detail, ev->remaining_ms, ev->retry_in_ms);
+        break;
+    case REDLEASE_EV_LOST:
+        cli_verbose("lost %s: %s", key, redlease_lost_reason_str(ev->status));
+        break;
+    case REDLEASE_EV_RELEASED:
+        cli_verbose("released %s: %s", key, redlease_strerror(ev->status));
+        break;
+    case REDLEASE_EV_CONNECTED:
+        cli_verbose("connected to %s", r->server.where);
+        break;
+    case REDLEASE_EV_DISCONNECTED:
+        if (r->phase == WAITING) {
+            cli_error("Redis at %s: %s", r->server.where, detail);
+            cancel_wait(r, CLI_EXIT_UNAVAILABLE);
+        } else {
+            cli_verbose("connection to %s: %s", r->server.where, detail);
+        }
+        break;
+    case REDLEASE_EV_RECONNECTING:
+        cli_verbose("reconnecting to %s in %" PRId64 " ms", r->server.where, ev->retry_in_ms);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ signals */
+
+static void on_signal(int sig, int origin, void *arg)
+{
+    run *r = arg;
+    const char *name = cli_signal_name(sig);
+    if (r->phase == WAITING && cli_signal_cancels_wait(sig)) {
+        cli_notice("%s while waiting for the lock: giving up", name);
+        cancel_wait(r, CLI_EXIT_SIGNAL_BASE + sig);
+    } else if (r->phase == RUNNING && (origin & CLI_SIG_FROM_PROCESS)) {
+        cli_verbose("passing %s on to COMMAND (pid %ld)", name, (long)r->child);
+        kill(r->child, sig);
+    } else if (r->phase == RUNNING) {
+        cli_verbose("%s came from the terminal: COMMAND got it too", name);
+    } else {
+        cli_verbose("%s ignored while releasing", name);
+    }
+}
+
+/* ------------------------------------------------------------ main */
+
+static int start(run *r)
+{
+    redlease_client_options co;
+    cli_server_client_options(&r->server, &co);
+    redlease_lock_options lo;
+    redlease_lock_options_init(&lo);
+    lo.ttl_ms = r->ttl_ms;
+    lo.wait_ms = r->wait_ms;
+    lo.max_hold_ms = r->max_hold_ms;
+    lo.fencing = r->fencing;
+
+    int rc = redlease_client_new(&r->client, &co);
+    if (rc == REDLEASE_OK) {
+        redlease_client_set_event_cb(r->client, on_event, r);
+        /* Acquire first, attach second: a connect that fails at once is
+         * reported by the event hook, and then finds a handle to end. */
+        rc = redlease_acquire(r->client, r->resource, &lo, on_acquired, on_lost, r, &r->lock);
+    }
+    if (rc == REDLEASE_OK) rc = redlease_libev_attach(r->client, r->loop);
+    if (rc != REDLEASE_OK) {
+        cli_error("%s", redlease_strerror(rc));
+        return rc == REDLEASE_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+    }
+    return 0;
+}
+
+int cli_run(int argc, char **argv)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    cli_server_init(&r.server);
+    r.wait_ms = REDLEASE_WAIT_FOREVER;
+    r.ttl_ms = 30000;
+    r.grace_ms = 1000;
+    int rc = parse(&r, argc, argv);
+    if (rc) {
+        cli_server_free(&r.server);
+        return rc < 0 ? 0 : rc;
+    }
+
+    cli_signals_init();
+    r.loop = ev_default_loop(0);
+    if (!r.loop) {
+        cli_error("cannot start libev");
+        cli_server_free(&r.server);
+        return CLI_EXIT_FAILED;
+    }
+    ev_timer_init(&r.grace_timer, on_grace_over, 0., 0.);
+    r.grace_timer.data = &r;
+    if (cli_signals_start(r.loop, on_signal, &r) != 0) {
+        cli_error("cannot catch signals: %s", strerror(errno));
+        rc = CLI_EXIT_FAILED;
+    } else {
+        rc = start(&r);
+    }
+    if (rc == 0) {
+        ev_run(r.loop, 0);
+        rc = r.exit_status;
+    }
+    redlease_client_free(r.client); /* NULL unless start() failed half way */
+    cli_signals_stop();
+    ev_loop_destroy(r.loop);
+    cli_server_free(&r.server);
+    return rc;
+}

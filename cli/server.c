@@ -1,0 +1,198 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exit_status.h"
+#include "msg.h"
+#include "server.h"
+
+enum {
+    OPT_HOST = 1000,
+    OPT_PORT,
+    OPT_SOCKET,
+    OPT_DB,
+    OPT_USER,
+    OPT_PASSWORD_FILE,
+    OPT_PASSWORD, /* refused: only here to say why */
+    OPT_PREFIX,
+    OPT_TIMEOUT
+};
+
+const cli_opt cli_server_opts[] = {
+    {"host", 'H', 1, OPT_HOST},
+    {"port", 'p', 1, OPT_PORT},
+    {"socket", 's', 1, OPT_SOCKET},
+    {"db", 0, 1, OPT_DB},
+    {"user", 0, 1, OPT_USER},
+    {"password-file", 0, 1, OPT_PASSWORD_FILE},
+    {"password", 'a', 1, OPT_PASSWORD},
+    {"prefix", 0, 1, OPT_PREFIX},
+    {"timeout", 0, 1, OPT_TIMEOUT},
+    {NULL, 0, 0, 0},
+};
+
+#define MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000) /* the library's cap */
+#define MAX_PASSWORD 4096
+
+void cli_server_init(cli_server *s)
+{
+    redlease_client_options d;
+    redlease_client_options_init(&d);
+    memset(s, 0, sizeof *s);
+    s->host = d.host;
+    s->port = d.port;
+    s->prefix = d.key_prefix;
+    s->timeout_ms = d.command_timeout_ms;
+}
+
+int cli_server_take(cli_server *s, const cli_args *a, int id)
+{
+    int64_t n;
+    switch (id) {
+    case OPT_HOST:
+        if (!a->value[0]) return cli_usage_error("%s: empty host name", a->name);
+        s->host = a->value;
+        s->host_given = 1;
+        return 0;
+    case OPT_PORT:
+        if (cli_args_number(a, 1, 65535, &n)) return CLI_EXIT_USAGE;
+        s->port = (int)n;
+        s->port_given = 1;
+        return 0;
+    case OPT_SOCKET:
+        if (!a->value[0]) return cli_usage_error("%s: empty path", a->name);
+        s->socket = a->value;
+        return 0;
+    case OPT_DB:
+        if (cli_args_number(a, 0, INT_MAX, &n)) return CLI_EXIT_USAGE;
+        s->db = (int)n;
+        return 0;
+    case OPT_USER:
+        if (!a->value[0]) return cli_usage_error("%s: empty user name", a->name);
+        s->user = a->value;
+        return 0;
+    case OPT_PASSWORD_FILE:
+        s->password_file = a->value;
+        return 0;
+    case OPT_PASSWORD:
+        return cli_usage_error("%s: a password on the command line would show in ps; "
+                               "use REDLEASE_PASSWORD or --password-file FILE", a->name);
+    case OPT_PREFIX:
+        s->prefix = a->value; /* "" is allowed: the key is RESOURCE itself */
+        return 0;
+    case OPT_TIMEOUT:
+        if (cli_args_number(a, 1, MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
+        s->timeout_ms = n;
+        return 0;
+    default:
+        return cli_usage_error("internal: unknown server option %d", id);
+    }
+}
+
+/* The first line of path, without its line end. Refused when others may
+ * read the file: a password there is no secret. */
+static int read_password_file(cli_server *s, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cli_usage_error("--password-file %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return cli_usage_error("--password-file %s: not a regular file", path);
+    }
+    if (st.st_mode & S_IROTH) {
+        close(fd);
+        return cli_usage_error("--password-file %s: readable by others (chmod o-r it)", path);
+    }
+    char buf[MAX_PASSWORD + 2];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return cli_usage_error("--password-file %s: %s", path, strerror(e));
+        }
+        if (n == 0 || (len += (size_t)n) == sizeof buf - 1) break;
+    }
+    close(fd);
+    buf[len] = '\0';
+    len = strcspn(buf, "\n");
+    if (len > 0 && buf[len - 1] == '\r') len--;
+    buf[len] = '\0';
+    int rc = 0;
+    if (len == 0)
+        rc = cli_usage_error("--password-file %s: the first line is empty", path);
+    else if (len > MAX_PASSWORD)
+        rc = cli_usage_error("--password-file %s: the password is longer than %d bytes", path,
+                             MAX_PASSWORD);
+    else if (!(s->password = strdup(buf)))
+        rc = cli_usage_error("out of memory");
+    memset(buf, 0, sizeof buf);
+    return rc;
+}
+
+int cli_server_finish(cli_server *s)
+{
+    int64_t n;
+    /* The environment fills in only what the command line left open; a
+     * --host or --port given there means TCP, whatever REDLEASE_SOCKET says. */
+    int tcp_given = s->host_given || s->port_given;
+    const char *env_socket = getenv("REDLEASE_SOCKET");
+    const char *env_host = getenv("REDLEASE_HOST");
+    const char *env_port = getenv("REDLEASE_PORT");
+    if (s->socket && tcp_given)
+        return cli_usage_error("--socket and --host/--port exclude each other");
+    if (!s->socket && !tcp_given && env_socket && env_socket[0]) s->socket = env_socket;
+    if (!s->host_given && env_host && env_host[0]) s->host = env_host;
+    if (!s->port_given && env_port && env_port[0]) {
+        if (cli_parse_number("REDLEASE_PORT", env_port, 1, 65535, &n)) return CLI_EXIT_USAGE;
+        s->port = (int)n;
+    }
+
+    if (s->password_file) {
+        if (read_password_file(s, s->password_file)) return CLI_EXIT_USAGE;
+    } else {
+        const char *env_password = getenv("REDLEASE_PASSWORD");
+        if (env_password && env_password[0] && !(s->password = strdup(env_password)))
+            return cli_usage_error("out of memory");
+    }
+    if (s->user && !s->password)
+        return cli_usage_error("--user needs a password (REDLEASE_PASSWORD or --password-file)");
+
+    if (s->socket)
+        snprintf(s->where, sizeof s->where, "unix:%s", s->socket);
+    else
+        snprintf(s->where, sizeof s->where, "%s:%d", s->host, s->port);
+    return 0;
+}
+
+void cli_server_client_options(const cli_server *s, redlease_client_options *o)
+{
+    redlease_client_options_init(o);
+    o->host = s->host;
+    o->port = s->port;
+    o->unix_path = s->socket;
+    o->username = s->user;
+    o->password = s->password;
+    o->db = s->db;
+    o->key_prefix = s->prefix;
+    o->connect_timeout_ms = s->timeout_ms;
+    o->command_timeout_ms = s->timeout_ms;
+}
+
+void cli_server_free(cli_server *s)
+{
+    if (s->password) {
+        volatile char *p = s->password;
+        while (*p) *p++ = '\0';
+        free(s->password);
+        s->password = NULL;
+    }
+}

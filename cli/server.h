@@ -1,0 +1,41 @@
+/* Where Redis is and how to log in: the options run and status share.
+ * Command line first, then REDLEASE_SOCKET / REDLEASE_HOST / REDLEASE_PORT,
+ * then the library's defaults. The password never comes from the command
+ * line (it would show in ps): REDLEASE_PASSWORD or --password-file. */
+#ifndef REDLEASE_CLI_SERVER_H
+#define REDLEASE_CLI_SERVER_H
+
+#include <stdint.h>
+
+#include <redlease.h>
+
+#include "args.h"
+
+typedef struct cli_server {
+    const char *host;
+    int port;
+    const char *socket;
+    int db;
+    const char *user;
+    const char *password_file;
+    char *password; /* owned; from the file or REDLEASE_PASSWORD */
+    const char *prefix;
+    int64_t timeout_ms; /* connect and command timeout */
+    int host_given, port_given; /* on the command line */
+    char where[300];    /* "unix:PATH" or "HOST:PORT", for messages */
+} cli_server;
+
+/* The server options, for a command's list of option tables. */
+extern const cli_opt cli_server_opts[];
+
+void cli_server_init(cli_server *s);
+/* Takes one of cli_server_opts (id, value in a). 0 or CLI_EXIT_USAGE. */
+int cli_server_take(cli_server *s, const cli_args *a, int id);
+/* After the command line: environment defaults, the password, checks.
+ * 0 or CLI_EXIT_USAGE. */
+int cli_server_finish(cli_server *s);
+void cli_server_client_options(const cli_server *s, redlease_client_options *o);
+/* Frees the password (wiped first). */
+void cli_server_free(cli_server *s);
+
+#endif

@@ -1,0 +1,209 @@
+/* redlease status: is RESOURCE held, and for how much longer? The library
+ * has no inspect call, so this asks Redis itself with hiredis's
+ * synchronous API, for the key the library uses: PREFIX + RESOURCE, with
+ * its fencing counter at KEY:fence (src/lock.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "args.h"
+#include "commands.h"
+#include "exit_status.h"
+#include "msg.h"
+#include "server.h"
+
+enum { OPT_SHOW_TOKEN = 1, OPT_QUIET, OPT_HELP };
+
+static const cli_opt status_opts[] = {
+    {"show-token", 0, 0, OPT_SHOW_TOKEN},
+    {"quiet", 'q', 0, OPT_QUIET},
+    {"help", 'h', 0, OPT_HELP},
+    {NULL, 0, 0, 0},
+};
+
+typedef struct status_query {
+    cli_server server;
+    const char *resource;
+    int show_token;
+} status_query;
+
+static int take_resource(status_query *q, const char *arg)
+{
+    if (q->resource) return cli_usage_error("status: one RESOURCE only ('%s')", arg);
+    q->resource = arg;
+    return 0;
+}
+
+/* 0, CLI_EXIT_USAGE, or -1 when --help was printed. */
+static int parse(status_query *q, int argc, char **argv)
+{
+    static const cli_opt *const tables[] = {status_opts, cli_server_opts, NULL};
+    cli_args a;
+    cli_args_init(&a, argc, argv, tables);
+    int id;
+    while ((id = cli_args_next(&a)) != CLI_ARG_DONE) {
+        int rc = 0;
+        switch (id) {
+        case CLI_ARG_ERROR: return CLI_EXIT_USAGE;
+        case CLI_ARG_DASHDASH: /* what follows is RESOURCE, even "-x" */
+            while (a.i < argc && !rc) rc = take_resource(q, argv[a.i++]);
+            break;
+        case CLI_ARG_POSITIONAL: rc = take_resource(q, a.value); break;
+        case OPT_SHOW_TOKEN: q->show_token = 1; break;
+        case OPT_QUIET: cli_verbosity = CLI_QUIET; break;
+        case OPT_HELP: cli_help(stdout); return -1;
+        default: rc = cli_server_take(&q->server, &a, id); break;
+        }
+        if (rc) return CLI_EXIT_USAGE;
+    }
+    if (!q->resource) return cli_usage_error("status: missing RESOURCE");
+    size_t len = strlen(q->resource);
+    if (len == 0 || len > REDLEASE_MAX_RESOURCE)
+        return cli_usage_error("RESOURCE must be 1 to %d bytes long", REDLEASE_MAX_RESOURCE);
+    return cli_server_finish(&q->server);
+}
+
+static int unavailable(const status_query *q, const char *what, const char *why)
+{
+    cli_error("Redis at %s: %s%s%s", q->server.where, what, what[0] ? ": " : "", why);
+    return CLI_EXIT_UNAVAILABLE;
+}
+
+/* Runs one command; NULL after reporting a failure or an error reply. */
+static redisReply *command(const status_query *q, redisContext *ctx, int argc, const char **argv)
+{
+    redisReply *rep = redisCommandArgv(ctx, argc, argv, NULL);
+    if (!rep) {
+        unavailable(q, argv[0], ctx->errstr);
+        return NULL;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        unavailable(q, argv[0], rep->str);
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+static redisContext *connect_and_login(const status_query *q)
+{
+    const cli_server *s = &q->server;
+    struct timeval tv = {(time_t)(s->timeout_ms / 1000), (suseconds_t)(s->timeout_ms % 1000 * 1000)};
+    redisContext *ctx = s->socket ? redisConnectUnixWithTimeout(s->socket, tv)
+                                  : redisConnectWithTimeout(s->host, s->port, tv);
+    if (!ctx || ctx->err) {
+        unavailable(q, "", ctx ? ctx->errstr : "out of memory");
+        if (ctx) redisFree(ctx);
+        return NULL;
+    }
+    if (redisSetTimeout(ctx, tv) != REDIS_OK) {
+        unavailable(q, "", "cannot set the command timeout");
+        redisFree(ctx);
+        return NULL;
+    }
+    redisReply *rep = NULL;
+    int ok = 1;
+    if (ok && s->password) {
+        const char *auth_user[3] = {"AUTH", s->user, s->password};
+        const char *auth[2] = {"AUTH", s->password};
+        ok = (rep = s->user ? command(q, ctx, 3, auth_user) : command(q, ctx, 2, auth)) != NULL;
+        freeReplyObject(rep);
+    }
+    if (ok && s->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", s->db);
+        const char *select[2] = {"SELECT", db};
+        ok = (rep = command(q, ctx, 2, select)) != NULL;
+        freeReplyObject(rep);
+    }
+    if (!ok) { /* command() said why */
+        redisFree(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* PTTL, the fence counter and (--show-token) the token, read at one
+ * instant in a MULTI/EXEC. */
+static int ask(const status_query *q, redisContext *ctx, const char *key, const char *fence_key)
+{
+    const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
+    const char *pttl[2] = {"PTTL", key}, *fence[2] = {"GET", fence_key}, *token[2] = {"GET", key};
+    redisAppendCommandArgv(ctx, 1, multi, NULL);
+    redisAppendCommandArgv(ctx, 2, pttl, NULL);
+    redisAppendCommandArgv(ctx, 2, fence, NULL);
+    if (q->show_token) redisAppendCommandArgv(ctx, 2, token, NULL);
+    redisAppendCommandArgv(ctx, 1, exec, NULL);
+    int replies = q->show_token ? 5 : 4;
+    redisReply *rep = NULL;
+    for (int i = 0; i < replies; i++) {
+        freeReplyObject(rep);
+        rep = NULL;
+        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) return unavailable(q, "", ctx->errstr);
+        if (rep->type == REDIS_REPLY_ERROR) {
+            int rc = unavailable(q, "", rep->str);
+            freeReplyObject(rep);
+            return rc;
+        }
+    }
+    /* The EXEC reply: [PTTL, fence counter, token]. */
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)replies - 2 ||
+        rep->element[0]->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(rep);
+        return unavailable(q, "EXEC", "unexpected reply");
+    }
+    long long ms = rep->element[0]->integer;
+    const redisReply *counter = rep->element[1];
+    const redisReply *tok = q->show_token ? rep->element[2] : NULL;
+    int held = ms != -2; /* -2: no such key; -1: a key without expiry */
+    if (cli_verbosity >= CLI_NORMAL) {
+        printf("%s: ", key);
+        if (!held)
+            printf("free");
+        else if (ms == -1)
+            printf("held, no expiry");
+        else
+            printf("held, %lld ms left", ms);
+        if (tok && tok->type == REDIS_REPLY_STRING) printf(", token %s", tok->str);
+        if (counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
+        printf("\n");
+        fflush(stdout);
+    }
+    freeReplyObject(rep);
+    return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
+}
+
+int cli_status(int argc, char **argv)
+{
+    status_query q;
+    memset(&q, 0, sizeof q);
+    cli_server_init(&q.server);
+    int rc = parse(&q, argc, argv);
+    if (rc) {
+        cli_server_free(&q.server);
+        return rc < 0 ? 0 : rc;
+    }
+    size_t plen = strlen(q.server.prefix), rlen = strlen(q.resource);
+    static const char fence_suffix[] = ":fence"; /* as the library names it */
+    char *key = malloc(plen + rlen + sizeof fence_suffix);
+    char *fence_key = malloc(plen + rlen + sizeof fence_suffix);
+    if (!key || !fence_key) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_FAILED;
+    } else {
+        memcpy(key, q.server.prefix, plen);
+        memcpy(key + plen, q.resource, rlen + 1);
+        memcpy(fence_key, key, plen + rlen);
+        memcpy(fence_key + plen + rlen, fence_suffix, sizeof fence_suffix);
+        redisContext *ctx = connect_and_login(&q);
+        rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
+        if (ctx) redisFree(ctx);
+    }
+    free(key);
+    free(fence_key);
+    cli_server_free(&q.server);
+    return rc;
+}

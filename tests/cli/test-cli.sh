@@ -1,0 +1,379 @@
+#!/bin/bash
+# make check: redlease(1) against a private redis-server, as TAP. The
+# commands run under the lock check the lock themselves (a mkdir sentinel,
+# their environment, their file descriptors); Redis is inspected with
+# redis-cli. REDLEASE_TEST_WRAPPER (make check-valgrind) runs redlease
+# under valgrind through libtool, so the real binary is checked, not its
+# libtool wrapper script; COMMAND itself is not traced.
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/../redis-harness.sh" || exit 99
+redis_harness_start_tap
+
+builddir=${REDLEASE_BUILDDIR:-.}
+bin=$builddir/cli/redlease
+if [ ! -x "$bin" ]; then
+    echo "Bail out! $bin not built"
+    exit 1
+fi
+if [ -z "${REDLEASE_TEST_REDIS_CLI:-}" ]; then
+    echo "Bail out! redis-cli not found (install redis-tools)"
+    exit 1
+fi
+wrapper=${REDLEASE_TEST_WRAPPER:-}
+if [ -n "$wrapper" ]; then
+    RL=("$builddir/libtool" --mode=execute $wrapper "$bin")
+    slow=10 # time bounds grow under valgrind
+else
+    RL=("$bin")
+    slow=1
+fi
+
+# Every run finds the harness's redis through the environment, unless a
+# case says otherwise on the command line (which wins).
+unset REDLEASE_HOST REDLEASE_PORT REDLEASE_PASSWORD REDLEASE_FENCE
+export REDLEASE_SOCKET=$REDLEASE_TEST_SOCKET
+tmp=$REDLEASE_TEST_DIR/cli
+mkdir -p "$tmp" || exit 99
+
+# ------------------------------------------------------------ helpers
+n=0
+pass() { n=$((n + 1)); echo "ok $n - $1"; }
+fail() {
+    n=$((n + 1))
+    echo "not ok $n - $1"
+    shift
+    local line
+    for line in "$@"; do sed 's/^/#   /' <<<"$line"; done
+}
+# check NAME CONDITION...: CONDITION is a command; on failure the last run
+# is shown.
+check() {
+    local name=$1
+    shift
+    if "$@"; then
+        pass "$name"
+    else
+        fail "$name" "status=$st" "stdout: $out" "stderr: $err"
+    fi
+}
+
+rcli() { "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@"; }
+now_ms() { date +%s%3N; }
+
+# rl ARG...: runs redlease; sets st, out, err and ms (elapsed). A redlease
+# that hangs is killed (status 137) rather than hanging make check.
+rl() {
+    local t0
+    t0=$(now_ms)
+    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
+    st=$?
+    ms=$(($(now_ms) - t0))
+    err=$(<"$tmp/stderr")
+}
+
+# wait_for_file FILE: until FILE has content; up to 10 s (valgrind: 100 s).
+wait_for_file() {
+    local i
+    for i in $(seq 1 $((100 * slow))); do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# wait_for_text FILE TEXT: up to 10 s (valgrind: 100 s).
+wait_for_text() {
+    local i
+    for i in $(seq 1 $((100 * slow))); do
+        grep -q -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# wait_bounded PID: waits for a background redlease, killing it (137) if it
+# is still there after 10 s (valgrind: 100 s); sets st.
+wait_bounded() {
+    local i
+    for i in $(seq 1 $((100 * slow))); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1"
+    st=$?
+}
+
+# Gone, or a zombie (an orphan's zombie lingers where pid 1 does not reap).
+is_dead() {
+    kill -0 "$1" 2>/dev/null || return 0
+    [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
+# ------------------------------------------------------------ help, version
+rl --help
+check "--help prints the synopsis on stdout and exits 0" \
+    eval '[ "$st" -eq 0 ] && grep -q "^Usage: redlease run" <<<"$out"'
+rl run --help
+check "run --help exits 0" eval '[ "$st" -eq 0 ] && grep -q "Exit status" <<<"$out"'
+version=$(sed -n 's/^#define REDLEASE_VERSION "\(.*\)"/\1/p' "${REDLEASE_SRCDIR:-$here/../..}/include/redlease.h")
+rl --version
+check "--version prints the library version ($version)" \
+    eval '[ "$st" -eq 0 ] && grep -qF "library $version" <<<"$out"'
+
+# ------------------------------------------------------------ usage errors
+usage_cases=(
+    "no command|"
+    "unknown command|frobnicate"
+    "missing --|run res touch $tmp/ran"
+    "missing COMMAND after --|run res --"
+    "missing RESOURCE|run -- touch $tmp/ran"
+    "unknown option|run --frob res -- touch $tmp/ran"
+    "number with junk|run --ttl 500x res -- touch $tmp/ran"
+    "ttl below 10|run --ttl 9 res -- touch $tmp/ran"
+    "negative wait|run --wait -1 res -- touch $tmp/ran"
+    "option without its value|run res --ttl"
+    "password on the command line|run --password secret res -- touch $tmp/ran"
+    "password on the command line (--password=)|run --password=secret res -- touch $tmp/ran"
+    "--wait with --no-wait|run --wait 10 --no-wait res -- touch $tmp/ran"
+    "--socket with --port|run --socket /x --port 1 res -- touch $tmp/ran"
+    "status without RESOURCE|status"
+    "status with two RESOURCEs|status a b"
+)
+usage_error() {
+    check "usage error: $1 => 64, a message and the hint, nothing run" \
+        eval '[ "$st" -eq 64 ] && grep -q "^redlease: " <<<"$err" &&
+              grep -qF "Try '"'"'redlease --help'"'"'" <<<"$err" && [ ! -e "$tmp/ran" ]'
+}
+for c in "${usage_cases[@]}"; do
+    IFS='|' read -r name args <<<"$c"
+    rm -f "$tmp/ran"
+    # shellcheck disable=SC2086 # word splitting of args is intended
+    rl $args
+    usage_error "$name"
+done
+rm -f "$tmp/ran"
+REDLEASE_PORT=80x rl run --host 127.0.0.1 res -- touch "$tmp/ran"
+usage_error "bad REDLEASE_PORT"
+rl run --password secret res -- true
+check "the refused password is not echoed; REDLEASE_PORT is named when bad" \
+    eval '! grep -q secret <<<"$err" && REDLEASE_PORT=80x "${RL[@]}" status x 2>&1 | grep -q REDLEASE_PORT'
+
+# ------------------------------------------------------------ exit statuses
+rl run st0 -- true
+check "COMMAND exits 0 => 0, and the key is gone afterwards" \
+    eval '[ "$st" -eq 0 ] && [ "$(rcli EXISTS lock:st0)" = 0 ]'
+rl run st3 -- sh -c 'exit 3'
+check "COMMAND exits 3 => 3" eval '[ "$st" -eq 3 ]'
+rl run stterm -- sh -c 'kill -TERM $$'
+check "COMMAND killed by SIGTERM => 143" eval '[ "$st" -eq 143 ]'
+rl run stkill -- sh -c 'kill -KILL $$'
+check "COMMAND killed by SIGKILL => 137, and the key is gone afterwards" \
+    eval '[ "$st" -eq 137 ] && [ "$(rcli EXISTS lock:stkill)" = 0 ]'
+rl run stnf -- redlease-test-no-such-command
+check "COMMAND not found => 127 with a message" \
+    eval '[ "$st" -eq 127 ] && grep -q "redlease-test-no-such-command" <<<"$err" &&
+          [ "$(rcli EXISTS lock:stnf)" = 0 ]'
+printf '#!/bin/sh\nexit 0\n' >"$tmp/not-executable"
+chmod 644 "$tmp/not-executable"
+rl run stne -- "$tmp/not-executable"
+check "COMMAND not executable => 126" eval '[ "$st" -eq 126 ]'
+
+# ------------------------------------------------------------ COMMAND's view
+# The token in the environment is the one in Redis while COMMAND runs.
+export REDLEASE_FENCE=stale # must not reach a COMMAND run without --fence
+rl run env1 -- sh -c 'printf "%s|%s|%s|%s\n" "$REDLEASE_KEY" "$REDLEASE_TOKEN" \
+    "${REDLEASE_FENCE-unset}" "$("$0" -s "$1" GET "$REDLEASE_KEY")"' \
+    "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
+unset REDLEASE_FENCE
+IFS='|' read -r key token fence stored <<<"$out"
+check "COMMAND gets REDLEASE_KEY and the REDLEASE_TOKEN stored in Redis, no REDLEASE_FENCE" \
+    eval '[ "$st" -eq 0 ] && [ "$key" = lock:env1 ] && [ ${#token} -ge 16 ] &&
+          [ "$token" = "$stored" ] && [ "$fence" = unset ]'
+rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
+f1=$out
+rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
+f2=$out
+check "REDLEASE_FENCE is a number that increases across runs ($f1 < $f2)" \
+    eval '[[ "$f1" =~ ^[0-9]+$ ]] && [[ "$f2" =~ ^[0-9]+$ ]] && [ "$f1" -lt "$f2" ]'
+rl run --prefix job/ pfx -- sh -c 'echo "$REDLEASE_KEY"; "$0" -s "$1" EXISTS job/pfx' \
+    "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
+check "--prefix: the key is PREFIX+RESOURCE" eval '[ "$st" -eq 0 ] && [ "$out" = "job/pfx
+1" ]'
+# No descriptor of redlease's own (the Redis socket, libev's) reaches COMMAND.
+# ls sees what it inherited, plus the directory it reads: the same either way.
+direct=$(ls /proc/self/fd 2>"$tmp/stderr" | sort | tr '\n' ' ')
+rl run fds -- ls /proc/self/fd
+out=$(sort <<<"$out" | tr '\n' ' ')
+check "COMMAND inherits no descriptor of redlease's own ($out)" \
+    eval '[ "$st" -eq 0 ] && [ "$out" = "$direct" ]'
+
+# ------------------------------------------------------------ mutual exclusion
+# Three runners, three rounds each, one resource; each COMMAND holds a
+# mkdir sentinel for 100 ms and notes any overlap.
+mkdir -p "$tmp/ov"
+crit='mkdir "$1/in" 2>/dev/null || echo OVERLAP >>"$1/log"; sleep 0.1
+      echo done >>"$1/log"; rmdir "$1/in" 2>/dev/null; exit 0'
+pids=()
+for w in 1 2 3; do
+    (
+        for r in 1 2 3; do
+            timeout -s KILL $((30 * slow)) "${RL[@]}" run -q --ttl 2000 shared -- sh -c "$crit" sh "$tmp/ov" 2>>"$tmp/ov/err" ||
+                echo "FAILED $?" >>"$tmp/ov/log"
+        done
+    ) >/dev/null &
+    pids+=($!)
+done
+wait "${pids[@]}"
+done_count=$(grep -c '^done$' "$tmp/ov/log")
+check "concurrent runs of one resource never overlap (9 runs, $done_count done)" \
+    eval '[ "$done_count" -eq 9 ] && ! grep -qE "OVERLAP|FAILED" "$tmp/ov/log"'
+
+# ------------------------------------------------------------ contention
+rcli SET lock:busy someone-else PX 20000 >/dev/null
+rm -f "$tmp/ran"
+rl run --no-wait busy -- touch "$tmp/ran"
+check "--no-wait on a held lock => 75 in ${ms} ms, with a message, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -lt $((1000 * slow)) ] && grep -q "held by another" <<<"$err" &&
+          [ ! -e "$tmp/ran" ]'
+rl run -q -n busy -- touch "$tmp/ran"
+check "--quiet: no message for a held lock" eval '[ "$st" -eq 75 ] && [ -z "$err" ]'
+rl run --wait 400 busy -- touch "$tmp/ran"
+check "--wait 400 on a held lock => 75 after ${ms} ms, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -ge 400 ] && [ "$ms" -lt $((3000 * slow)) ] &&
+          [ ! -e "$tmp/ran" ]'
+check "the other holder's key is untouched" eval '[ "$(rcli GET lock:busy)" = someone-else ]'
+rcli SET lock:soon someone-else PX 300 >/dev/null
+rl run --wait 5000 soon -- touch "$tmp/ran"
+check "--wait long enough: runs once the other holder's lease expires (${ms} ms)" \
+    eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ] && [ "$ms" -ge 200 ]'
+
+# ------------------------------------------------------------ lost lease
+rm -f "$tmp/pid"
+"${RL[@]}" run --ttl 300 lost1 -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid" \
+    >/dev/null 2>"$tmp/lost1.err" &
+rlpid=$!
+wait_for_file "$tmp/pid"
+rcli DEL lock:lost1 >/dev/null
+t0=$(now_ms)
+wait_bounded "$rlpid"
+ms=$(($(now_ms) - t0))
+err=$(<"$tmp/lost1.err")
+check "key deleted under COMMAND => SIGTERM to COMMAND, 124 in ${ms} ms, reason printed" \
+    eval '[ "$st" -eq 124 ] && is_dead "$(cat "$tmp/pid")" && [ "$ms" -lt $((3000 * slow)) ] &&
+          grep -q "lost the lease on lock:lost1 (key gone" <<<"$err"'
+
+rm -f "$tmp/pid"
+rl run --max-hold 300 --grace 400 lost2 -- sh -c 'trap "" TERM; echo $$ >"$1"; exec sleep 30' \
+    sh "$tmp/pid"
+check "--max-hold: COMMAND ignoring SIGTERM gets SIGKILL after --grace, 124 (${ms} ms)" \
+    eval '[ "$st" -eq 124 ] && [ "$ms" -ge 700 ] && is_dead "$(cat "$tmp/pid")" &&
+          grep -q "maximum hold time" <<<"$err" && grep -q SIGKILL <<<"$err" &&
+          [ "$(rcli EXISTS lock:lost2)" = 0 ]'
+
+# ------------------------------------------------------------ signals
+rm -f "$tmp/started" "$tmp/got"
+"${RL[@]}" run sig1 -- sh -c 'trap "echo USR1 >>\"$1\"" USR1; trap "echo TERM >>\"$1\"; exit 7" TERM
+    echo started >"$2"; while :; do sleep 0.05; done' sh "$tmp/got" "$tmp/started" \
+    >/dev/null 2>"$tmp/sig1.err" &
+rlpid=$!
+wait_for_file "$tmp/started" || true
+kill -USR1 "$rlpid"
+wait_for_text "$tmp/got" USR1 || true
+kill -TERM "$rlpid"
+wait_bounded "$rlpid"
+err=$(<"$tmp/sig1.err")
+check "SIGUSR1 and SIGTERM to redlease reach COMMAND; its status 7 stands; key released" \
+    eval '[ "$st" -eq 7 ] && [ "$(cat "$tmp/got" | tr "\n" " ")" = "USR1 TERM " ] &&
+          [ "$(rcli EXISTS lock:sig1)" = 0 ]'
+
+rcli SET lock:sig2 someone-else PX 20000 >/dev/null
+rm -f "$tmp/ran"
+"${RL[@]}" run -v sig2 -- touch "$tmp/ran" >/dev/null 2>"$tmp/sig2.err" &
+rlpid=$!
+wait_for_text "$tmp/sig2.err" "held by another holder" || true
+t0=$(now_ms)
+kill -TERM "$rlpid"
+wait_bounded "$rlpid"
+ms=$(($(now_ms) - t0))
+check "SIGTERM while waiting for the lock => 143 in ${ms} ms, nothing run, other key kept" \
+    eval '[ "$st" -eq 143 ] && [ ! -e "$tmp/ran" ] && [ "$ms" -lt $((1000 * slow)) ] &&
+          [ "$(rcli GET lock:sig2)" = someone-else ]'
+
+if [ "$(uname -s)" = Linux ]; then
+    rm -f "$tmp/pid"
+    "${RL[@]}" run orphan -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid" >/dev/null 2>&1 &
+    rlpid=$!
+    wait_for_file "$tmp/pid"
+    kill -KILL "$rlpid"
+    wait "$rlpid" 2>/dev/null
+    child=$(cat "$tmp/pid")
+    for i in $(seq 1 20); do is_dead "$child" && break; sleep 0.05; done
+    check "redlease killed by SIGKILL: COMMAND dies with it (PR_SET_PDEATHSIG)" is_dead "$child"
+    rcli DEL lock:orphan >/dev/null
+else
+    n=$((n + 1)); echo "ok $n - COMMAND dies with redlease # SKIP Linux only"
+fi
+
+# ------------------------------------------------------------ status
+"${RL[@]}" run stat1 -- sh -c 'echo started >"$1"; exec sleep 30' sh "$tmp/stat-started" >/dev/null 2>&1 &
+rlpid=$!
+wait_for_file "$tmp/stat-started" || touch "$tmp/stat-started"
+rl status stat1
+token=$(rcli GET lock:stat1)
+check "status of a held resource: 0, \"held, N ms left\", no token" \
+    eval '[ "$st" -eq 0 ] && [[ "$out" =~ ^lock:stat1:\ held,\ [0-9]+\ ms\ left$ ]] &&
+          [ -n "$token" ] && ! grep -qF "$token" <<<"$out"'
+rl status --show-token stat1
+check "status --show-token prints the token" eval '[ "$st" -eq 0 ] && grep -qF "token $token" <<<"$out"'
+kill -TERM "$rlpid"
+wait_bounded "$rlpid"
+rl status stat1
+check "status of a free resource: 1, \"free\"" eval '[ "$st" -eq 1 ] && [ "$out" = "lock:stat1: free" ]'
+rl status -q stat1
+check "status --quiet prints nothing" eval '[ "$st" -eq 1 ] && [ -z "$out$err" ]'
+rl status fence1
+check "status shows the fence counter" eval '[ "$st" -eq 1 ] && grep -q "fence counter $f2" <<<"$out"'
+
+# ------------------------------------------------------------ unavailable
+rm -f "$tmp/ran"
+rl run --socket "$tmp/no-such.sock" down -- touch "$tmp/ran"
+check "no server (missing socket) => 69 in ${ms} ms, with the reason, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((1000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "no-such.sock" <<<"$err"'
+rl run --host 127.0.0.1 --port 1 down -- touch "$tmp/ran"
+check "no server (TCP port closed) => 69 in ${ms} ms" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((3000 * slow)) ] && [ ! -e "$tmp/ran" ]'
+rl status --socket "$tmp/no-such.sock" down
+check "status with no server => 69" eval '[ "$st" -eq 69 ]'
+
+# ------------------------------------------------------------ password
+pw=redlease-test-pw-$RANDOM
+rcli CONFIG SET requirepass "$pw" >/dev/null
+export REDISCLI_AUTH=$pw # for rcli from here on
+rl run auth1 -- touch "$tmp/ran"
+check "no password for a server that wants one => 69 with Redis's reason" \
+    eval '[ "$st" -eq 69 ] && grep -qiE "auth|NOAUTH" <<<"$err"'
+REDLEASE_PASSWORD=wrong-$pw rl run auth1 -- true
+check "wrong REDLEASE_PASSWORD => 69, and it is not printed" \
+    eval '[ "$st" -eq 69 ] && ! grep -qF "$pw" <<<"$err"'
+REDLEASE_PASSWORD=$pw rl run -v auth1 -- true
+check "REDLEASE_PASSWORD => 0; --verbose never prints it" \
+    eval '[ "$st" -eq 0 ] && grep -q "acquired lock:auth1" <<<"$err" && ! grep -qF "$pw" <<<"$err"'
+(umask 077 && printf '%s\n' "$pw" >"$tmp/pw")
+rl run --password-file "$tmp/pw" auth2 -- true
+check "--password-file (mode 600, first line) => 0" eval '[ "$st" -eq 0 ]'
+rl status --password-file "$tmp/pw" auth2
+check "status with --password-file => 1 (free)" eval '[ "$st" -eq 1 ]'
+chmod 644 "$tmp/pw"
+rl run --password-file "$tmp/pw" auth2 -- true
+check "--password-file readable by others => 64" \
+    eval '[ "$st" -eq 64 ] && grep -q "readable by others" <<<"$err" && ! grep -qF "$pw" <<<"$err"'
+rcli CONFIG SET requirepass "" >/dev/null
+unset REDISCLI_AUTH
+
+echo "1..$n"
+redis_harness_stop
+trap - EXIT INT TERM HUP
+exit 0
