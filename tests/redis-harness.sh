@@ -11,6 +11,8 @@
 #     redis_harness_stop               # idempotent
 #     redis_harness_start_tap          # for a TAP test: start, or print the
 #                                      # TAP skip (exit 0) / bail out (exit 1)
+#     redis_harness_require_tap        # the same verdict for a missing
+#                                      # redis-server, without starting one
 #
 # Called:
 #     tests/redis-harness.sh run CMD [ARG...]  start, run CMD with the vars
@@ -79,16 +81,30 @@ _rh_redis_major() {
     echo "${v:-0}"
 }
 
+# _rh_tap_verdict RC WHAT: for a TAP test, turn a 77 into the plan's SKIP
+# (exit 0) and any other failure into a bail out (exit 1).
+_rh_tap_verdict() {
+    if [ "$1" -eq 77 ]; then
+        echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
+        exit 0
+    elif [ "$1" -ne 0 ]; then
+        echo "Bail out! $2 (exit $1)"
+        exit 1
+    fi
+}
+
 redis_harness_start_tap() {
     local rc=0
     redis_harness_start || rc=$?
-    if [ "$rc" -eq 77 ]; then
-        echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
-        exit 0
-    elif [ "$rc" -ne 0 ]; then
-        echo "Bail out! could not start redis-server (exit $rc)"
-        exit 1
-    fi
+    _rh_tap_verdict "$rc" "could not start redis-server"
+}
+
+# For a TAP test that starts its own redis-server (the demo): SKIP or bail
+# out, as redis_harness_start_tap would, when there is none.
+redis_harness_require_tap() {
+    local rc=0
+    redis_harness_have_server || rc=$?
+    _rh_tap_verdict "$rc" "redis-server not found, and CI is set (install redis-server)"
 }
 
 redis_harness_stop() {
@@ -140,18 +156,23 @@ redis_harness_exec() {
     return "$rc"
 }
 
+# redis-server installed? 0; else 77 (SKIP), or 1 when CI is set.
+redis_harness_have_server() {
+    local server=${REDIS_SERVER:-redis-server}
+    command -v "$server" >/dev/null 2>&1 && return 0
+    if _rh_in_ci; then
+        _rh_log "FAIL: '$server' not found, and CI is set (install redis-server)"
+        return 1
+    fi
+    _rh_log "SKIP: '$server' not found (install redis-server or set REDIS_SERVER)"
+    return 77
+}
+
 redis_harness_start() {
     local server=${REDIS_SERVER:-redis-server} major attempt port pid i
     local -a extra=()
 
-    if ! command -v "$server" >/dev/null 2>&1; then
-        if _rh_in_ci; then
-            _rh_log "FAIL: '$server' not found, and CI is set (install redis-server)"
-            return 1
-        fi
-        _rh_log "SKIP: '$server' not found (install redis-server or set REDIS_SERVER)"
-        return 77
-    fi
+    redis_harness_have_server || return
     REDLEASE_TEST_REDIS_CLI=$(command -v "${REDIS_CLI:-redis-cli}" 2>/dev/null || true)
 
     major=$(_rh_redis_major "$server")

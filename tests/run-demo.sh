@@ -11,14 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 
 # The demo starts its own redis-server; only the missing-server rule (SKIP,
 # or a failure under CI) is taken from the harness.
-if ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null 2>&1; then
-    if _rh_in_ci; then
-        echo "Bail out! redis-server not found, and CI is set (install redis-server)"
-        exit 1
-    fi
-    echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
-    exit 0
-fi
+redis_harness_require_tap
 
 ttl=1000
 [ -n "${REDLEASE_TEST_WRAPPER:-}" ] && ttl=2000
