@@ -72,25 +72,19 @@ rl() {
     err=$(<"$tmp/stderr")
 }
 
-# wait_for_file FILE: until FILE has content; up to 10 s (valgrind: 100 s).
-wait_for_file() {
+# wait_until CMD...: until CMD succeeds; up to 10 s (valgrind: 100 s).
+wait_until() {
     local i
     for i in $(seq 1 $((100 * slow))); do
-        [ -s "$1" ] && return 0
+        "$@" 2>/dev/null && return 0
         sleep 0.1
     done
     return 1
 }
-
-# wait_for_text FILE TEXT: up to 10 s (valgrind: 100 s).
-wait_for_text() {
-    local i
-    for i in $(seq 1 $((100 * slow))); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
+# wait_for_file FILE: until FILE has content.
+wait_for_file() { wait_until test -s "$1"; }
+# wait_for_text FILE TEXT: until FILE contains TEXT.
+wait_for_text() { wait_until grep -q -- "$2" "$1"; }
 
 # wait_bounded PID: waits for a background redlease, killing it (137) if it
 # is still there after 10 s (valgrind: 100 s); sets st.
