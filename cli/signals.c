@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "signals.h"
 
@@ -20,6 +21,7 @@ static struct ev_loop *sig_loop;
 static ev_async wakeup;
 static cli_signal_fn sig_fn;
 static void *sig_arg;
+static int sigpipe_was_ignored;
 
 static void on_signal(int sig, siginfo_t *si, void *ctx)
 {
@@ -49,6 +51,22 @@ static void on_wakeup(struct ev_loop *loop, ev_async *w, int revents)
         sigprocmask(SIG_SETMASK, &old, NULL);
         sig_fn(caught[i], origin, sig_arg);
     }
+}
+
+/* SIG_DFL or SIG_IGN for sig; old may be NULL. Async-signal-safe. */
+static int set_disposition(int sig, void (*handler)(int), struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, old);
+}
+
+void cli_signals_ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (set_disposition(SIGPIPE, SIG_IGN, &old) == 0) sigpipe_was_ignored = old.sa_handler == SIG_IGN;
 }
 
 void cli_signals_init(void) { sigprocmask(SIG_SETMASK, NULL, &start_mask); }
@@ -94,7 +112,27 @@ void cli_signals_reset_in_child(void)
 {
     for (size_t i = 0; i < NCAUGHT; i++)
         if (installed[i]) sigaction(caught[i], &saved[i], NULL);
+    if (!sigpipe_was_ignored) set_disposition(SIGPIPE, SIG_DFL, NULL);
     sigprocmask(SIG_SETMASK, &start_mask, NULL);
+}
+
+int cli_signal_is_passed_on_death(int sig)
+{
+    return sig == SIGINT || sig == SIGQUIT || sig == SIGTERM || sig == SIGHUP;
+}
+
+void cli_signals_die_of(int sig)
+{
+    set_disposition(sig, SIG_DFL, NULL);
+    if (sig == SIGQUIT) { /* COMMAND dumped core, if it did; redlease's is of no use */
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+    }
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
 }
 
 void cli_signals_block(void) { sigprocmask(SIG_BLOCK, &caught_set, &mask_before_block); }

@@ -203,6 +203,34 @@ out=$(sort <<<"$out" | tr '\n' ' ')
 check "COMMAND inherits no descriptor of redlease's own ($out)" \
     eval '[ "$st" -eq 0 ] && [ "$out" = "$direct" ]'
 
+# ------------------------------------------------------------ surroundings
+# stderr a pipe whose reader is gone: redlease must live on (SIGPIPE
+# ignored, EPIPE ends its messages), or COMMAND dies with it.
+rm -f "$tmp/ran"
+"${RL[@]}" run -v epipe -- sh -c 'sleep 0.3; touch "$1"' sh "$tmp/ran" 2>&1 | head -n 1 >/dev/null
+st=${PIPESTATUS[0]}
+check "stderr's reader gone (| head -1): redlease exits 0 ($st), COMMAND finished" \
+    eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
+# COMMAND gets SIGPIPE as redlease got it: default, or ignored.
+sigign() { grep '^SigIgn' /proc/self/status; }
+if [ -r /proc/self/status ]; then
+    for how in default ignored; do
+        if [ $how = ignored ]; then trap '' PIPE; fi
+        direct=$(sigign)
+        rl run "sigpipe-$how" -- grep '^SigIgn' /proc/self/status
+        trap - PIPE
+        check "COMMAND gets SIGPIPE $how, as redlease found it ($out)" \
+            eval '[ "$st" -eq 0 ] && [ "$out" = "$direct" ]'
+    done
+else
+    for how in default ignored; do n=$((n + 1)); echo "ok $n - COMMAND gets SIGPIPE $how # SKIP no /proc"; done
+fi
+# 0, 1 and 2 closed: the Redis socket must not become stderr.
+rm -f "$tmp/ran"
+("${RL[@]}" run -v closedfds -- touch "$tmp/ran" <&- >&- 2>&-)
+st=$?
+check "fds 0, 1, 2 closed at start: => 0 ($st), COMMAND ran" eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
+
 # ------------------------------------------------------------ mutual exclusion
 # Three runners, three rounds each, one resource; each COMMAND holds a
 # mkdir sentinel for 100 ms and notes any overlap.
