@@ -124,12 +124,18 @@ static int parse(run *r, int argc, char **argv)
 static void on_released(redlease_lock *lk, int status, void *arg)
 {
     run *r = arg;
-    if (r->held_to_end && status == REDLEASE_ENOTHELD)
-        cli_notice("%s was no longer ours when COMMAND finished (expired or taken)",
-                   redlease_lock_key(lk));
-    else if (r->held_to_end && status != REDLEASE_OK)
-        cli_notice("could not release %s (%s); it expires within %" PRId64 " ms",
-                   redlease_lock_key(lk), redlease_strerror(status), r->ttl_ms);
+    if (r->held_to_end && status == REDLEASE_ENOTHELD) {
+        /* Taken or deleted under COMMAND between two renewals: it may have
+         * run beside another holder, as with a lost lease. */
+        cli_error("%s was no longer ours when COMMAND finished (expired or taken): "
+                  "the lease was lost while COMMAND ran", redlease_lock_key(lk));
+        if (!r->start_status) r->exit_status = CLI_EXIT_LOST;
+    } else if (r->held_to_end && status != REDLEASE_OK) {
+        /* COMMAND's status stands: it ran under the lease, and the key
+         * only outlives it by its TTL. */
+        cli_error("could not release %s (%s); it expires within %" PRId64 " ms",
+                  redlease_lock_key(lk), redlease_strerror(status), r->ttl_ms);
+    }
     r->lock = NULL;
     r->phase = FINISHED;
     redlease_client_free(r->client); /* allowed from a callback */

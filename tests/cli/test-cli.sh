@@ -294,6 +294,21 @@ check "--max-hold: COMMAND ignoring SIGTERM gets SIGKILL after --grace, 124 (${m
           grep -q "maximum hold time" <<<"$err" && grep -q SIGKILL <<<"$err" &&
           [ "$(rcli EXISTS lock:lost2)" = 0 ]'
 
+# The key taken between two renewals: only the release notices.
+rl run -q taken -- sh -c '"$0" -s "$1" DEL lock:taken >/dev/null
+    "$0" -s "$1" SET lock:taken someone-else >/dev/null' \
+    "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
+check "key taken while COMMAND ran, unnoticed until release => 124, said even with --quiet" \
+    eval '[ "$st" -eq 124 ] && grep -q "no longer ours" <<<"$err" &&
+          [ "$(rcli GET lock:taken)" = someone-else ]'
+# Redis paused (writes) as COMMAND ends: the release times out.
+rl run -q --timeout 200 unreleased -- sh -c '"$0" -s "$1" CLIENT PAUSE 2000 WRITE >/dev/null
+    exit 3' "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
+rcli CLIENT UNPAUSE >/dev/null
+check "release failed after COMMAND => COMMAND's status 3, said even with --quiet" \
+    eval '[ "$st" -eq 3 ] && grep -q "could not release lock:unreleased" <<<"$err"'
+rcli DEL lock:unreleased >/dev/null
+
 # ------------------------------------------------------------ signals
 rm -f "$tmp/started" "$tmp/got"
 "${RL[@]}" run sig1 -- sh -c 'trap "echo USR1 >>\"$1\"" USR1; trap "echo TERM >>\"$1\"; exit 7" TERM
