@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -32,11 +33,22 @@ static void fail_start(int fd, int exec, int error)
     _exit(CLI_EXIT_FAILED);
 }
 
+int cli_in_terminal_foreground(void)
+{
+    /* /dev/tty is the controlling terminal, if there is one. */
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0;
+    pid_t fg = tcgetpgrp(fd);
+    close(fd);
+    return fg != -1 && fg == getpgrp();
+}
+
 /* In the child, before exec; report_fd is close-on-exec. */
-static void become_command(char *const argv[], const cli_child_env *env, pid_t parent,
-                           int report_fd)
+static void become_command(char *const argv[], const cli_child_env *env, int own_group,
+                           pid_t parent, int report_fd)
 {
     cli_signals_reset_in_child();
+    if (own_group && setpgid(0, 0) != 0) fail_start(report_fd, 0, errno);
 #ifdef __linux__
     /* Dies with redlease. Set after fork, so redlease may already be gone:
      * then the new parent is someone else and nobody renews the lease. */
@@ -71,7 +83,8 @@ static int read_start_status(int fd, const char *command)
     return f.error == ENOENT || f.error == ENOTDIR ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
 }
 
-pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int *start_status)
+pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int own_group,
+                      int *start_status)
 {
     int report[2];
     if (pipe(report) != 0) return -1;
@@ -82,9 +95,12 @@ pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int *start_s
     pid_t pid = fork();
     if (pid == 0) {
         close(report[0]);
-        become_command(argv, env, parent, report[1]);
+        become_command(argv, env, own_group, parent, report[1]);
     }
     int e = errno;
+    /* The child does it too: whichever runs first, the group exists before
+     * redlease may signal it. EACCES once the child has executed COMMAND. */
+    if (pid > 0 && own_group) setpgid(pid, pid);
     cli_signals_unblock();
     close(report[1]);
     if (pid > 0) *start_status = read_start_status(report[0], argv[0]);

@@ -13,6 +13,13 @@ typedef struct cli_child_env {
     uint64_t fence;
 } cli_child_env;
 
+/* 1 if redlease is in the foreground process group of its controlling
+ * terminal: then COMMAND stays in redlease's process group, to use the
+ * terminal and job control (^C, ^Z reach both). Otherwise (no terminal,
+ * a background job, cron, systemd, timeout(1), setsid) COMMAND gets a
+ * process group of its own, and redlease signals that whole group. */
+int cli_in_terminal_foreground(void);
+
 /* Forks a child that runs argv[0] with argv, and waits until it has
  * executed it or failed to. Returns the child's pid, or -1 (errno from
  * fork). *start_status is 0 if COMMAND runs, else what redlease should
@@ -21,9 +28,12 @@ typedef struct cli_child_env {
  * still to be reaped, exits by itself. The reason comes back over a
  * close-on-exec pipe rather than as the child's exit status, so it is right
  * even when that status is not the child's own (under valgrind).
+ * With own_group, the child leads a new process group (its pid), set in
+ * both processes so that it exists whichever runs first.
  * On Linux the child gets SIGKILL when redlease dies (PR_SET_PDEATHSIG),
  * so COMMAND never goes on unprotected by a lease nobody renews. */
-pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int *start_status);
+pid_t cli_child_spawn(char *const argv[], const cli_child_env *env, int own_group,
+                      int *start_status);
 
 /* COMMAND's exit status as a shell reports it: its code, or 128 + N if it
  * died of signal N. */

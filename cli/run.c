@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <redlease.h>
@@ -51,6 +52,8 @@ typedef struct run {
     int last_contended; /* the last acquire attempt found the key held */
     int held_to_end;    /* COMMAND ran and finished with the lease held */
     pid_t child;
+    int own_group;    /* COMMAND leads its own process group (no terminal) */
+    int died_of;      /* the signal that ended COMMAND, if one did */
     int start_status; /* nonzero: COMMAND never ran, and this is why */
     int lost;
     ev_child child_watcher;
@@ -162,13 +165,25 @@ static void cancel_wait(run *r, int status)
 
 /* ------------------------------------------------------------ COMMAND */
 
+/* To COMMAND's whole process group when it has its own (its children
+ * too), else to COMMAND only: the rest of redlease's group is not ours. */
+static void signal_command(run *r, int sig)
+{
+    kill(r->own_group ? -r->child : r->child, sig);
+}
+
+static const char *command_target(const run *r)
+{
+    return r->own_group ? "process group" : "pid";
+}
+
 static void on_grace_over(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop, (void)revents;
     run *r = w->data;
-    cli_notice("COMMAND (pid %ld) outlived the %" PRId64 " ms grace: SIGKILL", (long)r->child,
-               r->grace_ms);
-    kill(r->child, SIGKILL);
+    cli_notice("COMMAND (%s %ld) outlived the %" PRId64 " ms grace: SIGKILL", command_target(r),
+               (long)r->child, r->grace_ms);
+    signal_command(r, SIGKILL);
 }
 
 static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
@@ -178,6 +193,7 @@ static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
     ev_child_stop(loop, w);
     ev_timer_stop(loop, &r->grace_timer);
     int status = cli_child_exit_status(w->rstatus);
+    if (WIFSIGNALED(w->rstatus)) r->died_of = WTERMSIG(w->rstatus);
     if (!r->start_status) cli_verbose("COMMAND (pid %ld) exited with status %d", (long)r->child, status);
     r->child = 0;
     r->held_to_end = !r->lost;
@@ -189,7 +205,8 @@ static void start_command(run *r, redlease_lock *lk)
 {
     cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
                          redlease_lock_fence(lk)};
-    pid_t pid = cli_child_spawn(r->command, &env, &r->start_status);
+    r->own_group = !cli_in_terminal_foreground();
+    pid_t pid = cli_child_spawn(r->command, &env, r->own_group, &r->start_status);
     if (pid < 0) {
         cli_error("cannot start COMMAND: fork: %s", strerror(errno));
         r->exit_status = CLI_EXIT_FAILED;
@@ -203,7 +220,9 @@ static void start_command(run *r, redlease_lock *lk)
     ev_child_init(&r->child_watcher, on_child_exit, pid, 0);
     r->child_watcher.data = r;
     ev_child_start(r->loop, &r->child_watcher);
-    if (!r->start_status) cli_verbose("started %s as pid %ld", r->command[0], (long)pid);
+    if (!r->start_status)
+        cli_verbose("started %s as pid %ld%s", r->command[0], (long)pid,
+                    r->own_group ? ", in a process group of its own" : "");
 }
 
 /* ------------------------------------------------------------ the lease */
@@ -250,11 +269,18 @@ static void on_lost(redlease_lock *lk, int reason, void *arg)
         return;
     }
     r->lost = 1;
-    cli_notice("lost the lease on %s (%s): stopping COMMAND (pid %ld) with SIGTERM, "
+    if (r->grace_ms == 0) {
+        cli_notice("lost the lease on %s (%s): stopping COMMAND (%s %ld) with SIGKILL",
+                   redlease_lock_key(lk), redlease_lost_reason_str(reason), command_target(r),
+                   (long)r->child);
+        signal_command(r, SIGKILL);
+        return;
+    }
+    cli_notice("lost the lease on %s (%s): stopping COMMAND (%s %ld) with SIGTERM, "
                "SIGKILL after %" PRId64 " ms",
-               redlease_lock_key(lk), redlease_lost_reason_str(reason), (long)r->child,
-               r->grace_ms);
-    kill(r->child, SIGTERM);
+               redlease_lock_key(lk), redlease_lost_reason_str(reason), command_target(r),
+               (long)r->child, r->grace_ms);
+    signal_command(r, SIGTERM);
     ev_timer_set(&r->grace_timer, (ev_tstamp)r->grace_ms / 1000.0, 0.);
     ev_timer_start(r->loop, &r->grace_timer);
 }
@@ -330,10 +356,13 @@ static void on_signal(int sig, int origin, void *arg)
     if (r->phase == WAITING && cli_signal_cancels_wait(sig)) {
         cli_notice("%s while waiting for the lock: giving up", name);
         cancel_wait(r, CLI_EXIT_SIGNAL_BASE + sig);
-    } else if (r->phase == RUNNING && (origin & CLI_SIG_FROM_PROCESS)) {
-        cli_verbose("passing %s on to COMMAND (pid %ld)", name, (long)r->child);
-        kill(r->child, sig);
+    } else if (r->phase == WAITING) {
+        cli_verbose("%s not passed on: COMMAND is not running yet", name);
+    } else if (r->phase == RUNNING && (r->own_group || (origin & CLI_SIG_FROM_PROCESS))) {
+        cli_verbose("passing %s on to COMMAND (%s %ld)", name, command_target(r), (long)r->child);
+        signal_command(r, sig);
     } else if (r->phase == RUNNING) {
+        /* In the terminal's foreground group, which the kernel signals whole. */
         cli_verbose("%s came from the terminal: COMMAND got it too", name);
     } else {
         cli_verbose("%s ignored while releasing", name);
@@ -405,5 +434,9 @@ int cli_run(int argc, char **argv)
     cli_signals_stop();
     ev_loop_destroy(r.loop);
     cli_server_free(&r.server);
+    /* COMMAND's death by ^C (and the like) is passed on as a death, which
+     * the calling shell acts on: bash ends a loop only then. */
+    if (r.died_of && rc == CLI_EXIT_SIGNAL_BASE + r.died_of && cli_signal_is_passed_on_death(r.died_of))
+        cli_signals_die_of(r.died_of);
     return rc;
 }

@@ -99,6 +99,9 @@ wait_bounded() {
     st=$?
 }
 
+# pgid_of PID: its process group, from /proc (field 5 of stat).
+pgid_of() { sed 's/.*) [A-Za-z] [0-9-]* \([0-9-]*\) .*/\1/' "/proc/$1/stat"; }
+
 # Gone, or a zombie (an orphan's zombie lingers where pid 1 does not reap).
 is_dead() {
     kill -0 "$1" 2>/dev/null || return 0
@@ -165,6 +168,19 @@ check "COMMAND killed by SIGTERM => 143" eval '[ "$st" -eq 143 ]'
 rl run stkill -- sh -c 'kill -KILL $$'
 check "COMMAND killed by SIGKILL => 137, and the key is gone afterwards" \
     eval '[ "$st" -eq 137 ] && [ "$(rcli EXISTS lock:stkill)" = 0 ]'
+# A shell acts on its child's death by ^C (bash ends a loop), not on an exit
+# 130: redlease dies of INT, QUIT, TERM and HUP as COMMAND did. perl's
+# system() tells a death ($? & 127) from an exit ($? >> 8).
+for sig in INT QUIT TERM HUP USR1; do
+    how=$(perl -e 'system(@ARGV); print $? & 127 ? "signal " . ($? & 127) : "exit " . ($? >> 8)' \
+        -- "${RL[@]}" run "die$sig" -- sh -c "kill -$sig \$\$" 2>/dev/null)
+    num=$(kill -l "$sig")
+    if [ "$sig" = USR1 ]; then want="exit $((128 + num))"; else want="signal $num"; fi
+    check "COMMAND died of SIG$sig => redlease: $how (want $want)" eval '[ "$how" = "$want" ]'
+done
+rl run dieint -- sh -c 'kill -INT $$'
+check "COMMAND died of SIGINT => \$? is $st, kill -l says $(kill -l "$st")" \
+    eval '[ "$st" -eq 130 ] && [ "$(kill -l "$st")" = INT ] && [ "$(rcli EXISTS lock:dieint)" = 0 ]'
 rl run stnf -- redlease-test-no-such-command
 check "COMMAND not found => 127 with a message" \
     eval '[ "$st" -eq 127 ] && grep -q "redlease-test-no-such-command" <<<"$err" &&
@@ -309,6 +325,12 @@ check "release failed after COMMAND => COMMAND's status 3, said even with --quie
     eval '[ "$st" -eq 3 ] && grep -q "could not release lock:unreleased" <<<"$err"'
 rcli DEL lock:unreleased >/dev/null
 
+rm -f "$tmp/pid"
+rl run --max-hold 200 --grace 0 lost3 -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid"
+check "--grace 0: SIGKILL at once, no SIGTERM first, 124 (${ms} ms)" \
+    eval '[ "$st" -eq 124 ] && is_dead "$(cat "$tmp/pid")" && grep -q "with SIGKILL" <<<"$err" &&
+          ! grep -q SIGTERM <<<"$err" && [ "$ms" -lt $((2000 * slow)) ]'
+
 # ------------------------------------------------------------ signals
 rm -f "$tmp/started" "$tmp/got"
 "${RL[@]}" run sig1 -- sh -c 'trap "echo USR1 >>\"$1\"" USR1; trap "echo TERM >>\"$1\"; exit 7" TERM
@@ -330,6 +352,8 @@ rm -f "$tmp/ran"
 "${RL[@]}" run -v sig2 -- touch "$tmp/ran" >/dev/null 2>"$tmp/sig2.err" &
 rlpid=$!
 wait_for_text "$tmp/sig2.err" "held by another holder" || true
+kill -WINCH "$rlpid"
+wait_for_text "$tmp/sig2.err" WINCH || true
 t0=$(now_ms)
 kill -TERM "$rlpid"
 wait_bounded "$rlpid"
@@ -337,6 +361,52 @@ ms=$(($(now_ms) - t0))
 check "SIGTERM while waiting for the lock => 143 in ${ms} ms, nothing run, other key kept" \
     eval '[ "$st" -eq 143 ] && [ ! -e "$tmp/ran" ] && [ "$ms" -lt $((1000 * slow)) ] &&
           [ "$(rcli GET lock:sig2)" = someone-else ]'
+err=$(<"$tmp/sig2.err")
+check "SIGWINCH while waiting: not passed on, and said so (-v)" \
+    eval 'grep -q "SIGWINCH not passed on: COMMAND is not running yet" <<<"$err" &&
+          ! grep -q "while releasing" <<<"$err"'
+
+# No terminal (setsid): COMMAND leads its own process group, and every
+# signal is passed to that group once, even one sent to redlease's group.
+if command -v setsid >/dev/null && [ -r /proc/self/stat ]; then
+    rm -f "$tmp/started" "$tmp/got" "$tmp/stop"
+    setsid "${RL[@]}" run grp1 -- perl -e '
+        my ($got, $started, $stop) = @ARGV;
+        $SIG{TERM} = sub { open my $f, ">>", $got; print $f "TERM\n"; close $f };
+        open my $s, ">", "$started.tmp"; print $s "$$ " . getpgrp() . "\n"; close $s;
+        rename "$started.tmp", $started;
+        select undef, undef, undef, 0.05 until -e $stop;
+        exit 7' "$tmp/got" "$tmp/started" "$tmp/stop" >/dev/null 2>"$tmp/grp1.err" &
+    rlpid=$!
+    wait_for_file "$tmp/started" || true
+    read -r cpid cpgid <"$tmp/started"
+    rlpgid=$(pgid_of "$rlpid")
+    kill -TERM -- "-$rlpgid"
+    wait_for_text "$tmp/got" TERM || true
+    sleep 0.3 # room for a second copy, if one were coming
+    touch "$tmp/stop"
+    wait_bounded "$rlpid"
+    terms=$(grep -c TERM "$tmp/got")
+    check "setsid: COMMAND leads its own group ($cpid: $cpgid, redlease's $rlpgid); kill -- -PGID => $terms TERM, status 7" \
+        eval '[ "$st" -eq 7 ] && [ "$terms" -eq 1 ] && [ "$cpid" = "$cpgid" ] && [ "$cpgid" != "$rlpgid" ]'
+
+    rm -f "$tmp/pid"
+    setsid "${RL[@]}" run --ttl 300 lostgc -- sh -c 'sleep 30 & echo $! >"$1"; wait' sh "$tmp/pid" \
+        >/dev/null 2>"$tmp/lostgc.err" &
+    rlpid=$!
+    wait_for_file "$tmp/pid"
+    rcli DEL lock:lostgc >/dev/null
+    wait_bounded "$rlpid"
+    grandchild=$(cat "$tmp/pid")
+    wait_until is_dead "$grandchild"
+    check "setsid: a lost lease stops COMMAND's whole group, its child too (124)" \
+        eval '[ "$st" -eq 124 ] && is_dead "$grandchild"'
+    kill -KILL "$grandchild" 2>/dev/null
+else
+    for t in "kill -- -PGID" "lost lease, child too"; do
+        n=$((n + 1)); echo "ok $n - setsid: $t # SKIP no setsid or /proc"
+    done
+fi
 
 if [ "$(uname -s)" = Linux ]; then
     rm -f "$tmp/pid"
