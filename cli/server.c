@@ -95,15 +95,18 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
 }
 
 /* The first line of path, without its line end. Refused when others may
- * read the file: a password there is no secret. */
+ * read the file: a password there is no secret. Only a regular file: a
+ * FIFO, which <(...) is, could hang (O_NONBLOCK keeps open() from waiting
+ * for a writer) and cannot have its mode trusted. */
 static int read_password_file(cli_server *s, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return cli_usage_error("--password-file %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return cli_usage_error("--password-file %s: not a regular file", path);
+        return cli_usage_error("--password-file %s: not a regular file (a pipe or <(...) is "
+                               "refused)", path);
     }
     if (st.st_mode & S_IROTH) {
         close(fd);
@@ -150,8 +153,10 @@ int cli_server_finish(cli_server *s)
     if (s->socket && tcp_given)
         return cli_usage_error("--socket and --host/--port exclude each other");
     if (!s->socket && !tcp_given && env_socket && env_socket[0]) s->socket = env_socket;
-    if (!s->host_given && env_host && env_host[0]) s->host = env_host;
-    if (!s->port_given && env_port && env_port[0]) {
+    /* REDLEASE_HOST and REDLEASE_PORT only matter for TCP: a bad one next
+     * to a socket is not an error. */
+    if (!s->socket && !s->host_given && env_host && env_host[0]) s->host = env_host;
+    if (!s->socket && !s->port_given && env_port && env_port[0]) {
         if (cli_parse_number("REDLEASE_PORT", env_port, 1, 65535, &n)) return CLI_EXIT_USAGE;
         s->port = (int)n;
     }

@@ -155,7 +155,11 @@ REDLEASE_PORT=80x rl run --host 127.0.0.1 res -- touch "$tmp/ran"
 usage_error "bad REDLEASE_PORT"
 rl run --password secret res -- true
 check "the refused password is not echoed; REDLEASE_PORT is named when bad" \
-    eval '! grep -q secret <<<"$err" && REDLEASE_PORT=80x "${RL[@]}" status x 2>&1 | grep -q REDLEASE_PORT'
+    eval '! grep -q secret <<<"$err" &&
+          REDLEASE_SOCKET= REDLEASE_PORT=80x "${RL[@]}" status x 2>&1 | grep -q REDLEASE_PORT'
+REDLEASE_PORT=80x REDLEASE_HOST=no-such-host.invalid rl run envsock -- true
+check "REDLEASE_PORT and REDLEASE_HOST are ignored with a socket (REDLEASE_SOCKET): 0" \
+    eval '[ "$st" -eq 0 ] && [ -z "$err" ]'
 
 # ------------------------------------------------------------ exit statuses
 rl run st0 -- true
@@ -477,6 +481,14 @@ chmod 644 "$tmp/pw"
 rl run --password-file "$tmp/pw" auth2 -- true
 check "--password-file readable by others => 64" \
     eval '[ "$st" -eq 64 ] && grep -q "readable by others" <<<"$err" && ! grep -qF "$pw" <<<"$err"'
+rm -f "$tmp/pw.fifo"
+mkfifo "$tmp/pw.fifo"
+chmod 600 "$tmp/pw.fifo"
+rl run --password-file "$tmp/pw.fifo" auth2 -- true
+check "--password-file a FIFO with no writer => 64 at once (${ms} ms), not a hang" \
+    eval '[ "$st" -eq 64 ] && grep -q "not a regular file" <<<"$err" && [ "$ms" -lt $((3000 * slow)) ]'
+rl run --password-file <(echo "$pw") auth2 -- true
+check "--password-file <(...) => 64, refused" eval '[ "$st" -eq 64 ] && grep -q "not a regular file" <<<"$err"'
 rcli CONFIG SET requirepass "" >/dev/null
 unset REDISCLI_AUTH
 
