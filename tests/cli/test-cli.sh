@@ -114,6 +114,8 @@ check "--help prints the synopsis on stdout and exits 0" \
     eval '[ "$st" -eq 0 ] && grep -q "^Usage: redlease run" <<<"$out"'
 rl run --help
 check "run --help exits 0" eval '[ "$st" -eq 0 ] && grep -q "Exit status" <<<"$out"'
+check "--help tells status's 125 and the terminal's exception to signal passing" \
+    eval 'grep -q "125 out of memory" <<<"$out" && grep -q "in a terminal.s foreground" <<<"$out"'
 version=$(sed -n 's/^#define REDLEASE_VERSION "\(.*\)"/\1/p' "${REDLEASE_SRCDIR:-$here/../..}/include/redlease.h")
 rl --version
 check "--version prints the library version ($version)" \
