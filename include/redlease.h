@@ -186,7 +186,7 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 
 enum redlease_jitter {
     REDLEASE_JITTER_FULL = 0,        /* delay = U[0, min(max, base * 2^n)] */
-    REDLEASE_JITTER_DECORRELATED = 1 /* delay = min(max, U[base, 3 * previous]) */
+    REDLEASE_JITTER_DECORRELATED = 1 /* delay = U[base, min(max, 3 * previous)] */
 };
 
 typedef struct redlease_lock_options {

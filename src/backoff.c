@@ -29,11 +29,12 @@ int64_t rl_backoff_next(rl_backoff *b, const rl_rng *r)
         int64_t hi = b->prev > b->max / 3 ? b->max : b->prev * 3;
         d = rl_rng_between(r, b->base, hi < b->base ? b->base : hi);
     } else {
+        /* U[0, min(max, base * 2^n)]: the cap stops at max before the draw.
+         * Clamping the draw instead would pile the delays up on max. */
         int64_t cap = b->base;
         for (unsigned i = 0; i < b->step && cap < b->max; i++) cap *= 2;
-        d = rl_rng_between(r, 0, cap);
+        d = rl_rng_between(r, 0, cap < b->max ? cap : b->max);
     }
-    if (d > b->max) d = b->max;
     b->prev = d;
     b->step++;
     return d;

@@ -164,6 +164,12 @@ static uint32_t rng_zero(void *arg)
     (void)arg;
     return 0;
 }
+/* x = 0x80000000_80000000: a draw in [lo, hi] lands just past the middle. */
+static uint32_t rng_mid(void *arg)
+{
+    (void)arg;
+    return 0x80000000u;
+}
 
 static void test_backoff_full_jitter_sequence(void)
 {
@@ -174,6 +180,13 @@ static void test_backoff_full_jitter_sequence(void)
     for (int i = 0; i < 6; i++) CHECK_EQ(rl_backoff_next(&b, &top), want[i]);
     rl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
     for (int i = 0; i < 6; i++) CHECK_EQ(rl_backoff_next(&b, &bottom), 0);
+    /* The cap stops at max before the draw: U[0, min(max, base * 2^n)].
+     * Drawing under a cap that kept doubling and clamping the result would
+     * give max itself more and more often (3 in 8 draws at 2^3 x max). */
+    rl_rng mid = {rng_mid, NULL};
+    rl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    int64_t want_mid[] = {50, 100, 200, 400, 500, 500, 500};
+    for (int i = 0; i < 7; i++) CHECK_EQ(rl_backoff_next(&b, &mid), want_mid[i]);
 }
 
 static void test_backoff_decorrelated_bounds(void)
