@@ -134,8 +134,8 @@ static void on_signal(struct ev_loop *l, ev_signal *w, int revents)
 {
     (void)l, (void)revents;
     if (stopping) return; /* already ending: the release finishes by itself */
-    printf("[worker] %s: stopping after %d/%d steps\n", strsignal(w->signum), steps_done,
-           steps_total);
+    printf("[worker] signal %d (%s): stopping after %d/%d steps\n", w->signum,
+           strsignal(w->signum), steps_done, steps_total);
     stop_work(128 + w->signum);
     /* Cancels a pending acquire or deletes the held key, then frees the
      * client; the lease handle ends with it. */
