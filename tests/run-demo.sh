@@ -2,10 +2,10 @@
 # make check: runs examples/demo.sh (what `make demo` runs) and reports each
 # of its five results as a TAP case, plus one for its exit status agreeing
 # with them; then checks booking-server's handling of bad or slow clients
-# (cases 7-12) against servers of its own and a private redis-server.
+# (cases 7-13) against servers of its own and a private redis-server.
 # REDLEASE_TEST_WRAPPER (make check-valgrind) runs every booking-server
 # under valgrind: an error or a leak makes that server exit non-zero, which
-# fails "clean shutdown" (5 and 12). Leases then get twice the TTL, as
+# fails "clean shutdown" (5 and 13). Leases then get twice the TTL, as
 # valgrind slows the servers down.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
@@ -22,7 +22,7 @@ out=$(DEMO_TTL_MS=${DEMO_TTL_MS:-$ttl} DEMO_WRAPPER=${REDLEASE_TEST_WRAPPER:-} \
 status=$?
 sed 's/^/# /' <<<"$out"
 
-echo "1..12"
+echo "1..13"
 failed=0
 n=0
 for title in "without a lock" "with redlease" "holder SIGKILLed" "holder paused" "clean shutdown"; do
@@ -93,6 +93,7 @@ tap() { if [ "$1" -eq 0 ]; then echo "ok $2 - $3"; else echo "not ok $2 - $3"; f
 
 start plain --no-lock --work-ms 0 --read-timeout-ms 300
 start locked --ttl-ms 10000 --wait-ms 5000 --work-ms 500
+start unsafe --ttl-ms 3000 --work-ms 300 --unsafe-write-after-loss
 # Out of fds after a few connections (under valgrind too, whose own fds
 # live above the limit it is given).
 launch=(prlimit --nofile=16)
@@ -121,8 +122,8 @@ for ((i = 0; i < 600; i++)); do grep -q ' table:g1 free: working' "$work/locked.
 exec 3<&-
 r=$(ask locked 'BOOK g1 next\n')
 waited=${r##* }
-echo "# after the client went away: '$r'; $(grep -c ' BOOKED g1 gone ' "$work/store") booking(s) for it"
-[ "${r%% *}" = OK ] && [ "$waited" -lt 5000 ] && ! grep -q ' BOOKED g1 gone ' "$work/store" &&
+echo "# after the client went away: '$r'; $(grep -c '^BOOKED g1 gone ' "$work/store") booking(s) for it"
+[ "${r%% *}" = OK ] && [ "$waited" -lt 5000 ] && ! grep -q '^BOOKED g1 gone ' "$work/store" &&
     grep -q ' table:g1 client went away before the reply (EOF): nothing written, lease released' \
         "$work/locked.log"
 tap $? 10 "client gone before the reply: nothing written, lease released"
@@ -140,7 +141,23 @@ echo "# ${#fds[@]} connections held 1 s: $tries accept failures logged; then: '$
 [ "$tries" -ge 1 ] && [ "$tries" -le 50 ] && [ "${r%% *}" = OK ]
 tap $? 11 "out of fds: accept backs off, then accepts again"
 
-# 12. Every server here shuts down cleanly (under valgrind: no error, no leak).
+# 12. After a reconnect, redlease_lock_held() is 0 until a renewal (every
+# ttl/3 = 1 s) confirms the lease again, but the lease is not lost: the write
+# must wait for the renewal, not for an on_lost that never comes.
+exec 3<>"/dev/tcp/127.0.0.1/${port[unsafe]}" && printf 'BOOK r1 ray\n' >&3
+for ((i = 0; i < 600; i++)); do grep -q ' table:r1 free: working' "$work/unsafe.log" && break; sleep 0.05; done
+# The kill makes it reconnect; the pause (1.5 s) holds back the renewal that
+# re-verifies the lease, so the work ends while held() is 0.
+printf 'MULTI\nCLIENT PAUSE 1500\nCLIENT KILL TYPE normal SKIPME yes\nEXEC\n' |
+    "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" >"$work/redis-cli.out" 2>&1
+IFS= read -r -t 30 r <&3 || r="no reply"
+exec 3<&-
+grep -q ' table:r1 lease not confirmed right now' "$work/unsafe.log"; rechecked=$?
+echo "# a reconnect during the work: '$r' ($([ $rechecked = 0 ] && echo waited for the renewal || echo no wait logged))"
+[ "${r%% *}" = OK ] && [ "$rechecked" -eq 0 ]
+tap $? 12 "lease unconfirmed after a reconnect: the write waits for the renewal"
+
+# 13. Every server here shuts down cleanly (under valgrind: no error, no leak).
 bad=0
 for name in "${!pid[@]}"; do
     kill -TERM "${pid[$name]}"
@@ -150,5 +167,5 @@ for name in "${!pid[@]}"; do
     fi
     unset "pid[$name]"
 done
-[ "$bad" -eq 0 ]; tap $? 12 "the servers of cases 7-11 exited 0 on SIGTERM"
+[ "$bad" -eq 0 ]; tap $? 13 "the servers of cases 7-12 exited 0 on SIGTERM"
 exit 0
