@@ -95,6 +95,9 @@ cleanup() {
 start_server() {
     local name=$1 store=$2 i line
     shift 2
+    # Created here, not by the background job's redirection, which may come
+    # after the first look at it below.
+    : >"$work_dir/$name.log"
     REDLEASE_SOCKET=$REDLEASE_TEST_SOCKET $wrapper "$server_bin" --name "$name" \
         --store "$work_dir/$store" --ttl-ms "$ttl" --wait-ms "$wait_ms" "$@" \
         >"$work_dir/$name.log" 2>&1 </dev/null &
