@@ -8,7 +8,9 @@
  * Runs on the poll() loop of loop_poll.c; make check runs it through
  * hostile.itest (run-integration.sh starts the real redis-server). */
 #define _GNU_SOURCE /* memmem */
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -565,6 +567,266 @@ static void test_script_load_refused_uses_eval(void)
     }
 }
 
+
+/* ------------------------------------------------- the real redis-server */
+
+static redisContext *admin_ctx;
+
+static redisReply *adm(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(admin_ctx, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Runs an admin command and drops its reply. */
+#define ADM(...) freeReplyObject(adm(__VA_ARGS__))
+
+/* The value at a binary key, or "" when there is none (static buffer). */
+static const char *get_bin(const char *key, size_t len)
+{
+    static char v[128];
+    redisReply *r = adm("GET %b", key, len);
+    v[0] = '\0';
+    if (r && r->type == REDIS_REPLY_STRING) snprintf(v, sizeof v, "%s", r->str);
+    freeReplyObject(r);
+    return v;
+}
+
+static redlease_client *real_client(obs *o, const char *password)
+{
+    redlease_client *c = client_at(sock_path, o, password, 0);
+    int64_t end = mono_ms() + 3000;
+    while (!redlease_client_connected(c) && mono_ms() < end) testloop_run_once(5);
+    return c;
+}
+
+static void hold_real(redlease_client *c, obs *o, const char *res, redlease_lock_options lo)
+{
+    acquire(c, o, res, lo);
+    run_until(&o->acq, 3000, NULL);
+    CHECK_EQ(o->acq_st, REDLEASE_OK);
+}
+
+/* Binary resource names: the key in Redis is exactly prefix + the bytes,
+ * and the fence key beside it; a NUL does not cut the name short. */
+static void test_binary_resource_names(void)
+{
+    static const char res[] = "a\0b\r\nc d'\"]]--%s{}\xff\xfe;redis.call('FLUSHALL')\n*1\r\n$4\r\nPING";
+    size_t rlen = sizeof res - 1;
+    char key[256];
+    memcpy(key, "lock:", 5);
+    memcpy(key + 5, res, rlen);
+    size_t klen = 5 + rlen;
+    for (int fencing = 0; fencing <= 1; fencing++) {
+        obs o = {0};
+        redlease_client *c = real_client(&o, NULL);
+        redlease_lock_options lo = lopts(5000, 0, fencing);
+        CHECK_EQ(redlease_acquire_len(c, res, rlen, &lo, o_acq, o_lost, &o, &o.lk), REDLEASE_OK);
+        run_until(&o.acq, 3000, NULL);
+        CHECK_EQ(o.acq_st, REDLEASE_OK);
+        CHECK_EQ(redlease_lock_key_len(o.lk), klen);
+        CHECK(memcmp(redlease_lock_key(o.lk), key, klen) == 0);
+        CHECK_EQ(redlease_lock_key(o.lk)[klen], '\0');
+        CHECK_STR(get_bin(key, klen), redlease_lock_token(o.lk));
+        CHECK_STR(get_bin("lock:a", 6), ""); /* not cut at the NUL */
+        if (fencing) {
+            char fkey[300];
+            memcpy(fkey, key, klen);
+            memcpy(fkey + klen, ":fence", 6);
+            CHECK(strlen(get_bin(fkey, klen + 6)) > 0);
+            CHECK(redlease_lock_fence(o.lk) > 0);
+            ADM("DEL %b", fkey, klen + 6);
+        }
+        /* the same bytes through redlease_acquire stop at the NUL: "a" */
+        obs o2 = {0};
+        hold_real(c, &o2, res, lopts(5000, 0, 0));
+        CHECK_EQ(redlease_lock_key_len(o2.lk), 6);
+        CHECK_STR(get_bin("lock:a", 6), redlease_lock_token(o2.lk));
+        release(&o2, NULL);
+        release(&o, NULL);
+        CHECK_EQ(o.rel_st, REDLEASE_OK);
+        redisReply *r = adm("EXISTS %b", key, klen);
+        CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+        freeReplyObject(r);
+        r = adm("DBSIZE");
+        CHECK(r && r->integer == 0); /* the FLUSHALL in the name ran nowhere; nothing left */
+        freeReplyObject(r);
+        finish(c, &o);
+    }
+    /* acquire_len refuses what acquire refuses */
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    redlease_lock *lk = NULL;
+    static char big[REDLEASE_MAX_RESOURCE + 1];
+    CHECK_EQ(redlease_acquire_len(c, res, 0, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire_len(c, NULL, 3, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire_len(c, big, sizeof big, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK(lk == NULL);
+    CHECK_EQ(redlease_acquire_len(c, big, sizeof big - 1, NULL, o_acq, NULL, &o, &lk), REDLEASE_OK);
+    CHECK_EQ(redlease_release(lk, NULL, NULL), REDLEASE_OK);
+    CHECK_EQ(redlease_lock_key_len(NULL), 0);
+    run_for(20, NULL);
+    finish(c, &o);
+}
+
+/* WRONGTYPE: a hash at the lock's key. SET NX does not look at the type:
+ * the key exists, so the acquire is contended (EBUSY). A renewal or a
+ * release that meets the hash gets WRONGTYPE: the renewal is retried and
+ * the lease expires by its deadline; the release reports EREDIS. */
+static void test_real_wrongtype(void)
+{
+    ADM("HSET lock:wt f v");
+    obs a = {0};
+    redlease_client *c = real_client(&a, NULL);
+    acquire(c, &a, "wt", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EBUSY);
+    release(&a, a.lk);
+
+    obs b = {0};
+    redlease_lock_options lo = lopts(400, 0, 0);
+    lo.renew_interval_ms = 100;
+    hold_real(c, &b, "wt2", lo);
+    ADM("DEL lock:wt2");
+    ADM("HSET lock:wt2 f v");
+    run_until(&b.lost, 3000, NULL);
+    CHECK_EQ(b.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK(a.events[REDLEASE_EV_RENEW_FAILED] >= 2); /* retried (the client's events go to a) */
+    CHECK_EQ(a.last_status[REDLEASE_EV_RENEW_FAILED], REDLEASE_EREDIS);
+    release(&b, b.lk);
+    CHECK_EQ(b.rel_st, REDLEASE_ENOTHELD);
+
+    obs d = {0};
+    hold_real(c, &d, "wt3", lopts(5000, 0, 0));
+    ADM("DEL lock:wt3");
+    ADM("HSET lock:wt3 f v");
+    release(&d, d.lk);
+    CHECK_EQ(d.rel_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+
+    /* a hash at the fence key: the fenced acquire fails whole, and leaves
+     * no lock key behind that would block others for the TTL */
+    ADM("HSET lock:wt4:fence f v");
+    obs e = {0};
+    acquire(c, &e, "wt4", lopts(5000, 0, 1));
+    run_until(&e.acq, 3000, e.lk);
+    CHECK_EQ(e.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+    CHECK_STR(get_bin("lock:wt4", 8), "");
+    release(&e, e.lk);
+    finish(c, &a);
+    ADM("FLUSHALL");
+}
+
+/* NOAUTH and a wrong password, on the real server; the password never
+ * shows in an event or the error text. */
+static void test_real_noauth_and_wrong_password(void)
+{
+    ADM("CONFIG SET requirepass %s", PASSWORD);
+    obs a = {0}; /* no password: SCRIPT LOAD refused (tolerated), then SET */
+    redlease_client *c = client_at(sock_path, &a, NULL, 0);
+    acquire(c, &a, "na", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "NOAUTH") != NULL);
+    release(&a, a.lk);
+    finish(c, &a);
+
+    obs b = {0}; /* wrong password: never connects */
+    c = client_at(sock_path, &b, "wrong-" PASSWORD, 0);
+    acquire(c, &b, "na", lopts(1000, 200, 0));
+    run_until(&b.acq, 3000, b.lk);
+    CHECK_EQ(b.acq_st, REDLEASE_ECONN);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGPASS") != NULL);
+    CHECK_EQ(b.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EREDIS);
+    CHECK(!has_password(redlease_client_errstr(c), strlen(redlease_client_errstr(c))));
+    release(&b, b.lk);
+    finish(c, &b); /* checks no event carried the password */
+
+    obs d = {0}; /* the right one */
+    c = real_client(&d, PASSWORD);
+    hold_real(c, &d, "na", lopts(1000, 0, 0));
+    release(&d, NULL);
+    CHECK_EQ(d.rel_st, REDLEASE_OK);
+    finish(c, &d);
+    ADM("CONFIG SET requirepass %s", "");
+}
+
+/* OOM: maxmemory 1 with noeviction. What Redis 7 does: SET and the fenced
+ * script's SET are refused (OOM), while a renewal (PEXPIRE) and a release
+ * (DEL) of a lease already held still run. */
+static void test_real_oom(void)
+{
+    obs held = {0};
+    redlease_client *c = real_client(&held, NULL);
+    redlease_lock_options lo = lopts(600, 0, 0);
+    lo.renew_interval_ms = 100;
+    hold_real(c, &held, "oom-held", lo);
+    ADM("CONFIG SET maxmemory-policy noeviction");
+    ADM("CONFIG SET maxmemory 1");
+    for (int fencing = 0; fencing <= 1; fencing++) {
+        obs a = {0};
+        acquire(c, &a, "oom", lopts(1000, 0, fencing));
+        run_until(&a.acq, 3000, a.lk);
+        CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+        CHECK(strstr(redlease_client_errstr(c), "OOM") != NULL);
+        release(&a, a.lk);
+    }
+    int renewed = held.events[REDLEASE_EV_RENEWED];
+    run_for(300, NULL);
+    CHECK(held.events[REDLEASE_EV_RENEWED] > renewed);
+    CHECK_EQ(held.lost, 0);
+    release(&held, NULL);
+    CHECK_EQ(held.rel_st, REDLEASE_OK);
+    ADM("CONFIG SET maxmemory 0");
+    finish(c, &held);
+}
+
+/* READONLY: the server turned replica of a closed port. */
+static void test_real_readonly(void)
+{
+    obs held = {0};
+    redlease_client *c = real_client(&held, NULL);
+    hold_real(c, &held, "ro-held", lopts(5000, 0, 0));
+    ADM("REPLICAOF 127.0.0.1 1");
+    obs a = {0};
+    acquire(c, &a, "ro", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "READONLY") != NULL);
+    release(&a, a.lk);
+    release(&held, NULL);
+    CHECK_EQ(held.rel_st, REDLEASE_EREDIS);
+    ADM("REPLICAOF NO ONE");
+    finish(c, &held);
+    ADM("FLUSHALL");
+}
+
+/* BUSY: a script loops on another connection past busy-reply-threshold. */
+static void test_real_busy(void)
+{
+    obs a = {0};
+    redlease_client *c = real_client(&a, NULL);
+    ADM("CONFIG SET busy-reply-threshold 20");
+    redisContext *looper = redisConnectUnix(sock_path);
+    redisAppendCommand(looper, "EVAL %s 0", "while true do end");
+    int done = 0;
+    while (!done && redisBufferWrite(looper, &done) == REDIS_OK) {}
+    run_for(100, NULL);
+    acquire(c, &a, "busy", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "BUSY") != NULL);
+    release(&a, a.lk);
+    ADM("SCRIPT KILL");
+    redisFree(looper);
+    ADM("CONFIG SET busy-reply-threshold 5000");
+    finish(c, &a);
+}
+
 /* ------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -572,6 +834,11 @@ int main(int argc, char **argv)
     sock_path = getenv("REDLEASE_TEST_SOCKET");
     if (!sock_path) {
         printf("Bail out! REDLEASE_TEST_SOCKET not set: run through run-integration.sh\n");
+        return 1;
+    }
+    admin_ctx = redisConnectUnix(sock_path);
+    if (!admin_ctx || admin_ctx->err) {
+        printf("Bail out! cannot reach redis at %s\n", sock_path);
         return 1;
     }
     testloop_init();
@@ -589,8 +856,15 @@ int main(int argc, char **argv)
         TEST_CASE(test_release_errors),
         TEST_CASE(test_handshake_errors),
         TEST_CASE(test_script_load_refused_uses_eval),
+        TEST_CASE(test_binary_resource_names),
+        TEST_CASE(test_real_wrongtype),
+        TEST_CASE(test_real_noauth_and_wrong_password),
+        TEST_CASE(test_real_oom),
+        TEST_CASE(test_real_readonly),
+        TEST_CASE(test_real_busy),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     testloop_destroy();
+    redisFree(admin_ctx);
     return rc;
 }
