@@ -163,6 +163,7 @@ typedef struct redlease_event {
     int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
     int attempt;          /* acquire attempt number, or 0 */
     const char *detail;   /* Redis/connection error text, or NULL */
+    size_t key_len;       /* length of key in bytes (it may contain NUL), or 0 */
 } redlease_event;
 
 /* Called synchronously as things happen; keep it short. Any API call is
@@ -207,11 +208,23 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
 #define REDLEASE_MAX_RESOURCE 1024
 
 /* Starts acquiring resource (o NULL: defaults). Returns REDLEASE_OK and
- * *out, or an error and then no callback runs. on_lost may be NULL. */
+ * *out, or an error and then no callback runs. on_lost may be NULL.
+ * REDLEASE_EINVAL for a NULL or empty resource or one longer than
+ * REDLEASE_MAX_RESOURCE. */
 REDLEASE_EXTERN int redlease_acquire(redlease_client *c, const char *resource,
                                      const redlease_lock_options *o,
                                      redlease_acquire_cb on_acquire, redlease_lost_cb on_lost,
                                      void *arg, redlease_lock **out);
+/* The same for a binary resource name of resource_len bytes (1 to
+ * REDLEASE_MAX_RESOURCE; NUL, CR, LF, 0xFF... allowed). The key in Redis is
+ * exactly key_prefix followed by those bytes; names are always passed to
+ * Redis as KEYS, never spliced into a command or a script.
+ * redlease_acquire(c, s, ...) is redlease_acquire_len(c, s, strlen(s), ...). */
+REDLEASE_EXTERN int redlease_acquire_len(redlease_client *c, const char *resource,
+                                         size_t resource_len, const redlease_lock_options *o,
+                                         redlease_acquire_cb on_acquire,
+                                         redlease_lost_cb on_lost, void *arg,
+                                         redlease_lock **out);
 
 /* Ends the handle (see lifetime rules). on_release(status) may be NULL:
  *   REDLEASE_OK        our key was deleted, or nothing was ever held
@@ -227,7 +240,10 @@ REDLEASE_EXTERN int redlease_lock_held(const redlease_lock *lk);
 /* Local validity left in ms (0 if not held). */
 REDLEASE_EXTERN int64_t redlease_lock_remaining_ms(const redlease_lock *lk);
 REDLEASE_EXTERN const char *redlease_lock_token(const redlease_lock *lk);
+/* The full key (prefix + resource), NUL-terminated; for a binary resource
+ * name, redlease_lock_key_len() gives its length (0 if lk is NULL). */
 REDLEASE_EXTERN const char *redlease_lock_key(const redlease_lock *lk);
+REDLEASE_EXTERN size_t redlease_lock_key_len(const redlease_lock *lk);
 /* The fencing token minted with this lease; 0 unless fencing. Strictly
  * increases across holders of one resource, also across Redis restarts
  * that lose the counter (it restarts from the server's TIME in us). */

@@ -56,6 +56,10 @@ enum rl_conn_state {
     RL_CONN_BACKOFF    /* waiting to reconnect */
 };
 
+/* The fencing counter's key is the lock's key with this appended. */
+#define RL_FENCE_SUFFIX ":fence"
+#define RL_FENCE_SUFFIX_LEN (sizeof RL_FENCE_SUFFIX - 1)
+
 enum rl_lock_state {
     RL_LOCK_ACQUIRING,
     RL_LOCK_HELD,
@@ -105,8 +109,8 @@ struct redlease_lock {
     uint64_t fence;
 
     char token[RL_TOKEN_LEN + 1];
-    char *fence_key; /* points into key[] storage, or NULL */
-    size_t keylen;
+    char *fence_key; /* points into key[] storage, or NULL; keylen + RL_FENCE_SUFFIX_LEN bytes */
+    size_t keylen;   /* key may hold any byte, NUL included: lengths, never strlen */
     char key[]; /* prefix + resource, NUL, then fence key if fencing */
 };
 

@@ -60,7 +60,8 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->attempts,
-                         .detail = error && c->errstr[0] ? c->errstr : NULL};
+                         .detail = error && c->errstr[0] ? c->errstr : NULL,
+                         .key_len = lk->keylen};
     rl_emit(c, &ev);
 }
 
@@ -132,7 +133,7 @@ static int req_submit(rl_req *req)
         }
         ARG(s == RL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
-        if (s == RL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, strlen(lk->fence_key));
+        if (s == RL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->keylen + RL_FENCE_SUFFIX_LEN);
         ARG(lk->token, RL_TOKEN_LEN);
         if (s != RL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
     }
@@ -564,9 +565,17 @@ int redlease_acquire(redlease_client *c, const char *resource, const redlease_lo
                      redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
                      redlease_lock **out)
 {
+    /* strnlen: an over-long name is refused without reading all of it. */
+    size_t rlen = resource ? strnlen(resource, REDLEASE_MAX_RESOURCE + 1) : 0;
+    return redlease_acquire_len(c, resource, rlen, o, on_acquire, on_lost, arg, out);
+}
+
+int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
+                         const redlease_lock_options *o, redlease_acquire_cb on_acquire,
+                         redlease_lost_cb on_lost, void *arg, redlease_lock **out)
+{
     if (out) *out = NULL;
     if (!c || !resource || !on_acquire || !out) return REDLEASE_EINVAL;
-    size_t rlen = strnlen(resource, REDLEASE_MAX_RESOURCE + 1);
     if (rlen == 0 || rlen > REDLEASE_MAX_RESOURCE) return REDLEASE_EINVAL;
     redlease_lock_options defaults;
     if (!o) {
@@ -578,8 +587,7 @@ int redlease_acquire(redlease_client *c, const char *resource, const redlease_lo
     if (c->dead || c->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = c->prefix_len + rlen;
-    static const char fence_suffix[] = ":fence";
-    size_t extra = o->fencing ? keylen + sizeof fence_suffix : 0;
+    size_t extra = o->fencing ? keylen + RL_FENCE_SUFFIX_LEN + 1 : 0;
     struct redlease_lock *lk = rl_calloc(1, sizeof *lk + keylen + 1 + extra);
     if (!lk) return REDLEASE_ENOMEM;
     if (rl_token_new(lk->token) != 0) {
@@ -597,7 +605,7 @@ int redlease_acquire(redlease_client *c, const char *resource, const redlease_lo
     if (o->fencing) {
         lk->fence_key = lk->key + keylen + 1;
         memcpy(lk->fence_key, lk->key, keylen);
-        memcpy(lk->fence_key + keylen, fence_suffix, sizeof fence_suffix);
+        memcpy(lk->fence_key + keylen, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN + 1);
     }
     lk->c = c;
     rl_list_init(&lk->link);
@@ -677,5 +685,6 @@ int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 
 const char *redlease_lock_token(const redlease_lock *lk) { return lk ? lk->token : NULL; }
 const char *redlease_lock_key(const redlease_lock *lk) { return lk ? lk->key : NULL; }
+size_t redlease_lock_key_len(const redlease_lock *lk) { return lk ? lk->keylen : 0; }
 uint64_t redlease_lock_fence(const redlease_lock *lk) { return lk ? lk->fence : 0; }
 redlease_client *redlease_lock_client(const redlease_lock *lk) { return lk ? lk->c : NULL; }
