@@ -66,7 +66,7 @@ file == "exits.log" {  # "exit W STATUS STDERR_BYTES"
 # worker logs: "T W EVENT ..."
 $3 == "acquired" {
     nacq++; acq_w[nacq] = $2; acq_f[nacq] = kv("fence"); acq_s[nacq] = kv("send")
-    acq_c[nacq] = kv("confirm"); cur_acq[$2] = acq_c[nacq]
+    acq_c[nacq] = kv("confirm"); cur_acq[$2] = acq_c[nacq] + 0
 }
 $3 == "act-begin" { begin[$2] = $1 }
 $3 == "write" { last_write[$2] = $4; if ($4 == "accepted") worker_accepted++ }
@@ -95,7 +95,7 @@ END {
             if (o == w || lastend[o] <= b) continue
             oe = lastend[o] < e ? lastend[o] : e
             if (in_restart(b, oe)) restart_overlaps++
-            else { overlaps++; if (overlaps <= 5) overlap_ex = overlap_ex sprintf(" w%s[%s..%s]/w%s..%s", w, b, e, o, lastend[o]) }
+            else { overlaps++; if (overlaps <= 5) overlap_ex = overlap_ex sprintf(" w%s[%.3f..%.3f]/w%s..%.3f", w, b, e, o, lastend[o]) }
         }
         if (!(w in lastend) || e > lastend[w]) lastend[w] = e
     }

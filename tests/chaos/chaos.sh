@@ -113,7 +113,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     case $kind in
         stop)
             w=$(pick_holder); d=$(rand_between $(( ttl * 3 / 2 )) $(( ttl * 5 / 2 )))
-            kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
+            t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
             echo "$t0 stop $(now_ms) worker=$w" >>"$faults" ;;
         kill)
             rcli CLIENT KILL TYPE normal
