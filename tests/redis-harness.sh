@@ -8,6 +8,8 @@
 #     ...                              # that always stops it
 #     redis_harness_exec CMD [ARG...]  # run CMD, return its status; a signal
 #                                      # stops CMD too
+#     redis_harness_restart            # crash redis (SIGKILL) and start an
+#                                      # empty one on the same port and socket
 #     redis_harness_stop               # idempotent
 #     redis_harness_start_tap          # for a TAP test: start, or print the
 #                                      # TAP skip (exit 0) / bail out (exit 1)
@@ -168,18 +170,50 @@ redis_harness_have_server() {
     return 77
 }
 
-redis_harness_start() {
-    local server=${REDIS_SERVER:-redis-server} major attempt port pid i
+# _rh_launch: start redis-server in the background on $REDLEASE_TEST_PORT
+# and $REDLEASE_TEST_SOCKET, without persistence; sets REDLEASE_TEST_REDIS_PID.
+_rh_launch() {
+    local server=${REDIS_SERVER:-redis-server}
     local -a extra=()
+    # DEBUG SLEEP etc. are disabled by default from Redis 7 on.
+    if [ "$(_rh_redis_major "$server")" -ge 7 ]; then
+        extra+=(--enable-debug-command local)
+    fi
+    "$server" --port "$REDLEASE_TEST_PORT" --bind 127.0.0.1 \
+        --unixsocket "$REDLEASE_TEST_SOCKET" --unixsocketperm 700 \
+        --save '' --appendonly no --daemonize no \
+        --dir "$REDLEASE_TEST_DIR" \
+        --logfile "$REDLEASE_TEST_DIR/redis.log" \
+        "${extra[@]}" </dev/null >/dev/null 2>&1 &
+    REDLEASE_TEST_REDIS_PID=$!
+}
+
+# redis_harness_restart: kill the running redis-server (SIGKILL, a crash)
+# and start a new one on the same port and socket path. Without persistence
+# it comes back empty. 0 once the new one answers PING (up to ~10 s).
+redis_harness_restart() {
+    local pid=${REDLEASE_TEST_REDIS_PID:-} i
+    [ -n "$pid" ] && [ -n "${REDLEASE_TEST_DIR:-}" ] || return 1
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -f "$REDLEASE_TEST_SOCKET"
+    _rh_launch
+    echo "$REDLEASE_TEST_REDIS_PID" >"$REDLEASE_TEST_DIR/redis.pid"
+    export REDLEASE_TEST_REDIS_PID
+    for i in $(seq 1 100); do
+        kill -0 "$REDLEASE_TEST_REDIS_PID" 2>/dev/null || break
+        if [ -S "$REDLEASE_TEST_SOCKET" ] && _rh_ping; then return 0; fi
+        sleep 0.1
+    done
+    _rh_log "redis-server did not come back after a restart"
+    return 1
+}
+
+redis_harness_start() {
+    local server=${REDIS_SERVER:-redis-server} attempt port pid i
 
     redis_harness_have_server || return
     REDLEASE_TEST_REDIS_CLI=$(command -v "${REDIS_CLI:-redis-cli}" 2>/dev/null || true)
-
-    major=$(_rh_redis_major "$server")
-    # DEBUG SLEEP etc. are disabled by default from Redis 7 on.
-    if [ "$major" -ge 7 ]; then
-        extra+=(--enable-debug-command local)
-    fi
 
     local tmp=${TMPDIR:-/tmp}
     # A unix socket path must fit in sun_path (108 bytes on Linux).
@@ -197,14 +231,8 @@ redis_harness_start() {
         port=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
         _rh_port_busy "$port" && continue
         REDLEASE_TEST_PORT=$port
-        "$server" --port "$port" --bind 127.0.0.1 \
-            --unixsocket "$REDLEASE_TEST_SOCKET" --unixsocketperm 700 \
-            --save '' --appendonly no --daemonize no \
-            --dir "$REDLEASE_TEST_DIR" \
-            --logfile "$REDLEASE_TEST_DIR/redis.log" \
-            "${extra[@]}" </dev/null >/dev/null 2>&1 &
-        pid=$!
-        REDLEASE_TEST_REDIS_PID=$pid
+        _rh_launch
+        pid=$REDLEASE_TEST_REDIS_PID
         for i in $(seq 1 100); do            # up to ~10 s
             if ! kill -0 "$pid" 2>/dev/null; then
                 break

@@ -1,0 +1,153 @@
+# chaos-check.awk: the checker of the chaos run (chaos.sh). Reads, in this
+# order: faults.log, store.log, exits.log, then every worker log (their line
+# formats are in chaos.sh, store.c and chaos-worker.c). Variables: ttl (ms),
+# counter (the store's final counter), slack (ms a loss report may trail the
+# next holder's acquire when the machine is slow: scheduling, not safety).
+# Prints "figure: ..." lines and one "invariant: NAME ok|FAIL ..." line per
+# invariant; exits 1 if any failed.
+
+function basename(p) { sub(/.*\//, "", p); return p }
+function kv(name,    i) {  # the value of NAME=VALUE among the fields
+    for (i = 4; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2)
+    return ""
+}
+function in_restart(a, b,    i) {  # does [a, b] touch a restart window?
+    for (i = 1; i <= nrestart; i++) if (a <= rw_e[i] && b >= rw_s[i]) return 1
+    return 0
+}
+function stopped(w, a, b,    i) {  # was worker w SIGSTOPped during [a, b]?
+    for (i = 1; i <= nstop; i++) if (sw_w[i] == w && a <= sw_e[i] && b >= sw_s[i]) return 1
+    return 0
+}
+function verdict(name, ok, detail) {
+    printf "invariant: %s %s%s\n", name, ok ? "ok" : "FAIL", detail != "" ? " (" detail ")" : ""
+    if (!ok) failed = 1
+}
+# The last index i with key[i] < x in the sorted key[1..n] (0 if none).
+function last_below(key, n, x,    lo, hi, mid) {
+    lo = 0; hi = n
+    while (lo < hi) { mid = int((lo + hi + 1) / 2); if (key[mid] < x) lo = mid; else hi = mid - 1 }
+    return lo
+}
+
+{ file = basename(FILENAME) }
+
+file == "faults.log" {
+    if ($2 == "skipped") { skipped[$3] = 1; next }
+    kinds[$2]++; nfaults++
+    # A restart empties Redis: a holder confirmed before the kill may still
+    # be locally valid up to a TTL later, so the window runs to up + TTL.
+    if ($2 == "restart") { nrestart++; rw_s[nrestart] = $1; rw_e[nrestart] = $3 + ttl }
+    if ($2 == "stop") { nstop++; sw_w[nstop] = kv("worker"); sw_s[nstop] = $1; sw_e[nstop] = $3 }
+    next
+}
+
+file == "store.log" {  # replay: "read|write ok|refused W FENCE VALUE"
+    fence = $4 + 0
+    if (($2 == "ok") != (fence >= highest)) store_bad++
+    if ($2 == "ok") highest = fence
+    if ($1 == "write" && $2 == "ok") {
+        if ($5 != replay + 1) lost_updates++
+        replay = $5; store_accepted++
+    } else if ($1 == "write") store_refused++
+    else if ($2 == "refused") reads_refused++
+    next
+}
+
+file == "exits.log" {  # "exit W STATUS STDERR_BYTES"
+    nworkers++
+    if ($3 == "hung") hung++
+    else if ($3 != 0) bad_exit++
+    if ($4 != 0) noisy++
+    exits = exits " w" $2 ":" $3
+    next
+}
+
+# worker logs: "T W EVENT ..."
+$3 == "acquired" {
+    nacq++; acq_w[nacq] = $2; acq_f[nacq] = kv("fence"); acq_s[nacq] = kv("send")
+    acq_c[nacq] = kv("confirm"); cur_acq[$2] = acq_c[nacq] + 0
+}
+$3 == "act-begin" { begin[$2] = $1 }
+$3 == "write" { last_write[$2] = $4; if ($4 == "accepted") worker_accepted++ }
+$3 == "act-end" {
+    niv++; iv_w[niv] = $2; iv_b[niv] = begin[$2]; iv_e[niv] = kv("last_held")
+    if (last_write[$2] != "") {
+        cs++
+        if (kv("confirmed") == 0) unconfirmed[last_write[$2]]++
+    }
+    last_write[$2] = ""
+}
+$3 == "lost-event" {
+    r = kv("reason"); lost_by[r]++
+    if (r == 1 || r == 2) { nlost++; lost_w[nlost] = $2; lost_t[nlost] = $1; lost_a[nlost] = cur_acq[$2] }
+}
+
+END {
+    sorter = "sort -n > " tmp
+    # --- holder intervals: none of two workers may overlap
+    for (i = 1; i <= niv; i++) print iv_b[i], iv_e[i], iv_w[i] | sorter
+    close(sorter)
+    n = 0
+    while ((getline line < tmp) > 0) {
+        split(line, f, " "); b = f[1] + 0; e = f[2] + 0; w = f[3]
+        for (o in lastend) {
+            if (o == w || lastend[o] <= b) continue
+            oe = lastend[o] < e ? lastend[o] : e
+            if (in_restart(b, oe)) restart_overlaps++
+            else { overlaps++; if (overlaps <= 5) overlap_ex = overlap_ex sprintf(" w%s[%.3f..%.3f]/w%s..%.3f", w, b, e, o, lastend[o]) }
+        }
+        if (!(w in lastend) || e > lastend[w]) lastend[w] = e
+    }
+    close(tmp)
+
+    # --- acquisitions in confirm order: fences, and who took it after a loss
+    for (i = 1; i <= nacq; i++) print acq_c[i], acq_s[i], acq_f[i], acq_w[i] | sorter
+    close(sorter)
+    n = 0
+    while ((getline line < tmp) > 0) {
+        split(line, f, " "); n++
+        c[n] = f[1] + 0; s[n] = f[2] + 0; fe[n] = f[3] + 0; cw[n] = f[4]
+        pmax[n] = n > 1 && pmax[n - 1] > fe[n] ? pmax[n - 1] : fe[n]
+    }
+    close(tmp)
+    system("rm -f " tmp)
+    # A request sent after another acquire was confirmed reached Redis after
+    # it: its fence must be higher. The send time is whole-ms rtt: 1 ms slack.
+    for (i = 1; i <= n; i++) {
+        j = last_below(c, n, s[i] - 1)
+        if (j > 0 && j < i && pmax[j] >= fe[i]) fence_bad++
+    }
+    # A loss must be reported before the next holder's acquire is confirmed,
+    # unless the holder was frozen (SIGSTOP) or Redis lost the key (restart).
+    for (k = 1; k <= nlost; k++) {
+        j = last_below(c, n, lost_a[k] + 0.0005) + 1
+        while (j <= n && cw[j] == lost_w[k]) j++
+        if (j > n || lost_t[k] <= c[j]) { lost_before++; continue }
+        late = lost_t[k] - c[j]
+        if (stopped(lost_w[k], c[j] - ttl, lost_t[k]) || in_restart(lost_a[k], c[j])) { lost_excused++; continue }
+        if (late > max_late) max_late = late
+        if (late > slack) lost_late++
+        else lost_late_ok++
+    }
+
+    printf "figure: faults injected %d:", nfaults
+    for (k in kinds) printf " %s=%d", k, kinds[k]
+    for (k in skipped) printf " %s=skipped", k
+    printf "\n"
+    printf "figure: workers %d, acquisitions %d, critical sections %d (writes accepted %d, refused %d; reads refused %d)\n", nworkers, nacq, cs, store_accepted, store_refused, reads_refused
+    printf "figure: writes after the lease was lost (held() 0 after the write): refused %d, accepted %d (before the next holder read)\n", unconfirmed["refused"], unconfirmed["accepted"]
+    printf "figure: losses expired=%d not-owner=%d closed=%d; reported before the next acquire %d, late within %d ms %d (max %.1f ms), holder frozen or key lost in a restart %d\n", lost_by[1], lost_by[2], lost_by[4], lost_before, slack, lost_late_ok, max_late, lost_excused
+    printf "figure: overlaps %d outside restart windows, %d touching %d restart windows\n", overlaps + 0, restart_overlaps + 0, nrestart
+    printf "figure: counter %d, accepted writes %d (store log) %d (workers)\n", counter, store_accepted, worker_accepted
+    printf "figure: exits%s\n", exits
+
+    verdict("critical-sections-ran", cs > 0 && store_accepted > 0, cs " critical sections")
+    verdict("no-overlap-outside-restarts", overlaps == 0, overlaps + 0 " overlaps" overlap_ex)
+    verdict("no-lost-update", counter == store_accepted && store_accepted == worker_accepted && lost_updates == 0, "counter " counter ", accepted " store_accepted "/" worker_accepted ", lost " lost_updates + 0)
+    verdict("stale-writes-refused", store_bad == 0, store_bad + 0 " store operations against the fence rule")
+    verdict("fences-increase", fence_bad == 0, fence_bad + 0 " acquisitions with a fence not above an earlier one")
+    verdict("loss-reported-before-next-acquire", lost_late == 0, lost_late + 0 " reported more than " slack " ms late")
+    verdict("workers-exit-clean", nworkers > 0 && bad_exit + hung + noisy == 0, "bad exit " bad_exit + 0 ", hung " hung + 0 ", stderr " noisy + 0)
+    exit failed
+}

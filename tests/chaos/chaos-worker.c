@@ -1,0 +1,332 @@
+/* chaos-worker: one of the processes of the chaos run (chaos.sh). It loops
+ * over the critical section of issue 5 on the shared resource "chaos":
+ *
+ *   acquire (wait budget, fencing) -> check held, read the store's counter
+ *   -> check held -> sleep a random 1..CS ms on a timer (the loop keeps
+ *   running: renewals and on_lost go on) -> write counter+1 with the fence
+ *   -> check held -> release -> pause 0-10 ms -> again.
+ *
+ *   chaos-worker ID STORE      REDLEASE_SOCKET=/path/redis.sock
+ *   chaos-worker --now         prints the clock (ms), for chaos.sh
+ *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
+ *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
+ *   longer ones need renewals, so a frozen server costs the lease),
+ *   CHAOS_SEED (the worker's random delays; default 1)
+ *
+ * Every line it prints starts with the CLOCK_MONOTONIC time in ms (with us)
+ * and the worker id; the clock is the one the library and every other
+ * process on the machine read, so chaos-check.awk can line up all logs:
+ *   T W acquired fence=F send=S confirm=C     S: the confirming request's send
+ *   T W act-begin                             held() was 1 at T; reads next
+ *   T W act-end last_held=L confirmed=0|1     held() was 1 at L; confirmed=1:
+ *                                             also after the write (L = T)
+ *   T W read ok|refused fence=F value=V
+ *   T W write accepted|refused fence=F value=V
+ *   T W lost-event reason=N  the library saw the loss (N: enum redlease_lost_reason)
+ *   T W lost reason=N TEXT   on_lost ran (not at all if we released first)
+ *   T W released status=S    T W acquire-failed status=S
+ * The holder interval is [act-begin, last_held]: both ends are moments at
+ * which redlease_lock_held() said the lease was safe to use. A write made
+ * after the lease was lost (confirmed=0: a pause hit the sleep) is the
+ * fence's job: the store refuses it once the next holder has read.
+ *
+ * SIGTERM (or SIGINT) closes the client gracefully; the exit status is 0.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redlease.h>
+#include <redlease/libev.h>
+
+#include "store.h"
+
+#define RESOURCE "chaos"
+
+static struct ev_loop *loop;
+static redlease_client *client;
+static redlease_lock *lease;       /* the handle of the current cycle, or NULL */
+static ev_timer sleep_timer;       /* the random sleep inside the critical section */
+static ev_timer idle_timer;        /* the pause between two cycles */
+static ev_signal sigterm_watcher, sigint_watcher;
+static int worker_id;
+static const char *store_path;
+static redlease_lock_options lock_options;
+static uint32_t rng_state;
+static int cs_max_ms;
+static int stopping;
+static int exit_status;
+static int64_t acting_since = -1;  /* act-begin time while in the critical section, else -1 */
+static int64_t last_held_us;       /* latest time held() said 1 in this critical section */
+static uint64_t value_read;
+static int64_t confirm_us, confirm_send_us; /* from the ACQUIRED event */
+static unsigned long cycles;
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void say(int64_t t_us, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int64_t t_us, const char *fmt, ...)
+{
+    va_list ap;
+    printf("%" PRId64 ".%03d %d ", t_us / 1000, (int)(t_us % 1000), worker_id);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+static uint32_t rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+static double random_seconds(int min_ms, int max_ms)
+{
+    return (min_ms + (int)(rng_next() % (uint32_t)(max_ms - min_ms + 1))) / 1000.0;
+}
+
+/* held() now? The time is read before the call: if the answer is 1, the
+ * lease was safe to use at that time. */
+static int held_at(int64_t *t_us)
+{
+    *t_us = now_us();
+    return redlease_lock_held(lease);
+}
+
+/* Leaves the critical section; confirmed: held() said 1 after the write. */
+static void act_end(int confirmed)
+{
+    if (acting_since < 0) return;
+    say(now_us(), "act-end last_held=%" PRId64 ".%03d confirmed=%d", last_held_us / 1000,
+        (int)(last_held_us % 1000), confirmed);
+    acting_since = -1;
+    ev_timer_stop(loop, &sleep_timer);
+}
+
+static void on_released(redlease_lock *lk, int status, void *arg)
+{
+    (void)lk, (void)arg;
+    say(now_us(), "released status=%s", redlease_strerror(status));
+    lease = NULL;
+    if (stopping) return;
+    ev_timer_set(&idle_timer, random_seconds(0, 10), 0.);
+    ev_timer_start(loop, &idle_timer);
+}
+
+static void end_cycle(void)
+{
+    if (lease && redlease_release(lease, on_released, NULL) != REDLEASE_OK)
+        say(now_us(), "release-refused"); /* already being released */
+}
+
+static void after_sleep(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l, (void)w, (void)revents;
+    /* As the issue has it: the write goes out without a fresh check, so a
+     * pause that hit the sleep produces a stale write for the fence. */
+    uint64_t fence = redlease_lock_fence(lease);
+    int rc = store_write(store_path, worker_id, fence, value_read + 1);
+    say(now_us(), "write %s fence=%" PRIu64 " value=%" PRIu64,
+        rc == STORE_OK ? "accepted" : rc == STORE_REFUSED ? "refused" : "error", fence, value_read + 1);
+    if (rc == STORE_ERROR) exit_status = 1;
+    int64_t t;
+    int confirmed = held_at(&t);
+    if (confirmed) last_held_us = t;
+    act_end(confirmed);
+    end_cycle();
+}
+
+static void critical_section(void)
+{
+    int64_t t;
+    if (!held_at(&t)) {
+        say(now_us(), "not-held-after-acquire");
+        end_cycle();
+        return;
+    }
+    acting_since = last_held_us = t;
+    say(t, "act-begin");
+    uint64_t fence = redlease_lock_fence(lease);
+    int rc = store_read(store_path, worker_id, fence, &value_read);
+    say(now_us(), "read %s fence=%" PRIu64 " value=%" PRIu64,
+        rc == STORE_OK ? "ok" : rc == STORE_REFUSED ? "refused" : "error", fence, value_read);
+    if (rc == STORE_ERROR) exit_status = 1;
+    if (rc != STORE_OK || !held_at(&t)) {
+        act_end(0);
+        end_cycle();
+        return;
+    }
+    last_held_us = t;
+    ev_timer_set(&sleep_timer, random_seconds(1, cs_max_ms), 0.);
+    ev_timer_start(loop, &sleep_timer);
+}
+
+static void on_lost(redlease_lock *lk, int reason, void *arg)
+{
+    (void)lk, (void)arg;
+    say(now_us(), "lost reason=%d %s", reason, redlease_lost_reason_str(reason));
+    if (reason == REDLEASE_LOST_CLOSED) return; /* our own close: it ends the handle */
+    act_end(0); /* stop acting at once: another worker may hold it any moment */
+    end_cycle();
+}
+
+static void on_acquired(redlease_lock *lk, int status, void *arg)
+{
+    (void)arg;
+    if (status == REDLEASE_ECANCELED) return; /* our close */
+    if (status != REDLEASE_OK) {
+        say(now_us(), "acquire-failed status=%s", redlease_strerror(status));
+        end_cycle();
+        return;
+    }
+    cycles++;
+    say(now_us(), "acquired fence=%" PRIu64 " send=%" PRId64 ".%03d confirm=%" PRId64 ".%03d",
+        redlease_lock_fence(lk), confirm_send_us / 1000, (int)(confirm_send_us % 1000),
+        confirm_us / 1000, (int)(confirm_us % 1000));
+    critical_section();
+}
+
+static void start_cycle(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l, (void)w, (void)revents;
+    int rc = redlease_acquire(client, RESOURCE, &lock_options, on_acquired, on_lost, NULL, &lease);
+    if (rc != REDLEASE_OK) {
+        say(now_us(), "acquire-refused status=%s", redlease_strerror(rc));
+        lease = NULL;
+        exit_status = 1;
+        stopping = 1;
+        redlease_client_close(client, NULL, NULL);
+    }
+}
+
+static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c, (void)arg;
+    int64_t t = now_us();
+    switch (ev->type) {
+    case REDLEASE_EV_ACQUIRED:
+        confirm_us = t;
+        confirm_send_us = t - ev->rtt_ms * 1000; /* ms precision: rtt is whole ms */
+        break;
+    case REDLEASE_EV_LOST: /* the moment the library saw it; on_lost follows */
+        say(t, "lost-event reason=%d", ev->status);
+        break;
+    case REDLEASE_EV_RENEW_FAILED:
+        say(t, "renew-failed status=%s", redlease_strerror(ev->status));
+        break;
+    case REDLEASE_EV_DISCONNECTED:
+        say(t, "disconnected detail=%s", ev->detail ? ev->detail : redlease_strerror(ev->status));
+        break;
+    case REDLEASE_EV_CONNECTED:
+        say(t, "connected");
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_closed(redlease_client *c, void *arg)
+{
+    (void)c, (void)arg;
+    client = NULL;
+    ev_signal_stop(loop, &sigterm_watcher);
+    ev_signal_stop(loop, &sigint_watcher);
+}
+
+static void on_signal(struct ev_loop *l, ev_signal *w, int revents)
+{
+    (void)l, (void)revents;
+    if (stopping) return;
+    stopping = 1;
+    say(now_us(), "signal %d", w->signum);
+    act_end(0);
+    ev_timer_stop(loop, &idle_timer);
+    redlease_client_close(client, on_closed, NULL); /* ends the lease handle too */
+}
+
+static int64_t env_ms(const char *name, int64_t dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < 0) {
+        fprintf(stderr, "chaos-worker: bad %s=%s\n", name, s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--now") == 0) {
+        /* The shell's clock: the fault log lines up with the workers'. */
+        int64_t t = now_us();
+        printf("%" PRId64 ".%03d\n", t / 1000, (int)(t % 1000));
+        return 0;
+    }
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s ID STORE\n", argv[0]);
+        return 2;
+    }
+    worker_id = atoi(argv[1]);
+    store_path = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, even if we are killed */
+    rng_state = (uint32_t)(env_ms("CHAOS_SEED", 1) * 2654435761u + (uint32_t)worker_id * 40503u) | 1;
+
+    redlease_lock_options_init(&lock_options);
+    lock_options.ttl_ms = env_ms("CHAOS_TTL_MS", 100);
+    lock_options.wait_ms = env_ms("CHAOS_WAIT_MS", 4 * lock_options.ttl_ms);
+    lock_options.retry_base_ms = 10;
+    lock_options.retry_max_ms = 100;
+    lock_options.fencing = 1;
+    cs_max_ms = (int)env_ms("CHAOS_CS_MS", lock_options.ttl_ms * 3 / 2);
+    if (cs_max_ms < 1) cs_max_ms = 1;
+
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.unix_path = getenv("REDLEASE_SOCKET");
+    /* Commands must time out within a lease, or a frozen server keeps a
+     * cycle waiting long after its lease is gone. */
+    co.command_timeout_ms = lock_options.ttl_ms;
+    co.connect_timeout_ms = lock_options.ttl_ms;
+    co.reconnect_max_ms = 200;
+
+    loop = EV_DEFAULT;
+    int rc = redlease_client_new(&client, &co);
+    if (rc == REDLEASE_OK) rc = redlease_libev_attach(client, loop);
+    if (rc != REDLEASE_OK) {
+        fprintf(stderr, "chaos-worker: %s\n", redlease_strerror(rc));
+        redlease_client_free(client);
+        return 1;
+    }
+    redlease_client_set_event_cb(client, on_event, NULL);
+    ev_timer_init(&sleep_timer, after_sleep, 0., 0.);
+    ev_timer_init(&idle_timer, start_cycle, 0., 0.);
+    ev_signal_init(&sigterm_watcher, on_signal, SIGTERM);
+    ev_signal_init(&sigint_watcher, on_signal, SIGINT);
+    ev_signal_start(loop, &sigterm_watcher);
+    ev_signal_start(loop, &sigint_watcher);
+    ev_timer_start(loop, &idle_timer);
+    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64, lock_options.ttl_ms, lock_options.wait_ms);
+
+    ev_run(loop, 0); /* returns once the client is closed and the watchers stopped */
+
+    say(now_us(), "exit status=%d cycles=%lu", exit_status, cycles);
+    ev_loop_destroy(loop);
+    return exit_status;
+}

@@ -1,0 +1,164 @@
+#!/bin/bash
+# chaos.sh: mutual exclusion under faults (issue 5). Starts a private
+# redis-server (tests/redis-harness.sh) and CHAOS_WORKERS chaos-worker
+# processes contending for one lease and one store file, works through a
+# seeded random fault schedule for CHAOS_DURATION_S seconds, stops the
+# workers with SIGTERM and runs chaos-check.awk over all the logs. Prints
+# "figure: ..." and "invariant: NAME ok|FAIL ..." lines; exits 1 if any
+# invariant failed (or the run could not be made), 0 otherwise.
+#
+# Environment:
+#   CHAOS_SEED        the schedule's seed (printed; set it to replay a run)
+#   CHAOS_DURATION_S  length of the fault schedule (default 10)
+#   CHAOS_WORKERS     processes (default 4)
+#   CHAOS_TTL_MS      lease TTL (default 100; 400 under valgrind)
+#   CHAOS_KEEP        set: keep the log directory even when all is well
+#   REDLEASE_TEST_WRAPPER  runs each worker under it (valgrind)
+#   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker is
+#
+# Faults (one at a time, 1-3 TTL apart):
+#   stop        SIGSTOP a holder for 1.5-2.5 TTL, then SIGCONT (a GC pause)
+#   kill        CLIENT KILL TYPE normal: every worker's connection drops
+#   restart     redis-server SIGKILLed and started empty (same socket): the
+#               window [kill, back up + TTL] is where overlaps are expected
+#   sleep-renew DEBUG SLEEP 0.5 TTL: longer than a renewal interval (TTL/3)
+#   sleep-ttl   DEBUG SLEEP 1.5 TTL: longer than a TTL
+#   pause-write / pause-all   CLIENT PAUSE WRITE|ALL for 0.5-1.5 TTL
+#   netem       tc netem delay/loss on lo, where the kernel has sch_netem
+#               (skipped with the reason otherwise)
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 1
+. "$here/../redis-harness.sh" || exit 1
+
+builddir=${REDLEASE_BUILDDIR:-.}
+worker_bin=$builddir/tests/chaos/chaos-worker
+[ -x "$worker_bin" ] || { echo "chaos: $worker_bin not built" >&2; exit 1; }
+wrapper=${REDLEASE_TEST_WRAPPER:-}
+
+seed=${CHAOS_SEED:-$(( $(date +%s%N) % 1000000 ))}
+duration=${CHAOS_DURATION_S:-10}
+nworkers=${CHAOS_WORKERS:-4}
+# Short leases, so that freezes and pauses of a few hundred ms outlast them.
+if [ -n "$wrapper" ]; then ttl=${CHAOS_TTL_MS:-400}; else ttl=${CHAOS_TTL_MS:-100}; fi
+RANDOM=$seed
+echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms${wrapper:+, under $wrapper}"
+
+now_ms() { "$worker_bin" --now; }
+# rand_between LO HI: an integer in [LO, HI] from the seeded RANDOM.
+rand_between() { echo $(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }
+ms_to_s() { printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )); }
+rcli() { timeout 10 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@" >/dev/null 2>&1; }
+
+redis_harness_start || exit 1
+[ -n "${REDLEASE_TEST_REDIS_CLI:-}" ] || { echo "chaos: redis-cli is needed" >&2; exit 1; }
+out=$(mktemp -d "${TMPDIR:-/tmp}/redlease-chaos.XXXXXX") || exit 1
+faults=$out/faults.log
+store=$out/store
+echo "0 0" >"$store"
+: >"$store.log"
+: >"$faults"
+
+declare -a pids
+cleanup_workers() {
+    local p
+    for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+}
+trap 'cleanup_workers; _rh_trap' EXIT
+trap 'cleanup_workers; _rh_trap; exit 130' INT
+trap 'cleanup_workers; _rh_trap; exit 143' TERM
+
+for w in $(seq 1 "$nworkers"); do
+    CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl REDLEASE_SOCKET=$REDLEASE_TEST_SOCKET \
+        $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" &
+    pids[w]=$!
+done
+
+# The netem probe: a delay qdisc on lo needs CAP_NET_ADMIN and sch_netem.
+netem_reason=
+if ! command -v tc >/dev/null 2>&1; then
+    netem_reason="tc not installed"
+elif ! msg=$(tc qdisc add dev lo root netem delay 1ms 2>&1); then
+    netem_reason="tc netem refused: $msg"
+else
+    tc qdisc del dev lo root 2>/dev/null
+    # The workers use the unix socket; netem would only touch TCP over lo.
+    netem_reason="workers talk over a unix socket, which netem cannot delay"
+fi
+echo "chaos: netem skipped: $netem_reason"
+echo "$(now_ms) skipped netem" >>"$faults"
+
+# A holder right now: a worker whose last line says it is in a cycle.
+# Holders change every few ms: look a few times, else take any worker.
+pick_holder() {
+    local w try
+    for try in $(seq 1 20); do
+        for w in $(seq 1 "$nworkers"); do
+            if tail -n 1 "$out/worker$w.log" 2>/dev/null | grep -qE ' (acquired|act-begin|read ok)'; then
+                echo "$w"; return
+            fi
+        done
+        sleep 0.005
+    done
+    rand_between 1 "$nworkers"
+}
+
+kinds=(stop kill restart sleep-renew sleep-ttl pause-write pause-all)
+# Let every worker connect before the first fault (valgrind starts slowly).
+sleep "$(ms_to_s $(( ttl * 2 )))"
+end=$(( $(date +%s) + duration ))
+while [ "$(date +%s)" -lt "$end" ]; do
+    sleep "$(ms_to_s "$(rand_between "$ttl" $(( ttl * 3 )))")"
+    kind=${kinds[RANDOM % ${#kinds[@]}]}
+    t0=$(now_ms)
+    case $kind in
+        stop)
+            w=$(pick_holder); d=$(rand_between $(( ttl * 3 / 2 )) $(( ttl * 5 / 2 )))
+            t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
+            echo "$t0 stop $(now_ms) worker=$w" >>"$faults" ;;
+        kill)
+            rcli CLIENT KILL TYPE normal
+            echo "$t0 kill $(now_ms)" >>"$faults" ;;
+        restart)
+            redis_harness_restart || { echo "chaos: redis did not restart" >&2; exit 1; }
+            echo "$t0 restart $(now_ms)" >>"$faults" ;;
+        sleep-renew | sleep-ttl)
+            if [ "$kind" = sleep-renew ]; then d=$(( ttl / 2 )); else d=$(( ttl * 3 / 2 )); fi
+            rcli DEBUG SLEEP "$(ms_to_s "$d")"
+            echo "$t0 $kind $(now_ms) ms=$d" >>"$faults" ;;
+        pause-write | pause-all)
+            d=$(rand_between $(( ttl / 2 )) $(( ttl * 3 / 2 )))
+            if [ "$kind" = pause-write ]; then mode=WRITE; else mode=ALL; fi
+            rcli CLIENT PAUSE "$d" "$mode"; sleep "$(ms_to_s "$d")"
+            echo "$t0 $kind $(now_ms) ms=$d" >>"$faults" ;;
+    esac
+done
+
+# Stop: SIGTERM each worker (graceful close) and wait; a worker still there
+# after the grace period hung.
+: >"$out/exits.log"
+for w in $(seq 1 "$nworkers"); do kill -CONT "${pids[w]}" 2>/dev/null; kill -TERM "${pids[w]}" 2>/dev/null; done
+if [ -n "$wrapper" ]; then grace=60; else grace=15; fi
+for w in $(seq 1 "$nworkers"); do
+    for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "${pids[w]}" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "${pids[w]}" 2>/dev/null; then
+        kill -KILL "${pids[w]}" 2>/dev/null; wait "${pids[w]}" 2>/dev/null
+        echo "exit $w hung $(wc -c <"$out/worker$w.err")" >>"$out/exits.log"
+    else
+        wait "${pids[w]}"; st=$?
+        echo "exit $w $st $(wc -c <"$out/worker$w.err")" >>"$out/exits.log"
+    fi
+done
+pids=()
+
+rc=0
+awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v slack="$(( ttl / 2 > 100 ? ttl / 2 : 100 ))" \
+    -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
+for w in $(seq 1 "$nworkers"); do
+    if [ -s "$out/worker$w.err" ]; then echo "--- worker $w stderr:"; head -n 40 "$out/worker$w.err"; fi
+done
+if [ "$rc" -ne 0 ] || [ -n "${CHAOS_KEEP:-}" ]; then
+    echo "chaos: logs kept in $out (seed $seed)"
+else
+    rm -rf -- "$out"
+fi
+exit "$rc"
