@@ -224,6 +224,24 @@ static void finish(struct request *req)
     if (redlease_release(req->lk, on_released, req) != REDLEASE_OK) request_free(req);
 }
 
+/* Answers a store operation (what: "lookup" or "write") that did not go
+ * through: the table is booked (TAKEN), the fence is older than one the
+ * store has seen (STALE), or the store failed (rc < 0, errno set). */
+static void answer_refusal(struct request *req, const char *what, int rc, const char *holder,
+                           uint64_t fence, uint64_t store_fence)
+{
+    if (rc == BOOKING_TAKEN) {
+        say("table:%s %s: already booked for %s", req->table, what, holder);
+        reply(req, "TAKEN %s", holder);
+    } else if (rc == BOOKING_STALE) {
+        say("table:%s %s with fence %" PRIu64 " refused by the store (store has %" PRIu64 ")",
+            req->table, what, fence, store_fence);
+        reply(req, "STALE %" PRIu64 " %" PRIu64, fence, store_fence);
+    } else {
+        reply(req, "ERR store: %s", strerror(errno));
+    }
+}
+
 static void write_booking(struct request *req)
 {
     uint64_t fence = req->lk ? redlease_lock_fence(req->lk) : 0, store_fence = 0;
@@ -240,15 +258,8 @@ static void write_booking(struct request *req)
     if (rc == BOOKING_ACCEPTED) {
         say("table:%s booked for %s (fence %" PRIu64 ")", req->table, req->guest, fence);
         reply(req, "OK %" PRIu64 " %lld", fence, (long long)req->waited_ms);
-    } else if (rc == BOOKING_TAKEN) {
-        say("table:%s booking refused by the store: already booked for %s", req->table, holder);
-        reply(req, "TAKEN %s", holder);
-    } else if (rc == BOOKING_STALE) {
-        say("table:%s write with fence %" PRIu64 " refused by the store (store has %" PRIu64 ")",
-            req->table, fence, store_fence);
-        reply(req, "STALE %" PRIu64 " %" PRIu64, fence, store_fence);
     } else {
-        reply(req, "ERR store: %s", strerror(errno));
+        answer_refusal(req, "write", rc, holder, fence, store_fence);
     }
     finish(req);
 }
@@ -292,14 +303,8 @@ static void look_up(struct request *req)
     char holder[BOOKING_NAME_MAX + 1];
     uint64_t fence = req->lk ? redlease_lock_fence(req->lk) : 0, store_fence = 0;
     int rc = booking_store_lookup(store, req->table, fence, holder, sizeof holder, &store_fence);
-    if (rc < 0) {
-        reply(req, "ERR store: %s", strerror(errno));
-    } else if (rc == BOOKING_TAKEN) {
-        reply(req, "TAKEN %s", holder);
-    } else if (rc == BOOKING_STALE) {
-        say("table:%s lookup with fence %" PRIu64 " refused by the store (store has %" PRIu64 ")",
-            req->table, fence, store_fence);
-        reply(req, "STALE %" PRIu64 " %" PRIu64, fence, store_fence);
+    if (rc < 0 || rc == BOOKING_TAKEN || rc == BOOKING_STALE) {
+        answer_refusal(req, "lookup", rc, holder, fence, store_fence);
     } else {
         say("table:%s free: working %lld ms before the write", req->table, (long long)cfg.work_ms);
         ev_timer_set(&req->work, (double)cfg.work_ms / 1000.0, 0.0);
