@@ -53,6 +53,24 @@ static redisReader *reader;
 static int hook_mode; /* 0 none; 1 the hook may release; 2 it may also free */
 static uint64_t rng_state;
 static int freeing; /* inside free_client() */
+static redlease_client *zombie; /* freed, its teardown not yet run */
+
+/* A client freed from inside the library is torn down when the library's
+ * outermost call returns (inside its timer), or else by its timer, which it
+ * must have asked for at once: fire it, as a loop would. */
+static void finish_zombie(void)
+{
+    if (!zombie) return;
+    if (!F.detached) {
+        EXPECT(F.timer_at >= 0 && F.timer_at <= F.now);
+        F.c = zombie;
+        fake_run(&F);
+    }
+    EXPECT(F.detached == 1);
+    F.c = NULL;
+    zombie = NULL;
+    fake_free(&F);
+}
 
 static uint32_t rng_fn(void *arg)
 {
@@ -72,9 +90,18 @@ static void free_client(void)
         redlease_client_free(F.c);
         return;
     }
+    redlease_client *c = F.c;
     freeing = 1;
-    fake_free(&F);
+    redlease_client_free(c);
     freeing = 0;
+    F.c = NULL;
+    /* Freed from inside the library (the event hook): the teardown waits
+     * for the end of the library's call, or for the timer, and the fake's
+     * commands must wait with it (the teardown fails them). */
+    if (!F.detached)
+        zombie = c;
+    else
+        fake_free(&F); /* F.c is NULL: frees the commands only */
     for (int i = 0; i < NL; i++) {
         /* free ends every handle: released ones got on_release by now */
         EXPECT(!L[i].alive || !L[i].release_called);
@@ -108,7 +135,9 @@ static void check_not_held(const lease *l)
 static void cb_acq(redlease_lock *lk, int st, void *arg)
 {
     lease *l = arg;
-    EXPECT(l->lk == lk && !l->in_call);
+    /* Not inside the call that started it, unless the client is being
+     * freed (free ends every handle before it returns, wherever it is). */
+    EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && !l->acq && !l->rel);
     EXPECT(st <= 0 && st >= REDLEASE_ESYS && st != REDLEASE_EINVAL &&
            st != REDLEASE_ENOTHELD);
@@ -133,7 +162,7 @@ static void cb_lost(redlease_lock *lk, int reason, void *arg)
 static void cb_rel(redlease_lock *lk, int st, void *arg)
 {
     lease *l = arg;
-    EXPECT(l->lk == lk && !l->in_call);
+    EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && l->acq && l->release_called && !l->rel);
     EXPECT(st <= 0 && st >= REDLEASE_ESYS && st != REDLEASE_EINVAL);
     l->rel = 1;
@@ -303,9 +332,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     reset_reader();
     for (int s = 0; s < MAX_STEPS && F.c && fuzz_left(&in); s++) {
         step();
+        finish_zombie();
         check_held();
     }
     free_client();
+    finish_zombie();
     redisReaderFree(reader);
     reader = NULL;
     EXPECT(fake_alloc_live() == 0);

@@ -23,7 +23,7 @@ for t in "$@"; do
         "$scratch" "$srcdir/tests/fuzz/corpus/$t" >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    cov=$(grep -E '^#[0-9]+ .*(cov|ft): ' "$log" | tail -n 1 |
+    cov=$(grep -E '^#[0-9]+[[:space:]].*(cov|ft): ' "$log" | tail -n 1 |
           grep -oE '(cov|ft|corp): [^ ]+' | tr '\n' ' ')
     if [ "$rc" -eq 0 ]; then
         echo "check-fuzz: $t ok: ${execs:-?} executions, ${cov:-no coverage line}"
