@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 /* ------------------------------------------------------------ transport */
 
 static int fake_connect_op(void *self, const rl_endpoint *ep)
@@ -142,6 +144,19 @@ void fake_connect(fake *f)
     fake_run(f);
 }
 
+void fake_connect_raw(fake *f)
+{
+    f->connecting = 0;
+    f->connected = 1;
+    rl_core_on_connected(f->c, REDLEASE_OK, NULL);
+}
+
+void fake_connect_fail(fake *f)
+{
+    f->connecting = 0;
+    rl_core_on_connected(f->c, REDLEASE_ECONN, "connection refused (fake)");
+}
+
 void fake_start(fake *f, const redlease_client_options *o)
 {
     fake_attach(f, o);
@@ -197,6 +212,35 @@ void fake_reply_err(fake *f, const char *s)
 void fake_reply_str(fake *f, const char *s)
 {
     rl_reply r = {RL_REPLY_STRING, 0, s, strlen(s)};
+    answer(f, &r);
+}
+
+/* The same mapping as hr_convert() in src/transport_hiredis.c (static
+ * there): keep the two in step. */
+void fake_reply_raw(fake *f, const struct redisReply *reply)
+{
+    rl_reply r = {RL_REPLY_OTHER, 0, NULL, 0};
+    switch (reply->type) {
+    case REDIS_REPLY_STATUS: r.type = RL_REPLY_STATUS; break;
+    case REDIS_REPLY_ERROR: r.type = RL_REPLY_ERROR; break;
+    case REDIS_REPLY_STRING: r.type = RL_REPLY_STRING; break;
+    case REDIS_REPLY_INTEGER:
+        r.type = RL_REPLY_INTEGER;
+        r.integer = reply->integer;
+        break;
+    case REDIS_REPLY_NIL: r.type = RL_REPLY_NIL; break;
+#ifdef REDIS_REPLY_BOOL
+    case REDIS_REPLY_BOOL:
+        r.type = RL_REPLY_INTEGER;
+        r.integer = reply->integer != 0 ? 1 : 0;
+        break;
+#endif
+    default: break;
+    }
+    if (r.type == RL_REPLY_STATUS || r.type == RL_REPLY_ERROR || r.type == RL_REPLY_STRING) {
+        r.str = reply->str;
+        r.len = reply->str != NULL ? (size_t)reply->len : 0;
+    }
     answer(f, &r);
 }
 

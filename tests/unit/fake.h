@@ -38,6 +38,10 @@ void fake_start(fake *f, const redlease_client_options *o);
 void fake_attach(fake *f, const redlease_client_options *o);
 /* Finish the connect and answer the handshake (AUTH/SELECT OK, SCRIPT LOAD). */
 void fake_connect(fake *f);
+/* Finish the connect, leaving the handshake commands for the test to answer. */
+void fake_connect_raw(fake *f);
+/* The pending connect fails. */
+void fake_connect_fail(fake *f);
 /* Fire the loop timer while it is due at the current virtual time. */
 void fake_run(fake *f);
 /* Move the clock forward by ms, firing the timer at each deadline on the way. */
@@ -54,6 +58,10 @@ void fake_reply_nil(fake *f);
 void fake_reply_int(fake *f, long long v);
 void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
+/* Answer with a reply as hiredis parsed it (converted as the hiredis
+ * transport converts it). */
+struct redisReply;
+void fake_reply_raw(fake *f, const struct redisReply *r);
 /* The connection breaks: pending commands get NULL, then the disconnect. */
 void fake_break(fake *f);
 /* Free the client (and the fake's commands). */
