@@ -524,7 +524,10 @@ void rl_lock_end_by_client(struct redlease_lock *lk)
         lk->lost_reason = REDLEASE_LOST_CLOSED;
         owe(lk, RL_NOTIFY_LOST);
     }
-    if (lk->state == RL_LOCK_RELEASING) {
+    /* Released by the user (user_ref: on_release not delivered yet) with
+     * no outcome owed yet: releasing, or freed by a hook in the middle of
+     * redlease_release() itself. */
+    if (lk->release_called && lk->user_ref && !(lk->notify & RL_NOTIFY_RELEASE)) {
         lk->release_status = REDLEASE_ECANCELED;
         owe(lk, RL_NOTIFY_RELEASE);
     }
@@ -643,16 +646,19 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
     lk->release_called = 1;
     lk->on_release = on_release;
     lk->release_arg = arg;
+    /* finish_acquire() and cancel_unannounced() can reach the event hook,
+     * which may free the client: then the handle has been ended (its
+     * on_release(ECANCELED) delivered) and nothing more is owed. */
     switch (lk->state) {
     case RL_LOCK_ACQUIRING:
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
-        finish_release(lk, REDLEASE_OK, now);
+        if (!c->dead) finish_release(lk, REDLEASE_OK, now);
         break;
     case RL_LOCK_HELD:
         if (lk->notify & RL_NOTIFY_ACQUIRE) {
             cancel_unannounced(lk, now);
-            finish_release(lk, REDLEASE_OK, now);
+            if (!c->dead) finish_release(lk, REDLEASE_OK, now);
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
@@ -664,7 +670,7 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         finish_release(lk, lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK, now);
         break;
     }
-    reschedule(lk);
+    if (!c->dead) reschedule(lk);
     rl_leave(c);
     return REDLEASE_OK;
 }

@@ -1010,6 +1010,47 @@ static void test_free_inside_event_hook_is_deferred(void)
     end(&f);
 }
 
+static void on_event_free_on_failed(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    fake *f = arg;
+    if (ev->type == REDLEASE_EV_ACQUIRE_FAILED) {
+        redlease_client_free(c);
+        f->c = NULL;
+    }
+}
+
+/* redlease_release() of a handle still acquiring reports the acquire
+ * cancelled (an event); an event hook that frees the client right there
+ * must still get on_release exactly once (found by fuzz_replies). */
+static void test_free_in_hook_during_release_of_acquiring(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_event_cb(f.c, on_event_free_on_failed, &f);
+    redlease_client *c = f.c;
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    start_lock(&f, &r, "x", &o);
+    fake_run(&f); /* the attempt is out */
+    /* Called directly: the callbacks run inside it, from the free the hook
+     * makes, not from the release itself. */
+    CHECK_EQ(redlease_release(r.lk, on_rel, &r), REDLEASE_OK);
+    CHECK(f.c == NULL);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_ECANCELED);
+    CHECK_STR(r.order, "AR");
+    f.c = c;
+    fake_run(&f); /* the deferred teardown */
+    CHECK_EQ(f.detached, 1);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.rel_calls, 1);
+    f.c = NULL;
+    end(&f);
+}
+
 static void test_calls_from_callbacks_during_free(void)
 {
     fake_alloc_install();
@@ -1586,6 +1627,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_free_inside_on_lost),
         TEST_CASE(test_free_inside_on_release),
         TEST_CASE(test_free_inside_event_hook_is_deferred),
+        TEST_CASE(test_free_in_hook_during_release_of_acquiring),
         TEST_CASE(test_calls_from_callbacks_during_free),
         TEST_CASE(test_disconnect_mid_renewal_then_reverify),
         TEST_CASE(test_reconnect_idle_lease_reverified_at_once),
