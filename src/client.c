@@ -146,7 +146,10 @@ static void arm(redlease_client *c)
     if (!c->loop) return;
     int64_t at;
     int hs_failed = c->hs_failed && c->conn == RL_CONN_HANDSHAKE;
-    if (!rl_list_empty(&c->notify) || c->flush_needed || hs_failed || c->dead || c->close_check) {
+    /* What waited for a connection that broke again before the timer sent
+     * it waits for the next one: due now only while the link is ready. */
+    int flush = c->flush_needed && rl_client_ready(c);
+    if (!rl_list_empty(&c->notify) || flush || hs_failed || c->dead || c->close_check) {
         at = 0; /* due now */
     } else {
         rl_heap_node *top = rl_heap_top(&c->heap);

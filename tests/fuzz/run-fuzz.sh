@@ -5,7 +5,8 @@
 # and writes what it finds to BUILDDIR/fuzz-corpus/T (copy small, new
 # inputs worth keeping into the seed corpus by hand). A crash, leak or
 # timeout leaves its input in BUILDDIR/fuzz-artifacts/ and fails the run.
-# Prints the executions run and the coverage reached per target.
+# Prints the executions run and the coverage reached per target, and
+# leaves BUILDDIR/fuzz-artifacts/TARGET.trs with its PASS or FAIL.
 set -u
 builddir=$1 srcdir=$2 seconds=$3
 shift 3
@@ -27,10 +28,14 @@ for t in "$@"; do
           grep -oE '(cov|ft|corp): [^ ]+' | tr '\n' ' ')
     if [ "$rc" -eq 0 ]; then
         echo "check-fuzz: $t ok: ${execs:-?} executions, ${cov:-no coverage line}"
+        result=PASS
     else
         tail -n 40 "$log"
         echo "check-fuzz: $t FAILED (exit $rc) after ${execs:-?} executions; see $log"
-        failed=1
+        failed=1 result=FAIL
     fi
+    # One result per target in automake's .trs format, so whoever counts
+    # the suite's results (.ci/run) counts the fuzz runs too.
+    printf ':test-result: %s\n' "$result" >"$builddir/fuzz-artifacts/$t.trs"
 done
 exit "$failed"

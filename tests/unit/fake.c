@@ -127,9 +127,13 @@ const char *fake_sha(int i)
 
 void fake_connect(fake *f)
 {
-    f->connecting = 0;
-    f->connected = 1;
-    rl_core_on_connected(f->c, REDLEASE_OK, NULL);
+    fake_connect_raw(f);
+    fake_answer_handshake(f);
+    fake_run(f);
+}
+
+void fake_answer_handshake(fake *f)
+{
     while (fake_peek(f)) {
         fake_cmd *cmd = fake_peek(f);
         if (strcmp(cmd->argv[0], "SCRIPT") == 0) {
@@ -141,7 +145,6 @@ void fake_connect(fake *f)
             fake_reply_status(f, "OK");
         }
     }
-    fake_run(f);
 }
 
 void fake_connect_raw(fake *f)

@@ -38,6 +38,9 @@ void fake_start(fake *f, const redlease_client_options *o);
 void fake_attach(fake *f, const redlease_client_options *o);
 /* Finish the connect and answer the handshake (AUTH/SELECT OK, SCRIPT LOAD). */
 void fake_connect(fake *f);
+/* Answer every pending command as the handshake's (SCRIPT LOAD: its SHA,
+ * others OK), without running the timer. */
+void fake_answer_handshake(fake *f);
 /* Finish the connect, leaving the handshake commands for the test to answer. */
 void fake_connect_raw(fake *f);
 /* The pending connect fails. */

@@ -1124,6 +1124,39 @@ static void test_reconnect_idle_lease_reverified_at_once(void)
     end(&f);
 }
 
+/* A connection that becomes ready and breaks before the timer has sent
+ * what waited for it: the timer must sleep until the reconnect, not fire
+ * "now" again and again (found by fuzz_replies: a busy loop until the
+ * next connect). */
+static void test_ready_then_broken_before_flush_does_not_spin(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_attach(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    start_lock(&f, &r, "x", &o);
+    fake_run(&f);               /* the attempt waits for the connection */
+    fake_connect_raw(&f);
+    fake_answer_handshake(&f); /* ready: the waiting attempt is due */
+    fake_break(&f);             /* and gone before the timer ran */
+    CHECK(f.timer_at > f.now);  /* asleep until the reconnect */
+    if (f.timer_at <= f.now) {  /* fake_run would spin for ever */
+        f.timer_at = -1;
+        end(&f);
+        return;
+    }
+    fake_advance(&f, 60);       /* reconnect_min_ms 50: connecting again */
+    CHECK(f.connecting);
+    fake_connect(&f);           /* the attempt goes out on the next link */
+    CHECK(cmd_is(&f, "SET", NULL));
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
 static void test_no_reconnect_means_expired(void)
 {
     fake f;
@@ -1632,6 +1665,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_disconnect_mid_renewal_then_reverify),
         TEST_CASE(test_reconnect_idle_lease_reverified_at_once),
         TEST_CASE(test_no_reconnect_means_expired),
+        TEST_CASE(test_ready_then_broken_before_flush_does_not_spin),
         TEST_CASE(test_uncertain_acquire_cleared_before_retry),
         TEST_CASE(test_confirmation_after_a_stall_is_too_late),
         TEST_CASE(test_noscript_falls_back_to_eval),
