@@ -815,6 +815,95 @@ static void test_release_outcomes(void)
     }
 }
 
+/* What a handle tells in each state: only a held, locally valid lease on
+ * the connection that confirmed it reads as held; its identity (key,
+ * token, fence, client) stays readable until the handle ends. */
+static void check_identity(rec *r, redlease_client *c, uint64_t fence)
+{
+    CHECK_STR(redlease_lock_key(r->lk), "lock:x");
+    CHECK_EQ(redlease_lock_key_len(r->lk), 6);
+    CHECK_EQ(strlen(redlease_lock_token(r->lk)), 32);
+    CHECK_EQ(redlease_lock_fence(r->lk), fence);
+    CHECK(redlease_lock_client(r->lk) == c);
+}
+
+static void on_rel_check_identity(rec *r, redlease_lock *lk)
+{
+    (void)lk;
+    check_identity(r, r->f->c, 7); /* inside on_release, the last callback */
+    CHECK_EQ(redlease_lock_held(r->lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r->lk), 0);
+}
+
+static void test_accessors_in_every_state(void)
+{
+    fake_alloc_install();
+    CHECK_EQ(redlease_lock_held(NULL), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(NULL), 0);
+    CHECK(redlease_lock_key(NULL) == NULL);
+    CHECK_EQ(redlease_lock_key_len(NULL), 0);
+    CHECK(redlease_lock_token(NULL) == NULL);
+    CHECK_EQ(redlease_lock_fence(NULL), 0);
+    CHECK(redlease_lock_client(NULL) == NULL);
+
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {.on_rel_do = on_rel_check_identity};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    start_lock(&f, &r, "x", &o); /* acquiring */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
+    check_identity(&r, f.c, 0);
+    fake_run(&f);
+    fake_reply_int(&f, 7);
+    CHECK_EQ(redlease_lock_held(r.lk), 1); /* confirmed: held before on_acquire runs */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 3000 - 32); /* drift margin */
+    check_identity(&r, f.c, 7);
+    fake_advance(&f, 1000); /* renewal in flight: still held */
+    CHECK(cmd_is(&f, "EVALSHA", NULL));
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_break(&f); /* the link that confirmed it is gone: not held, time left */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK(redlease_lock_remaining_ms(r.lk) > 0);
+    fake_advance(&f, 60);
+    fake_connect(&f); /* reconnected: held only once a renewal confirms */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK(cmd_is(&f, "EVALSHA", NULL));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_until(&f, f.now + 5000); /* no more answers: lost at its deadline */
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
+    check_identity(&r, f.c, 7); /* lost, not ended: still readable */
+    release(&r);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
+
+    end(&f);
+
+    fake_start(&f, NULL);
+    rec r2 = {.on_rel_do = on_rel_check_identity};
+    hold(&f, &r2, "x", o);
+    release(&r2); /* releasing: no longer safe to act, still readable */
+    CHECK_EQ(redlease_lock_held(r2.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r2.lk), 0);
+    check_identity(&r2, f.c, 7);
+    fake_run(&f);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r2.rel_calls, 1);
+    CHECK_EQ(r2.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
 static void on_close_done(redlease_client *c, void *arg);
 
 static void test_release_without_connection_is_econn(void)
@@ -1646,6 +1735,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_ok_too_late_to_use_is_not_reported),
         TEST_CASE(test_stale_renew_reply_after_release_ignored),
         TEST_CASE(test_release_outcomes),
+        TEST_CASE(test_accessors_in_every_state),
         TEST_CASE(test_release_without_connection_is_econn),
         TEST_CASE(test_close_cancels_unannounced_lease),
         TEST_CASE(test_release_retried_across_reconnect),
