@@ -1512,8 +1512,33 @@ static void test_many_leases_one_timer_pipelined(void)
 
 static void test_events_carry_lease_facts(void);
 
-/* Allocation failure at every allocation point of a whole lease life. */
-static void oom_scenario(long fail_at, int *ended_ok)
+/* Answers every pending command as a healthy Redis would. */
+static void answer_all(fake *f)
+{
+    while (fake_peek(f)) {
+        fake_cmd *c = fake_peek(f);
+        if (strcmp(c->argv[0], "SET") == 0)
+            fake_reply_status(f, "OK");
+        else if (strcmp(c->argv[0], "SCRIPT") == 0)
+            fake_reply_str(f, fake_sha(0));
+        else if (strcmp(c->argv[0], "EVALSHA") == 0 || strcmp(c->argv[0], "EVAL") == 0)
+            fake_reply_int(f, 1);
+        else
+            fake_reply_status(f, "OK");
+    }
+}
+
+static void on_oom_closed(redlease_client *c, void *arg)
+{
+    (void)c;
+    ++*(int *)arg;
+}
+
+/* Allocation failure at every allocation point of a whole lease life.
+ * Variant 0: one lease acquired, renewed, released, the client freed.
+ * Variant 1: a plain and a fenced lease, the connection broken and made
+ * again while they are held, then a graceful client close. */
+static void oom_scenario(int variant, long fail_at, int *ended_ok)
 {
     fake f;
     fake_alloc_fail_at(fail_at);
@@ -1522,35 +1547,48 @@ static void oom_scenario(long fail_at, int *ended_ok)
         fake_alloc_fail_at(0);
         return;
     }
-    rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 500;
-    int rc = start_lock(&f, &r, "x", &o);
-    CHECK(rc == REDLEASE_OK || rc == REDLEASE_ENOMEM);
-    if (rc == REDLEASE_OK) {
-        for (int step = 0; step < 20; step++) {
+    rec r[2] = {{0}, {0}};
+    int nlocks = variant ? 2 : 1, started = 0;
+    for (int i = 0; i < nlocks; i++) {
+        redlease_lock_options o = opts(3000);
+        o.wait_ms = 500;
+        o.fencing = i == 1;
+        int rc = start_lock(&f, &r[i], i ? "y" : "x", &o);
+        CHECK(rc == REDLEASE_OK || rc == REDLEASE_ENOMEM);
+        if (rc == REDLEASE_OK) started |= 1 << i;
+    }
+    for (int step = 0; step < 20; step++) {
+        fake_advance(&f, 100);
+        answer_all(&f);
+        if (variant && step == 8 && f.connected) fake_break(&f);
+        if (!f.connected && !f.connecting && step % 3 == 0) fake_connect(&f);
+    }
+    for (int i = 0; i < nlocks; i++) {
+        if (!(started & 1 << i)) continue;
+        CHECK_EQ(r[i].acq_calls, 1); /* exactly once, whatever failed */
+        CHECK(r[i].lost_calls <= 1);
+    }
+    int closed = 0, all_ok = 1;
+    if (variant) {
+        redlease_client_close(f.c, on_oom_closed, &closed);
+        for (int step = 0; step < 30 && !closed; step++) {
             fake_advance(&f, 100);
-            while (fake_peek(&f)) {
-                fake_cmd *c = fake_peek(&f);
-                if (strcmp(c->argv[0], "SET") == 0)
-                    fake_reply_status(&f, "OK");
-                else if (strcmp(c->argv[0], "SCRIPT") == 0)
-                    fake_reply_str(&f, fake_sha(0));
-                else if (strcmp(c->argv[0], "EVALSHA") == 0 || strcmp(c->argv[0], "EVAL") == 0)
-                    fake_reply_int(&f, 1);
-                else
-                    fake_reply_status(&f, "OK");
-            }
-            if (!f.connected && !f.connecting && step % 3 == 0) fake_connect(&f);
+            answer_all(&f);
         }
-        CHECK(r.acq_calls == 1);
-        CHECK(r.lost_calls <= 1);
-        release(&r);
+        CHECK_EQ(closed, 1);
+        f.c = NULL;
+        for (int i = 0; i < nlocks; i++) {
+            if (!(started & 1 << i)) continue;
+            all_ok &= r[i].acq_status == REDLEASE_OK && r[i].lost_reason == REDLEASE_LOST_CLOSED;
+        }
+        if (started == 3 && all_ok) (*ended_ok)++;
+    } else if (started) {
+        release(&r[0]);
         fake_advance(&f, 100);
         while (fake_peek(&f)) fake_reply_int(&f, 1);
         fake_run(&f);
-        CHECK_EQ(r.rel_calls, 1);
-        if (r.acq_status == REDLEASE_OK && r.rel_status == REDLEASE_OK) (*ended_ok)++;
+        CHECK_EQ(r[0].rel_calls, 1);
+        if (r[0].acq_status == REDLEASE_OK && r[0].rel_status == REDLEASE_OK) (*ended_ok)++;
     }
     fake_alloc_fail_at(0);
     end(&f);
@@ -1559,14 +1597,17 @@ static void oom_scenario(long fail_at, int *ended_ok)
 static void test_allocation_failure_everywhere(void)
 {
     fake_alloc_install();
-    long before = fake_alloc_count();
-    int ok = 0;
-    oom_scenario(0, &ok); /* count the allocations of a whole run */
-    long total = fake_alloc_count() - before;
-    CHECK(total > 5);
-    CHECK_EQ(ok, 1);
-    for (long n = 1; n <= total + 2; n++) oom_scenario(n, &ok);
-    CHECK_EQ(fake_alloc_live(), 0);
+    for (int variant = 0; variant < 2; variant++) {
+        long before = fake_alloc_count();
+        int ok = 0;
+        oom_scenario(variant, 0, &ok); /* count the allocations of a whole run */
+        long total = fake_alloc_count() - before;
+        CHECK(total > 5);
+        CHECK_EQ(ok, 1);
+        printf("# allocation sweep, variant %d: %ld allocation points\n", variant, total);
+        for (long n = 1; n <= total + 2; n++) oom_scenario(variant, n, &ok);
+        CHECK_EQ(fake_alloc_live(), 0);
+    }
 }
 
 static redlease_event seen[64];
