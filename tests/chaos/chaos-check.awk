@@ -34,6 +34,8 @@ function last_below(key, n, x,    lo, hi, mid) {
 
 file == "faults.log" {
     if ($2 == "skipped") { skipped[$3] = 1; next }
+    # Refused by Redis (or no answer): shown, not counted as injected.
+    if ($2 ~ /^failed-/) { kinds[$2]++; next }
     kinds[$2]++; nfaults++
     # A restart empties Redis: a holder confirmed before the kill may still
     # be locally valid up to a TTL later, so the window runs to up + TTL.
@@ -123,7 +125,8 @@ END {
     for (k = 1; k <= nlost; k++) {
         j = last_below(c, n, lost_a[k] + 0.0005) + 1
         while (j <= n && cw[j] == lost_w[k]) j++
-        if (j > n || lost_t[k] <= c[j]) { lost_before++; continue }
+        if (j > n) { lost_unfollowed++; continue } # nobody acquired it after
+        if (lost_t[k] <= c[j]) { lost_before++; continue }
         late = lost_t[k] - c[j]
         if (stopped(lost_w[k], c[j] - ttl, lost_t[k]) || in_restart(lost_a[k], c[j])) { lost_excused++; continue }
         if (late > max_late) max_late = late
@@ -137,7 +140,7 @@ END {
     printf "\n"
     printf "figure: workers %d, acquisitions %d, critical sections %d (writes accepted %d, refused %d; reads refused %d)\n", nworkers, nacq, cs, store_accepted, store_refused, reads_refused
     printf "figure: writes after the lease was lost (held() 0 after the write): refused %d, accepted %d (before the next holder read)\n", unconfirmed["refused"], unconfirmed["accepted"]
-    printf "figure: losses expired=%d not-owner=%d closed=%d; reported before the next acquire %d, late within %d ms %d (max %.1f ms), holder frozen or key lost in a restart %d\n", lost_by[1], lost_by[2], lost_by[4], lost_before, slack, lost_late_ok, max_late, lost_excused
+    printf "figure: losses expired=%d not-owner=%d closed=%d; reported before the next acquire %d, late within %d ms %d (max %.1f ms), holder frozen or key lost in a restart %d, no later acquire %d\n", lost_by[1], lost_by[2], lost_by[4], lost_before, slack, lost_late_ok, max_late, lost_excused, lost_unfollowed
     printf "figure: overlaps %d outside restart windows, %d touching %d restart windows\n", overlaps + 0, restart_overlaps + 0, nrestart
     printf "figure: counter %d, accepted writes %d (store log) %d (workers)\n", counter, store_accepted, worker_accepted
     printf "figure: exits%s\n", exits

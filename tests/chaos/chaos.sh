@@ -47,7 +47,13 @@ now_ms() { "$worker_bin" --now; }
 # rand_between LO HI: an integer in [LO, HI] from the seeded RANDOM.
 rand_between() { echo $(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }
 ms_to_s() { printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )); }
-rcli() { timeout 10 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@" >/dev/null 2>&1; }
+# rcli CMD...: fails on no answer and on an error reply (redis-cli itself
+# exits 0 on one), so a fault Redis refused is never counted as injected.
+rcli() {
+    local reply
+    reply=$(timeout 10 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@" 2>&1) || return 1
+    case $reply in ERR* | *"(error)"* | WRONGTYPE* | NOPERM*) return 1 ;; esac
+}
 
 redis_harness_start || exit 1
 [ -n "${REDLEASE_TEST_REDIS_CLI:-}" ] || { echo "chaos: redis-cli is needed" >&2; exit 1; }
@@ -116,19 +122,19 @@ while [ "$(date +%s)" -lt "$end" ]; do
             t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
             echo "$t0 stop $(now_ms) worker=$w" >>"$faults" ;;
         kill)
-            rcli CLIENT KILL TYPE normal
-            echo "$t0 kill $(now_ms)" >>"$faults" ;;
+            rcli CLIENT KILL TYPE normal || kind=failed-$kind
+            echo "$t0 $kind $(now_ms)" >>"$faults" ;;
         restart)
             redis_harness_restart || { echo "chaos: redis did not restart" >&2; exit 1; }
             echo "$t0 restart $(now_ms)" >>"$faults" ;;
         sleep-renew | sleep-ttl)
             if [ "$kind" = sleep-renew ]; then d=$(( ttl / 2 )); else d=$(( ttl * 3 / 2 )); fi
-            rcli DEBUG SLEEP "$(ms_to_s "$d")"
+            rcli DEBUG SLEEP "$(ms_to_s "$d")" || kind=failed-$kind
             echo "$t0 $kind $(now_ms) ms=$d" >>"$faults" ;;
         pause-write | pause-all)
             d=$(rand_between $(( ttl / 2 )) $(( ttl * 3 / 2 )))
             if [ "$kind" = pause-write ]; then mode=WRITE; else mode=ALL; fi
-            rcli CLIENT PAUSE "$d" "$mode"; sleep "$(ms_to_s "$d")"
+            if rcli CLIENT PAUSE "$d" "$mode"; then sleep "$(ms_to_s "$d")"; else kind=failed-$kind; fi
             echo "$t0 $kind $(now_ms) ms=$d" >>"$faults" ;;
     esac
 done

@@ -24,6 +24,25 @@
 
 static const char *sock_path; /* the real redis-server */
 
+/* Every duration below is a multiple of S: 1 for a plain build, more
+ * where the code runs slower (sanitizers, valgrind), so no timeout a case
+ * does not test can fire on a slow run. Set in main(). */
+static int64_t S = 1;
+
+static int64_t time_scale(void)
+{
+    const char *w = getenv("REDLEASE_TEST_WRAPPER");
+    if (w && *w) return 5; /* valgrind */
+#if defined(__SANITIZE_ADDRESS__)
+    return 2;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 2;
+#endif
+#endif
+    return 1;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -92,7 +111,7 @@ static void o_event(redlease_client *c, const redlease_event *ev, void *arg)
  * with release(), *flag is the on_release count, after which lk is freed. */
 static int run_until(int *flag, int64_t ms, redlease_lock *lk_never)
 {
-    int64_t end = mono_ms() + ms;
+    int64_t end = mono_ms() + ms * S;
     while (!*flag && mono_ms() < end) {
         testloop_run_once(5);
         /* once *flag is set by on_release, the handle is gone */
@@ -114,10 +133,10 @@ static redlease_client *client_at(const char *path, obs *o, const char *password
     co.unix_path = path;
     co.password = password;
     co.db = db;
-    co.connect_timeout_ms = 100;
-    co.command_timeout_ms = 100;
-    co.reconnect_min_ms = 10;
-    co.reconnect_max_ms = 40;
+    co.connect_timeout_ms = 100 * S;
+    co.command_timeout_ms = 100 * S;
+    co.reconnect_min_ms = 10 * S;
+    co.reconnect_max_ms = 40 * S;
     redlease_client *c = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     redlease_client_set_event_cb(c, o_event, o);
@@ -129,10 +148,10 @@ static redlease_lock_options lopts(int64_t ttl, int64_t wait, int fencing)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    o.ttl_ms = ttl;
-    o.wait_ms = wait;
-    o.retry_base_ms = 10;
-    o.retry_max_ms = 40;
+    o.ttl_ms = ttl * S;
+    o.wait_ms = wait * S;
+    o.retry_base_ms = 10 * S;
+    o.retry_max_ms = 40 * S;
     o.fencing = fencing;
     return o;
 }
@@ -153,7 +172,7 @@ static void release(obs *o, redlease_lock *lk_never)
 static void finish(redlease_client *c, obs *o)
 {
     redlease_client_free(c);
-    int64_t end = mono_ms() + 2000;
+    int64_t end = mono_ms() + 2000 * S;
     while (testloop_pending() && mono_ms() < end) testloop_run_once(5);
     CHECK_EQ(testloop_pending(), 0);
     /* exactly once, whatever came after */
@@ -306,9 +325,9 @@ static void test_acquire_half_reply_then_silence(void)
     int64_t t = mono_ms();
     run_until(&o.acq, 3000, o.lk);
     CHECK_EQ(o.acq_st, REDLEASE_ETIMEDOUT);
-    CHECK(mono_ms() - t >= 90);
+    CHECK(mono_ms() - t >= 90 * S);
     int dropped = 0;
-    int64_t end = mono_ms() + 2000;
+    int64_t end = mono_ms() + 2000 * S;
     while (mono_ms() < end && !dropped) {
         run_for(10, o.lk);
         dropped = fr_accepts(f) >= 2; /* dropped and reconnected */
@@ -377,7 +396,7 @@ static void renew_expect(const fr_script *s, int keeps, int reason, int fail_sta
     obs o = {0};
     redlease_client *c = client_at(fr_path(f), &o, NULL, 0);
     redlease_lock_options lo = lopts(400, 0, 0);
-    lo.renew_interval_ms = 100;
+    lo.renew_interval_ms = 100 * S;
     acquire(c, &o, "res", lo);
     run_until(&o.acq, 3000, NULL);
     CHECK_EQ(o.acq_st, REDLEASE_OK);
@@ -600,7 +619,7 @@ static const char *get_bin(const char *key, size_t len)
 static redlease_client *real_client(obs *o, const char *password)
 {
     redlease_client *c = client_at(sock_path, o, password, 0);
-    int64_t end = mono_ms() + 3000;
+    int64_t end = mono_ms() + 3000 * S;
     while (!redlease_client_connected(c) && mono_ms() < end) testloop_run_once(5);
     return c;
 }
@@ -690,7 +709,7 @@ static void test_real_wrongtype(void)
 
     obs b = {0};
     redlease_lock_options lo = lopts(400, 0, 0);
-    lo.renew_interval_ms = 100;
+    lo.renew_interval_ms = 100 * S;
     hold_real(c, &b, "wt2", lo);
     ADM("DEL lock:wt2");
     ADM("HSET lock:wt2 f v");
@@ -765,7 +784,7 @@ static void test_real_oom(void)
     obs held = {0};
     redlease_client *c = real_client(&held, NULL);
     redlease_lock_options lo = lopts(600, 0, 0);
-    lo.renew_interval_ms = 100;
+    lo.renew_interval_ms = 100 * S;
     hold_real(c, &held, "oom-held", lo);
     ADM("CONFIG SET maxmemory-policy noeviction");
     ADM("CONFIG SET maxmemory 1");
@@ -843,6 +862,8 @@ int main(int argc, char **argv)
         printf("Bail out! cannot reach redis at %s\n", sock_path);
         return 1;
     }
+    S = time_scale();
+    printf("# durations scaled by %lld\n", (long long)S);
     testloop_init();
     make_huge_bulk();
     static const test_case tests[] = {
