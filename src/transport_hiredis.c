@@ -29,7 +29,7 @@
 
 #include "alloc.h"
 #include "redlease.h"
-#include "transport.h"
+#include "transport_hiredis.h"
 
 typedef struct rl_hiredis {
     struct redlease_client *client;
@@ -47,7 +47,7 @@ static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
     return dflt;
 }
 
-static void hr_convert(const redisReply *reply, rl_reply *r)
+void rl_hiredis_convert_reply(const redisReply *reply, rl_reply *r)
 {
     memset(r, 0, sizeof(*r));
     switch (reply->type) {
@@ -83,7 +83,7 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
         return;
     }
     rl_reply r;
-    hr_convert((const redisReply *)reply, &r);
+    rl_hiredis_convert_reply((const redisReply *)reply, &r);
     rl_core_on_reply(t->client, req, &r);
 }
 

@@ -5,6 +5,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "transport_hiredis.h"
+
 /* ------------------------------------------------------------ transport */
 
 static int fake_connect_op(void *self, const rl_endpoint *ep)
@@ -218,32 +220,10 @@ void fake_reply_str(fake *f, const char *s)
     answer(f, &r);
 }
 
-/* The same mapping as hr_convert() in src/transport_hiredis.c (static
- * there): keep the two in step. */
 void fake_reply_raw(fake *f, const struct redisReply *reply)
 {
-    rl_reply r = {RL_REPLY_OTHER, 0, NULL, 0};
-    switch (reply->type) {
-    case REDIS_REPLY_STATUS: r.type = RL_REPLY_STATUS; break;
-    case REDIS_REPLY_ERROR: r.type = RL_REPLY_ERROR; break;
-    case REDIS_REPLY_STRING: r.type = RL_REPLY_STRING; break;
-    case REDIS_REPLY_INTEGER:
-        r.type = RL_REPLY_INTEGER;
-        r.integer = reply->integer;
-        break;
-    case REDIS_REPLY_NIL: r.type = RL_REPLY_NIL; break;
-#ifdef REDIS_REPLY_BOOL
-    case REDIS_REPLY_BOOL:
-        r.type = RL_REPLY_INTEGER;
-        r.integer = reply->integer != 0 ? 1 : 0;
-        break;
-#endif
-    default: break;
-    }
-    if (r.type == RL_REPLY_STATUS || r.type == RL_REPLY_ERROR || r.type == RL_REPLY_STRING) {
-        r.str = reply->str;
-        r.len = reply->str != NULL ? (size_t)reply->len : 0;
-    }
+    rl_reply r;
+    rl_hiredis_convert_reply(reply, &r);
     answer(f, &r);
 }
 

@@ -1,0 +1,14 @@
+/* The one piece of the hiredis binding other code shares: how a hiredis
+ * reply becomes the core's rl_reply. The unit-test rig and the fuzzers feed
+ * replies through it too, so they test the mapping the library uses. */
+#ifndef REDLEASE_TRANSPORT_HIREDIS_H
+#define REDLEASE_TRANSPORT_HIREDIS_H
+
+#include "transport.h"
+
+struct redisReply;
+
+/* Fills r from reply; r's text points into reply (valid while reply is). */
+void rl_hiredis_convert_reply(const struct redisReply *reply, rl_reply *r);
+
+#endif
