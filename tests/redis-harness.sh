@@ -30,6 +30,10 @@
 #     REDLEASE_TEST_PORT       TCP port on 127.0.0.1
 #     REDLEASE_TEST_REDIS_PID  pid of redis-server
 #     REDLEASE_TEST_REDIS_CLI  path of redis-cli, or empty if not installed
+#     REDLEASE_TEST_REDIS_VERSION  the server's version, e.g. 7.0.15
+#
+# redis_harness_version_at_least MAJOR MINOR: is the server that recent?
+# (CLIENT PAUSE WRITE and CLIENT UNPAUSE need 6.2.)
 #
 # Environment: REDIS_SERVER (default redis-server), REDIS_CLI (default
 # redis-cli). If redis-server is missing the start fails with 77 (automake
@@ -209,6 +213,12 @@ redis_harness_restart() {
     return 1
 }
 
+redis_harness_version_at_least() {
+    local major minor
+    IFS=. read -r major minor _ <<<"${REDLEASE_TEST_REDIS_VERSION:-99.0}"  # unknown: assume recent
+    [ "${major:-0}" -gt "$1" ] || { [ "${major:-0}" -eq "$1" ] && [ "${minor:-0}" -ge "$2" ]; }
+}
+
 redis_harness_start() {
     local server=${REDIS_SERVER:-redis-server} attempt port pid i
 
@@ -239,9 +249,10 @@ redis_harness_start() {
             fi
             if [ -S "$REDLEASE_TEST_SOCKET" ] && _rh_ping; then
                 echo "$pid" >"$REDLEASE_TEST_DIR/redis.pid"
+                REDLEASE_TEST_REDIS_VERSION=$("$server" --version 2>/dev/null | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
                 export REDLEASE_TEST_DIR REDLEASE_TEST_SOCKET REDLEASE_TEST_PORT \
-                       REDLEASE_TEST_REDIS_PID REDLEASE_TEST_REDIS_CLI
-                _rh_log "redis-server $("$server" --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p') pid $pid port $port socket $REDLEASE_TEST_SOCKET"
+                       REDLEASE_TEST_REDIS_PID REDLEASE_TEST_REDIS_CLI REDLEASE_TEST_REDIS_VERSION
+                _rh_log "redis-server $REDLEASE_TEST_REDIS_VERSION pid $pid port $port socket $REDLEASE_TEST_SOCKET"
                 return 0
             fi
             sleep 0.1

@@ -6,6 +6,14 @@
 #include <string.h>
 
 static int t_fails;
+static const char *t_skip; /* set by SKIP_TEST: the case reports "# SKIP why" */
+
+/* Ends the current case as skipped, with the reason in the TAP line. */
+#define SKIP_TEST(why)                                                                   \
+    do {                                                                                 \
+        t_skip = (why);                                                                  \
+        return;                                                                          \
+    } while (0)
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \
@@ -55,8 +63,10 @@ static inline int run_tests(const test_case *t, size_t n, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (only && !strstr(t[i].name, only)) continue;
         t_fails = 0;
+        t_skip = NULL;
         t[i].fn();
-        printf("%s %zu - %s\n", t_fails ? "not ok" : "ok", ++k, t[i].name);
+        printf("%s %zu - %s%s%s\n", t_fails ? "not ok" : "ok", ++k, t[i].name,
+               t_skip ? " # SKIP " : "", t_skip ? t_skip : "");
         fflush(stdout);
         if (t_fails)
             failed++;

@@ -329,11 +329,15 @@ check "key taken while COMMAND ran, unnoticed until release => 124, said even wi
     eval '[ "$st" -eq 124 ] && grep -q "no longer ours" <<<"$err" &&
           [ "$(rcli GET lock:taken)" = someone-else ]'
 # Redis paused (writes) as COMMAND ends: the release times out.
-rl run -q --timeout 200 unreleased -- sh -c '"$0" -s "$1" CLIENT PAUSE 2000 WRITE >/dev/null
-    exit 3' "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
-rcli CLIENT UNPAUSE >/dev/null
-check "release failed after COMMAND => COMMAND's status 3, said even with --quiet" \
-    eval '[ "$st" -eq 3 ] && grep -q "could not release lock:unreleased" <<<"$err"'
+if redis_harness_version_at_least 6 2; then
+    rl run -q --timeout 200 unreleased -- sh -c '"$0" -s "$1" CLIENT PAUSE 2000 WRITE >/dev/null
+        exit 3' "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
+    rcli CLIENT UNPAUSE >/dev/null
+    check "release failed after COMMAND => COMMAND's status 3, said even with --quiet" \
+        eval '[ "$st" -eq 3 ] && grep -q "could not release lock:unreleased" <<<"$err"'
+else
+    n=$((n + 1)); echo "ok $n - release failed after COMMAND # SKIP CLIENT PAUSE WRITE needs Redis 6.2"
+fi
 rcli DEL lock:unreleased >/dev/null
 
 rm -f "$tmp/pid"
