@@ -22,13 +22,26 @@
  *                                             also after the write (L = T)
  *   T W read ok|refused fence=F value=V
  *   T W write accepted|refused fence=F value=V
- *   T W lost-event reason=N  the library saw the loss (N: enum redlease_lost_reason)
+ *   T W confirmed expiry=E   an acquire or renewal confirmed: E is the
+ *                            earliest the key can expire on the server (send
+ *                            time of the confirmed command, less a ms for
+ *                            rtt_ms rounding, + TTL)
+ *   T W tick due=E iter=I    the worker's own timer for E fired, in loop
+ *                            iteration I (ev_iteration)
+ *   T W lost-event reason=N iter=I  the library saw the loss (N: enum
+ *                            redlease_lost_reason), in loop iteration I
  *   T W lost reason=N TEXT   on_lost ran (not at all if we released first)
  *   T W released status=S    T W acquire-failed status=S
  * The holder interval is [act-begin, last_held]: both ends are moments at
  * which redlease_lock_held() said the lease was safe to use. A write made
  * after the lease was lost (confirmed=0: a pause hit the sleep) is the
  * fence's job: the store refuses it once the next holder has read.
+ *
+ * The tick is due at E, which is no earlier than the library's own timer
+ * for the lease's deadline: a loss the library reports in a loop iteration
+ * after the tick's was late while this process ran (a library bug); one
+ * reported in the tick's iteration or before was as early as the process
+ * let it be, and before E unless the process was not running in time.
  *
  * SIGTERM (or SIGINT) closes the client gracefully; the exit status is 0.
  */
@@ -53,6 +66,8 @@ static redlease_client *client;
 static redlease_lock *lease;       /* the handle of the current cycle, or NULL */
 static ev_timer sleep_timer;       /* the random sleep inside the critical section */
 static ev_timer idle_timer;        /* the pause between two cycles */
+static ev_timer expiry_tick;       /* due at the earliest server-side expiry */
+static int64_t tick_due_us;        /* that expiry */
 static ev_signal sigterm_watcher, sigint_watcher;
 static int worker_id;
 static const char *store_path;
@@ -212,6 +227,28 @@ static void start_cycle(struct ev_loop *l, ev_timer *w, int revents)
     }
 }
 
+static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)w, (void)revents;
+    say(now_us(), "tick due=%" PRId64 ".%03d iter=%u", tick_due_us / 1000, (int)(tick_due_us % 1000),
+        ev_iteration(l));
+}
+
+/* A confirmed acquire or renewal at t, rtt_ms after its send: logs the
+ * earliest server-side expiry and arms the tick for it. The library's rtt
+ * is the difference of two whole-ms clock reads, so the send was at least
+ * (rtt_ms + 1) ms before t. */
+static void confirmed(int64_t t, int64_t rtt_ms)
+{
+    tick_due_us = t - (rtt_ms + 1) * 1000 + lock_options.ttl_ms * 1000;
+    say(t, "confirmed expiry=%" PRId64 ".%03d", tick_due_us / 1000, (int)(tick_due_us % 1000));
+    ev_now_update(loop);
+    int64_t after_us = tick_due_us - now_us();
+    ev_timer_stop(loop, &expiry_tick);
+    ev_timer_set(&expiry_tick, after_us > 0 ? after_us / 1e6 : 0., 0.);
+    ev_timer_start(loop, &expiry_tick);
+}
+
 static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
     (void)c, (void)arg;
@@ -220,9 +257,13 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
     case REDLEASE_EV_ACQUIRED:
         confirm_us = t;
         confirm_send_us = t - ev->rtt_ms * 1000; /* ms precision: rtt is whole ms */
+        confirmed(t, ev->rtt_ms);
+        break;
+    case REDLEASE_EV_RENEWED:
+        confirmed(t, ev->rtt_ms);
         break;
     case REDLEASE_EV_LOST: /* the moment the library saw it; on_lost follows */
-        say(t, "lost-event reason=%d", ev->status);
+        say(t, "lost-event reason=%d iter=%u", ev->status, ev_iteration(loop));
         break;
     case REDLEASE_EV_RENEW_FAILED:
         say(t, "renew-failed status=%s", redlease_strerror(ev->status));
@@ -254,6 +295,7 @@ static void on_signal(struct ev_loop *l, ev_signal *w, int revents)
     say(now_us(), "signal %d", w->signum);
     act_end(0);
     ev_timer_stop(loop, &idle_timer);
+    ev_timer_stop(loop, &expiry_tick);
     redlease_client_close(client, on_closed, NULL); /* ends the lease handle too */
 }
 
@@ -317,6 +359,7 @@ int main(int argc, char **argv)
     redlease_client_set_event_cb(client, on_event, NULL);
     ev_timer_init(&sleep_timer, after_sleep, 0., 0.);
     ev_timer_init(&idle_timer, start_cycle, 0., 0.);
+    ev_timer_init(&expiry_tick, on_tick, 0., 0.);
     ev_signal_init(&sigterm_watcher, on_signal, SIGTERM);
     ev_signal_init(&sigint_watcher, on_signal, SIGINT);
     ev_signal_start(loop, &sigterm_watcher);
