@@ -74,23 +74,18 @@ static mode_t open_mode(int flags, va_list ap)
     return (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
 }
 
-int __wrap_open(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    return open_seen(path, flags) ? -1 : __real_open(path, flags, mode);
-}
-
-int __wrap_open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    return open_seen(path, flags) ? -1 : __real_open64(path, flags, mode);
-}
+/* One body for both wrappers. */
+#define WRAP_OPEN(name)                                                                  \
+    int __wrap_##name(const char *path, int flags, ...)                                  \
+    {                                                                                    \
+        va_list ap;                                                                      \
+        va_start(ap, flags);                                                             \
+        mode_t mode = open_mode(flags, ap);                                              \
+        va_end(ap);                                                                      \
+        return open_seen(path, flags) ? -1 : __real_##name(path, flags, mode);           \
+    }
+WRAP_OPEN(open)
+WRAP_OPEN(open64)
 
 static void reset_os(enum source mode)
 {
