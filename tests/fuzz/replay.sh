@@ -8,7 +8,7 @@ set -u
 builddir=${REDLEASE_BUILDDIR:-.}
 srcdir=${REDLEASE_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 wrapper=${REDLEASE_TEST_WRAPPER:-}
-targets=(replies options)
+targets=(replies options model)
 
 echo "1..${#targets[@]}"
 n=0

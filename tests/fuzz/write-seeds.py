@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of tests/fuzz/corpus/ (run from the source
 tree's top; inputs the fuzzer found sit beside them under their SHA1 names).
-Each seed is a program in the byte language the target's header describes."""
+Each seed is a program in the byte language the target's header describes.
+fuzz_model's seeds are not written here: they are test_model's PRNG seeds
+recorded in its byte language, from a build tree:
+    tests/unit/test_model 8 1 SRCDIR/tests/fuzz/corpus/fuzz_model"""
 import os
 
 def u16(v): return bytes([v >> 8 & 255, v & 255])

@@ -1,0 +1,35 @@
+/* The model check of the core (model.c), with its choices injected: a
+ * PRNG in test_model.c (randomized, one run per seed), the fuzzer's input
+ * in tests/fuzz/fuzz_model.c (coverage-guided). */
+#ifndef REDLEASE_MODEL_H
+#define REDLEASE_MODEL_H
+#include <stdint.h>
+
+typedef struct model_driver {
+    /* The next choice, in [0, n) (1 <= n <= 65536). */
+    uint32_t (*choose)(void *ctx, uint32_t n);
+    /* 32 bits for the library's backoff jitter (redlease_client_set_rng). */
+    uint32_t (*bits)(void *ctx);
+    /* 0 ends the steps early (the drain and the end checks still run);
+     * NULL: the steps run to max_steps. */
+    int (*more)(void *ctx);
+    /* An invariant does not hold; what is a one-line description. The run
+     * goes on after it returns. */
+    void (*violated)(void *ctx, const char *what);
+    void *ctx;
+    int max_steps;
+} model_driver;
+
+/* Runs one program of at most d->max_steps steps, then releases every
+ * lease, lets the client settle and frees it. The counting allocator
+ * (fake_alloc_install) must be installed. Returns the number of
+ * violations (each also reported through d->violated). */
+int model_run(const model_driver *d);
+
+/* How a choice is written as bytes (fuzz_model reads them, test_model can
+ * record a seed's choices as a fuzz_model input): big-endian, as many
+ * bytes as n needs; bits() takes MODEL_BITS_BYTES. */
+static inline int model_choice_bytes(uint32_t n) { return n <= 1 ? 0 : n <= 256 ? 1 : 2; }
+#define MODEL_BITS_BYTES 4
+
+#endif
