@@ -15,6 +15,8 @@
 #   CHAOS_WORKERS     processes (default 4)
 #   CHAOS_TTL_MS      lease TTL (default 100; 400 under valgrind)
 #   CHAOS_KEEP        set: keep the log directory even when all is well
+#   CHAOS_KINDS       only these fault kinds (words from the list below;
+#                     default all of them), e.g. "net-delay net-drop net-cut"
 #   REDLEASE_TEST_WRAPPER  runs each worker under it (valgrind)
 #   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker and netfault-proxy are
 #
@@ -147,6 +149,12 @@ pick_holder() {
 
 kinds=(stop kill restart sleep-renew sleep-ttl pause-write pause-all net-delay net-drop net-cut)
 [ -n "$netem_reason" ] || kinds+=(netem)
+if [ -n "${CHAOS_KINDS:-}" ]; then
+    for k in $CHAOS_KINDS; do
+        [[ " ${kinds[*]} " == *" $k "* ]] || { echo "chaos: CHAOS_KINDS: no fault '$k' here (${kinds[*]})" >&2; exit 1; }
+    done
+    read -ra kinds <<<"$CHAOS_KINDS"
+fi
 # Let every worker connect before the first fault (valgrind starts slowly).
 sleep "$(ms_to_s $(( ttl * 2 )))"
 end=$(( $(date +%s) + duration ))
