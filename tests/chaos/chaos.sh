@@ -1,11 +1,13 @@
 #!/bin/bash
 # chaos.sh: mutual exclusion under faults (issue 5). Starts a private
-# redis-server (tests/redis-harness.sh) and CHAOS_WORKERS chaos-worker
-# processes contending for one lease and one store file, works through a
-# seeded random fault schedule for CHAOS_DURATION_S seconds, stops the
-# workers with SIGTERM and runs chaos-check.awk over all the logs. Prints
-# "figure: ..." and "invariant: NAME ok|FAIL ..." lines; exits 1 if any
-# invariant failed (or the run could not be made), 0 otherwise.
+# redis-server (tests/redis-harness.sh), a fault proxy in front of it
+# (netfault-proxy) and CHAOS_WORKERS chaos-worker processes, which reach
+# Redis through the proxy and contend for one lease and one store file;
+# works through a seeded random fault schedule for CHAOS_DURATION_S
+# seconds, stops the workers with SIGTERM (then the proxy) and runs
+# chaos-check.awk over all the logs. Prints "figure: ..." and "invariant:
+# NAME ok|FAIL ..." lines; exits 1 if any invariant failed (or the run
+# could not be made), 0 otherwise.
 #
 # Environment:
 #   CHAOS_SEED        the schedule's seed (printed; set it to replay a run)
@@ -13,8 +15,10 @@
 #   CHAOS_WORKERS     processes (default 4)
 #   CHAOS_TTL_MS      lease TTL (default 100; 400 under valgrind)
 #   CHAOS_KEEP        set: keep the log directory even when all is well
+#   CHAOS_KINDS       only these fault kinds (words from the list below;
+#                     default all of them), e.g. "net-delay net-drop net-cut"
 #   REDLEASE_TEST_WRAPPER  runs each worker under it (valgrind)
-#   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker is
+#   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker and netfault-proxy are
 #
 # Faults (one at a time, 1-3 TTL apart):
 #   stop        SIGSTOP a holder for 1.5-2.5 TTL, then SIGCONT (a GC pause)
@@ -24,15 +28,28 @@
 #   sleep-renew DEBUG SLEEP 0.5 TTL: longer than a renewal interval (TTL/3)
 #   sleep-ttl   DEBUG SLEEP 1.5 TTL: longer than a TTL
 #   pause-write / pause-all   CLIENT PAUSE WRITE|ALL for 0.5-1.5 TTL
-#   netem       tc netem delay/loss on lo, where the kernel has sch_netem
-#               (skipped with the reason otherwise)
+#   net-delay   the proxy holds every byte 0.2-1.5 TTL, both ways, for 1-3 TTL
+#   net-drop    the proxy forwards nothing for 0.5-2 TTL, then all it held
+#               (a partition that heals, as TCP does after packet loss)
+#   net-cut     the same, then every connection it carries is reset
+#   netem       tc netem delay 0.2-1.5 TTL and loss 10-50 % on lo for 1-3
+#               TTL, where tc netem works (root, sch_netem): the proxy then
+#               reaches Redis over TCP 127.0.0.1, which netem can touch.
+#               Skipped with the reason otherwise.
+# The proxy writes the net-* lines of faults.log itself (netfault-proxy.c),
+# with its own times; Redis faults (CLIENT KILL, DEBUG SLEEP, ...) go to the
+# real server. A net fault longer than the TTL has no excuse window in the
+# checker: holders must see their loss before anyone else can take the lease.
+# The proxy must exit 0 at the end (invariant netfault-proxy-exit-clean).
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 1
 . "$here/../redis-harness.sh" || exit 1
 
 builddir=${REDLEASE_BUILDDIR:-.}
 worker_bin=$builddir/tests/chaos/chaos-worker
+proxy_bin=$builddir/tests/chaos/netfault-proxy
 [ -x "$worker_bin" ] || { echo "chaos: $worker_bin not built" >&2; exit 1; }
+[ -x "$proxy_bin" ] || { echo "chaos: $proxy_bin not built" >&2; exit 1; }
 wrapper=${REDLEASE_TEST_WRAPPER:-}
 
 seed=${CHAOS_SEED:-$(( $(date +%s%N) % 1000000 ))}
@@ -65,19 +82,16 @@ echo "0 0" >"$store"
 : >"$faults"
 
 declare -a pids
+proxy_pid=
+netem_on=
 cleanup_workers() {
     local p
-    for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    for p in "${pids[@]}" $proxy_pid; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    [ -z "$netem_on" ] || tc qdisc del dev lo root 2>/dev/null
 }
 trap 'cleanup_workers; _rh_trap' EXIT
 trap 'cleanup_workers; _rh_trap; exit 130' INT
 trap 'cleanup_workers; _rh_trap; exit 143' TERM
-
-for w in $(seq 1 "$nworkers"); do
-    CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl REDLEASE_SOCKET=$REDLEASE_TEST_SOCKET \
-        $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" &
-    pids[w]=$!
-done
 
 # The netem probe: a delay qdisc on lo needs CAP_NET_ADMIN and sch_netem.
 netem_reason=
@@ -87,11 +101,36 @@ elif ! msg=$(tc qdisc add dev lo root netem delay 1ms 2>&1); then
     netem_reason="tc netem refused: $msg"
 else
     tc qdisc del dev lo root 2>/dev/null
-    # The workers use the unix socket; netem would only touch TCP over lo.
-    netem_reason="workers talk over a unix socket, which netem cannot delay"
 fi
-echo "chaos: netem skipped: $netem_reason"
-echo "$(now_ms) skipped netem" >>"$faults"
+if [ -n "$netem_reason" ]; then
+    echo "chaos: netem skipped: $netem_reason"
+    echo "$(now_ms) skipped netem" >>"$faults"
+    upstream=$REDLEASE_TEST_SOCKET
+else
+    # netem only touches IP traffic: the proxy's hop to Redis goes over TCP.
+    upstream=127.0.0.1:$REDLEASE_TEST_PORT
+fi
+
+# The fault proxy between the workers and Redis, fed through a FIFO; its
+# fault lines go to proxy.out, merged into faults.log at the end.
+proxy_sock=$out/proxy.sock
+mkfifo "$out/proxy.ctl" || exit 1
+$wrapper "$proxy_bin" "$proxy_sock" "$upstream" <"$out/proxy.ctl" >"$out/proxy.out" 2>"$out/proxy.err" &
+proxy_pid=$!
+exec {proxy_ctl}>"$out/proxy.ctl"
+for _ in $(seq 1 300); do [ -S "$proxy_sock" ] && break; sleep 0.1; done
+[ -S "$proxy_sock" ] || { echo "chaos: netfault-proxy did not start:" >&2; cat "$out/proxy.err" >&2; exit 1; }
+echo "chaos: workers reach Redis through netfault-proxy ($proxy_sock -> $upstream)"
+# proxy_cmd LINE: one command to the proxy; fails if it is gone (the write
+# runs in a subshell, so a SIGPIPE ends only that). Long-lived children get
+# the FIFO closed ({proxy_ctl}>&-).
+proxy_cmd() { (echo "$1" >&"$proxy_ctl") 2>/dev/null; }
+
+for w in $(seq 1 "$nworkers"); do
+    CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl REDLEASE_SOCKET=$proxy_sock \
+        $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" {proxy_ctl}>&- &
+    pids[w]=$!
+done
 
 # A holder right now: a worker whose last line says it is in a cycle.
 # Holders change every few ms: look a few times, else take any worker.
@@ -108,12 +147,19 @@ pick_holder() {
     rand_between 1 "$nworkers"
 }
 
-kinds=(stop kill restart sleep-renew sleep-ttl pause-all)
+kinds=(stop kill restart sleep-renew sleep-ttl pause-all net-delay net-drop net-cut)
 if redis_harness_version_at_least 6 2; then
     kinds+=(pause-write)
 else
     echo "chaos: pause-write skipped: CLIENT PAUSE WRITE needs Redis 6.2, this is $REDLEASE_TEST_REDIS_VERSION"
     echo "$(now_ms) skipped pause-write" >>"$faults"
+fi
+[ -n "$netem_reason" ] || kinds+=(netem)
+if [ -n "${CHAOS_KINDS:-}" ]; then
+    for k in $CHAOS_KINDS; do
+        [[ " ${kinds[*]} " == *" $k "* ]] || { echo "chaos: CHAOS_KINDS: no fault '$k' here (${kinds[*]})" >&2; exit 1; }
+    done
+    read -ra kinds <<<"$CHAOS_KINDS"
 fi
 # Let every worker connect before the first fault (valgrind starts slowly).
 sleep "$(ms_to_s $(( ttl * 2 )))"
@@ -131,7 +177,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
             rcli CLIENT KILL TYPE normal || kind=failed-$kind
             echo "$t0 $kind $(now_ms)" >>"$faults" ;;
         restart)
-            redis_harness_restart || { echo "chaos: redis did not restart" >&2; exit 1; }
+            redis_harness_restart {proxy_ctl}>&- || { echo "chaos: redis did not restart" >&2; exit 1; }
             echo "$t0 restart $(now_ms)" >>"$faults" ;;
         sleep-renew | sleep-ttl)
             if [ "$kind" = sleep-renew ]; then d=$(( ttl / 2 )); else d=$(( ttl * 3 / 2 )); fi
@@ -143,6 +189,27 @@ while [ "$(date +%s)" -lt "$end" ]; do
             mode=(); [ "$kind" = pause-write ] && mode=(WRITE)
             if rcli CLIENT PAUSE "$d" "${mode[@]}"; then sleep "$(ms_to_s "$d")"; else kind=failed-$kind; fi
             echo "$t0 $kind $(now_ms) ms=$d" >>"$faults" ;;
+        net-delay | net-drop | net-cut)
+            # The proxy logs these itself (proxy.out); only a refusal here.
+            if [ "$kind" = net-delay ]; then
+                d=$(rand_between $(( ttl / 5 )) $(( ttl * 3 / 2 )))
+                cmd="delay $d $(rand_between "$ttl" $(( ttl * 3 )))"
+            else
+                cmd="${kind#net-} $(rand_between $(( ttl / 2 )) $(( ttl * 2 )))"
+            fi
+            if proxy_cmd "$cmd"; then sleep "$(ms_to_s "${cmd##* }")"
+            else echo "$t0 failed-$kind $(now_ms) proxy gone" >>"$faults"; fi ;;
+        netem)
+            d=$(rand_between $(( ttl / 5 )) $(( ttl * 3 / 2 ))); loss=$(rand_between 10 50)
+            f=$(rand_between "$ttl" $(( ttl * 3 )))
+            t0=$(now_ms)
+            if tc qdisc add dev lo root netem delay "${d}ms" loss "${loss}%" 2>/dev/null; then
+                netem_on=1; sleep "$(ms_to_s "$f")"
+                tc qdisc del dev lo root 2>/dev/null; netem_on=
+            else
+                kind=failed-$kind
+            fi
+            echo "$t0 $kind $(now_ms) ms=$f delay=$d loss=$loss" >>"$faults" ;;
     esac
 done
 
@@ -163,9 +230,30 @@ for w in $(seq 1 "$nworkers"); do
 done
 pids=()
 
+# Stop the proxy after the workers (their graceful close went through it):
+# it must exit 0 (under valgrind: no error, no leak). SIGTERM, as other
+# processes may hold the FIFO open too.
+exec {proxy_ctl}>&-
+kill -TERM "$proxy_pid" 2>/dev/null
+proxy_status=hung
+for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "$proxy_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$proxy_pid" 2>/dev/null; then kill -KILL "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
+else wait "$proxy_pid"; proxy_status=$?; fi
+proxy_pid=
+grep -E '^[0-9]+\.[0-9]+ net-(delay|drop|cut) ' "$out/proxy.out" >>"$faults"
+
 rc=0
 awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
+overflows=$(grep -c ' overflow ' "$out/proxy.out")
+upstream_failed=$(grep -c ' upstream ' "$out/proxy.err")
+echo "figure: netfault-proxy: exit $proxy_status, $overflows connections over its byte cap, $upstream_failed upstream connects failed (Redis restarting)"
+if [ "$proxy_status" = 0 ]; then
+    echo "invariant: netfault-proxy-exit-clean ok (exit 0)"
+else
+    echo "invariant: netfault-proxy-exit-clean FAIL (exit $proxy_status)"; rc=1
+    grep -v ' upstream \| begin ' "$out/proxy.err" | head -n 40
+fi
 for w in $(seq 1 "$nworkers"); do
     if [ -s "$out/worker$w.err" ]; then echo "--- worker $w stderr:"; head -n 40 "$out/worker$w.err"; fi
 done
