@@ -18,6 +18,15 @@ function stopped(w, a, b,    i) {  # was worker w SIGSTOPped during [a, b]?
     for (i = 1; i <= nstop; i++) if (sw_w[i] == w && a <= sw_e[i] && b >= sw_s[i]) return 1
     return 0
 }
+# The fault a loss of worker w at t is put down to: the latest one under
+# way within a TTL before t (a SIGSTOP only for the worker it froze), or
+# "none".
+function cause(w, t,    i, best) {
+    best = 0
+    for (i = 1; i <= nfaults; i++)
+        if (flt_s[i] <= t && t <= flt_e[i] + ttl && (flt_kind[i] != "stop" || flt_w[i] == w) && (!best || flt_s[i] > flt_s[best])) best = i
+    return best ? flt_kind[best] : "none"
+}
 function verdict(name, ok, detail) {
     printf "invariant: %s %s%s\n", name, ok ? "ok" : "FAIL", detail != "" ? " (" detail ")" : ""
     if (!ok) failed = 1
@@ -36,6 +45,7 @@ file == "faults.log" {
     # Refused by Redis (or no answer): shown, not counted as injected.
     if ($2 ~ /^failed-/) { kinds[$2]++; next }
     kinds[$2]++; nfaults++
+    flt_kind[nfaults] = $2; flt_s[nfaults] = $1; flt_e[nfaults] = $3; flt_w[nfaults] = kv("worker")
     # A restart empties Redis: a holder confirmed before the kill may still
     # be locally valid up to a TTL later, so the window runs to up + TTL.
     if ($2 == "restart") { nrestart++; rw_s[nrestart] = $1; rw_e[nrestart] = $3 + ttl }
@@ -132,6 +142,7 @@ END {
     # soon as the process ran (SIGSTOP, or a loaded machine), counted apart.
     for (k = 1; k <= nlost; k++) {
         e = lost_e[k]; w = lost_w[k]
+        lost_cause[cause(w, lost_t[k])]++
         if (e == "") { lost_unconfirmed++; continue } # no confirmation before: impossible
         if (lost_t[k] <= e + 0) { lost_before++; continue }
         late = lost_t[k] - e
@@ -150,6 +161,9 @@ END {
     printf "\n"
     printf "figure: workers %d, acquisitions %d, critical sections %d (writes accepted %d, refused %d; reads refused %d)\n", nworkers, nacq, cs, store_accepted, store_refused, reads_refused
     printf "figure: writes after the lease was lost (held() 0 after the write): refused %d, accepted %d (before the next holder read)\n", unconfirmed["refused"], unconfirmed["accepted"]
+    printf "figure: losses (expired or not ours) by the fault under way:"
+    for (k in lost_cause) printf " %s=%d", k, lost_cause[k]
+    printf "\n"
     printf "figure: losses expired=%d not-owner=%d closed=%d; reported before the key could expire on the server %d; later, in the first loop iteration the process ran: frozen by SIGSTOP %d, machine busy %d (max %.1f ms late); later while the loop ran %d\n", lost_by[1], lost_by[2], lost_by[4], lost_before, lost_frozen, lost_slow, max_late, lost_late
     printf "figure: overlaps %d outside restart windows, %d touching %d restart windows\n", overlaps + 0, restart_overlaps + 0, nrestart
     printf "figure: counter %d, accepted writes %d (store log) %d (workers)\n", counter, store_accepted, worker_accepted
