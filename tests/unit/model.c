@@ -339,7 +339,8 @@ static void check_held(void)
     for (int i = 0; F.c && i < NL; i++) {
         lease *l = &L[i];
         if (!l->alive || !l->lk || !redlease_lock_held(l->lk)) continue;
-        if (!F.connected) violation("%s held with the link down (t=%lld)", l->key, (long long)F.now);
+        if (!F.connected)
+            violation("%s held with the link down (t=%lld)", l->key, (long long)F.now);
         if (l->deadline < 0 || F.now >= l->deadline)
             violation("%s held at t=%lld, its deadline %lld", l->key, (long long)F.now,
                       (long long)l->deadline);
@@ -358,7 +359,8 @@ static void check_event(lease *l, const redlease_event *ev)
     long long now = (long long)F.now;
     switch (ev->type) {
     case REDLEASE_EV_ACQUIRED:
-        if (ev->remaining_ms <= 0) violation("%s acquired with no validity left (t=%lld)", l->key, now);
+        if (ev->remaining_ms <= 0)
+            violation("%s acquired with no validity left (t=%lld)", l->key, now);
         l->deadline = F.now + ev->remaining_ms;
         break;
     case REDLEASE_EV_RENEWED:

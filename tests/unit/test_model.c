@@ -3,7 +3,10 @@
  * a PRNG, one program of 200 steps per seed. A failure prints its seed;
  * `test_model SEEDS FIRST` replays. `test_model SEEDS FIRST DIR` also
  * writes each seed's choices to DIR/seed-N as an input of the fuzz target
- * tests/fuzz/fuzz_model.c (how its seed corpus was made). */
+ * tests/fuzz/fuzz_model.c (how its seed corpus was made). A second case
+ * prints what the seeds reached (late replies, losses by reason, error
+ * replies, wipes, closes, frees) and fails if any of it was never reached
+ * (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
 
