@@ -1,21 +1,27 @@
 /* Fuzz target: the model check of the core (tests/unit/model.c) with the
  * fuzzer choosing every step instead of test_model's PRNG, so coverage
  * steers the sequence of acquires and their options, releases (also from
- * the event hook), replies, clock jumps, broken connections, reconnects,
- * NOSCRIPT phases and competitors; the library's backoff jitter comes from
- * the input too.
+ * the event hook), the model's Redis running commands and, separately,
+ * the library reading their replies, time passing, clock jumps before the
+ * timer runs, broken connections, reconnects, NOSCRIPT phases, error
+ * replies, competitors, keys wiped (restart, eviction), a server clock
+ * running fast by the drift, and the client closed or freed with live
+ * leases; the library's backoff jitter comes from the input too.
  *
  * The input is the stream of choices (model.h, model_choice_bytes()): a
  * choice among n takes one byte if n <= 256, else two (big-endian), taken
  * modulo n; the jitter takes four. When the input is used up the steps
  * stop and the run goes straight to the drain (every further choice is 0).
  * test_model SEEDS FIRST DIR records PRNG seeds in this encoding: that is
- * how the seed corpus was made.
+ * how the seed corpus was made (tests/unit/test_model 8 1 DIR).
  *
  * Checked (abort after printing what, so libFuzzer records the input):
  * everything model.c checks: held() implies the model's key holds our
- * token; the callbacks' count and order; at the end every release
- * answered, no handle and no allocation left. */
+ * token (after a wipe: until the deadline that commands run before it
+ * could give), the link is up and the reported deadline is ahead;
+ * confirmations in time; losses and statuses explained by the replies;
+ * the callbacks' count and order, also at close and free; at the end
+ * every release answered, no handle and no allocation left. */
 #include <stdio.h>
 #include <stdlib.h>
 

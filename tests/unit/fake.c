@@ -32,6 +32,7 @@ static int fake_submit(void *self, int argc, const char **argv, const size_t *le
         cmd->argv[i][lens[i]] = '\0';
     }
     cmd->req = req;
+    cmd->sent_at = f->now;
     return 0;
 }
 

@@ -15,6 +15,7 @@ typedef struct fake_cmd {
     char *argv[8];
     void *req;
     int answered;
+    int64_t sent_at; /* virtual time of the submit */
 } fake_cmd;
 
 typedef struct fake {

@@ -26,6 +26,23 @@ typedef struct model_driver {
  * violations (each also reported through d->violated). */
 int model_run(const model_driver *d);
 
+/* What the runs reached, summed over every model_run() (test_model checks
+ * that its seeds reach each of them, so the model cannot quietly stop
+ * covering a path). */
+typedef struct model_reach {
+    long lost[5];         /* on_lost calls by reason (enum redlease_lost_reason) */
+    long late_acquire_ok; /* acquire OKs delivered after the validity they could give */
+    long late_renewal;    /* renewal confirmations delivered after the lease's deadline */
+    long error_replies;   /* commands answered with an error instead of running */
+    long acquire_eredis;  /* on_acquire(REDLEASE_EREDIS) */
+    long renew_eredis;    /* renewals that failed with REDLEASE_EREDIS */
+    long wipes;           /* keys lost: restarts and evictions */
+    long held_on_wiped;   /* held() 1 while the key was gone after a wipe (exempted) */
+    long closes;          /* close callbacks */
+    long frees_live;      /* redlease_client_free() with live handles */
+} model_reach;
+extern model_reach model_reached;
+
 /* How a choice is written as bytes (fuzz_model reads them, test_model can
  * record a seed's choices as a fuzz_model input): big-endian, as many
  * bytes as n needs; bits() takes MODEL_BITS_BYTES. */

@@ -3,7 +3,10 @@
  * a PRNG, one program of 200 steps per seed. A failure prints its seed;
  * `test_model SEEDS FIRST` replays. `test_model SEEDS FIRST DIR` also
  * writes each seed's choices to DIR/seed-N as an input of the fuzz target
- * tests/fuzz/fuzz_model.c (how its seed corpus was made). */
+ * tests/fuzz/fuzz_model.c (how its seed corpus was made). A second case
+ * prints what the seeds reached (late replies, losses by reason, error
+ * replies, wipes, closes, frees) and fails if any of it was never reached
+ * (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -84,6 +87,33 @@ static void test_model_seeds(void)
     CHECK_EQ(bad, 0);
 }
 
+/* The seeds reached every path the model was widened for; a model that
+ * quietly stopped reaching one would check nothing there. */
+static void test_model_reaches(void)
+{
+    const model_reach *m = &model_reached;
+    printf("# lost: %ld expired, %ld not owner, %ld max hold, %ld closed\n",
+           m->lost[REDLEASE_LOST_EXPIRED], m->lost[REDLEASE_LOST_NOT_OWNER],
+           m->lost[REDLEASE_LOST_MAX_HOLD], m->lost[REDLEASE_LOST_CLOSED]);
+    printf("# late replies read: %ld acquire OKs, %ld renewals\n", m->late_acquire_ok,
+           m->late_renewal);
+    printf("# error replies %ld: on_acquire(EREDIS) %ld, renewals failed by EREDIS %ld\n",
+           m->error_replies, m->acquire_eredis, m->renew_eredis);
+    printf("# keys wiped %ld times; held() on a wiped key (excused) %ld times\n", m->wipes,
+           m->held_on_wiped);
+    printf("# clients closed %ld, freed with live handles %ld\n", m->closes, m->frees_live);
+    if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
+    if (bad) SKIP_TEST("the seeds stopped at a violation");
+    for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
+    CHECK(m->late_acquire_ok > 0);
+    CHECK(m->late_renewal > 0);
+    CHECK(m->acquire_eredis > 0);
+    CHECK(m->renew_eredis > 0);
+    CHECK(m->held_on_wiped > 0);
+    CHECK(m->closes > 0);
+    CHECK(m->frees_live > 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) n_seeds = atol(argv[1]);
@@ -91,6 +121,6 @@ int main(int argc, char **argv)
     if (argc > 3) record_dir = argv[3];
     if (getenv("REDLEASE_MODEL_SEEDS")) n_seeds = atol(getenv("REDLEASE_MODEL_SEEDS"));
     fake_alloc_install();
-    static const test_case tests[] = {TEST_CASE(test_model_seeds)};
-    return run_tests(tests, 1, 0, NULL);
+    static const test_case tests[] = {TEST_CASE(test_model_seeds), TEST_CASE(test_model_reaches)};
+    return run_tests(tests, 2, 0, NULL);
 }
