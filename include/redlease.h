@@ -23,8 +23,10 @@
  *    on_lost(REDLEASE_LOST_CLOSED) (the key is left to its TTL), and handles
  *    being released get on_release(REDLEASE_ECANCELED), all before free
  *    returns. Calls made from those callbacks (redlease_acquire,
- *    redlease_release) return REDLEASE_ECANCELED. After that no callback of
- *    that client runs and every handle is gone.
+ *    redlease_release) return REDLEASE_ECANCELED. If a graceful close
+ *    (redlease_client_close) was under way, its done callback runs last,
+ *    before free returns; calls on the client from it do nothing. After
+ *    that no callback of that client runs and every handle is gone.
  *
  * Threads: a client and its handles belong to the thread running its loop.
  */

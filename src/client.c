@@ -534,6 +534,14 @@ void redlease_client_free(redlease_client *c)
     c->dead = 1;
     for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rl_lock_end_by_client(RL_CONTAINER(n, struct redlease_lock, link));
+    /* A graceful close under way ends here too: its done callback is owed
+     * exactly once. It runs last, while c is still allocated (dead: any
+     * call on it does nothing). */
+    if (c->closing && c->close_cb) {
+        redlease_close_cb done = c->close_cb;
+        c->close_cb = NULL;
+        done(c, c->close_arg);
+    }
     c->depth--;
     if (c->depth == 0) teardown(c);
     /* else the outermost entry finishes it (see rl_leave / on_timer) */
@@ -542,17 +550,17 @@ void redlease_client_free(redlease_client *c)
 void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg)
 {
     if (!c || c->dead || c->closing) return;
+    c->closing = 1;
+    c->close_cb = done;
+    c->close_arg = arg;
     if (!c->loop) {
-        /* No loop: nothing can be sent nor delivered later. Acts as free. */
+        /* No loop: nothing can be sent nor delivered later. Acts as free,
+         * which owes done. */
         redlease_client_free(c);
-        if (done) done(c, arg); /* c is no longer valid; only its address */
         return;
     }
     rl_enter(c);
     int64_t now = rl_now(c);
-    c->closing = 1;
-    c->close_cb = done;
-    c->close_arg = arg;
     c->close_deadline = now + c->command_timeout;
     schedule_conn(c, c->conn_at);
     for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)

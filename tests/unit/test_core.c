@@ -1465,6 +1465,70 @@ static void test_graceful_close_releases_held(void)
     end(&f);
 }
 
+/* done of a close that a free cut short: counts, and every call on the
+ * dead client from inside it does nothing (no use after free either). */
+static int close_done_calls;
+static void on_close_done_calls_back(redlease_client *c, void *arg)
+{
+    (void)arg;
+    close_done_calls++;
+    redlease_lock *lk = NULL;
+    CHECK_EQ(redlease_acquire(c, "again", NULL, on_acq, on_lost, NULL, &lk), REDLEASE_ECANCELED);
+    CHECK(lk == NULL);
+    redlease_client_close(c, on_close_done_calls_back, NULL); /* no second close */
+    redlease_client_free(c);
+}
+
+static void free_client_from_callback(rec *r, redlease_lock *lk)
+{
+    (void)lk;
+    redlease_client_free(r->f->c);
+    r->f->c = NULL;
+}
+
+static void test_free_during_close_still_calls_done(void)
+{
+    fake_alloc_install();
+    fake f;
+    /* freed from outside while the close waits for the release's reply */
+    fake_start(&f, NULL);
+    rec held = {0};
+    hold(&f, &held, "a", opts(30000));
+    close_done_calls = 0;
+    redlease_client_close(f.c, on_close_done_calls_back, NULL);
+    fake_run(&f);
+    CHECK_EQ(held.lost_reason, REDLEASE_LOST_CLOSED);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK_EQ(close_done_calls, 0);
+    redlease_client_free(f.c);
+    CHECK_EQ(close_done_calls, 1); /* once, before free returned */
+    f.c = NULL;
+    end(&f);
+
+    /* freed from inside on_lost(CLOSED), which the close delivers */
+    fake_start(&f, NULL);
+    rec h2 = {.on_lost_do = free_client_from_callback};
+    hold(&f, &h2, "a", opts(30000));
+    close_done_calls = 0;
+    redlease_client_close(f.c, on_close_done_calls_back, NULL);
+    fake_run(&f);
+    CHECK_EQ(h2.lost_calls, 1);
+    CHECK_EQ(close_done_calls, 1);
+    fake_run(&f);
+    fake_advance(&f, 60000); /* nothing more, ever */
+    CHECK_EQ(close_done_calls, 1);
+    end(&f);
+
+    /* closed without a loop: acts as free, done once, and free inside done
+     * is safe */
+    redlease_client *c;
+    CHECK_EQ(redlease_client_new(&c, NULL), REDLEASE_OK);
+    close_done_calls = 0;
+    redlease_client_close(c, on_close_done_calls_back, NULL);
+    CHECK_EQ(close_done_calls, 1);
+    CHECK_EQ(fake_alloc_live(), 0);
+}
+
 static void test_close_with_nothing_pending_is_prompt(void)
 {
     fake_alloc_install();
@@ -1800,6 +1864,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_no_connection_wait_zero_is_econn),
         TEST_CASE(test_connect_timeout_and_backoff),
         TEST_CASE(test_graceful_close_releases_held),
+        TEST_CASE(test_free_during_close_still_calls_done),
         TEST_CASE(test_close_with_nothing_pending_is_prompt),
         TEST_CASE(test_many_leases_one_timer_pipelined),
         TEST_CASE(test_events_carry_lease_facts),
