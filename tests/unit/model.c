@@ -36,7 +36,8 @@
  *     inside the call that started it, nor after the client ended;
  *   - close and free: every live handle got on_acquire, every release
  *     its on_release, every held lease on_lost; the close callback runs
- *     once; calls from callbacks inside free return ECANCELED;
+ *     once, also when a free cuts the close short (then inside the free);
+ *     calls from callbacks inside free return ECANCELED;
  * and at the end (after releasing everything and letting the client
  * settle): every release answered, no handle left, no allocation left. */
 #include "model.h"
@@ -387,6 +388,7 @@ enum { RUNNING, CLOSING, FREED };
 static int ending; /* RUNNING, or how the client was ended */
 static int over;   /* the client has ended: no callback may come now */
 static int close_cbs;
+static int close_cut; /* a free came while the close was under way */
 static int draining;
 static lease stray; /* arg of an acquire that should have been refused */
 
@@ -410,14 +412,18 @@ static void check_ended(const char *how)
 static void cb_close(redlease_client *c, void *arg)
 {
     (void)c, (void)arg;
-    if (ending != CLOSING || over || close_cbs++) violation("close callback out of order");
+    /* from the loop once the close is done, or inside a free that cut it */
+    if (!(ending == CLOSING || (ending == FREED && close_cut)) || over || close_cbs++)
+        violation("close callback out of order");
     model_reached.closes++;
     check_ended("close");
 }
 
+/* Closes or frees the client; a free may cut a close short, and then the
+ * close callback runs inside it, once (redlease.h). */
 static void end_client(redlease_client *c, int graceful)
 {
-    if (graceful) {
+    if (graceful && ending == RUNNING) {
         ending = CLOSING;
         redlease_client_close(c, cb_close, NULL);
         return;
@@ -427,8 +433,11 @@ static void end_client(redlease_client *c, int graceful)
             model_reached.frees_live++;
             break;
         }
+    close_cut = ending == CLOSING;
+    if (close_cut) model_reached.frees_closing++;
     ending = FREED;
     redlease_client_free(c);
+    if (close_cut && close_cbs != 1) violation("free during close: close callback ran %d times", close_cbs);
     check_ended("free");
 }
 
@@ -520,8 +529,8 @@ static void hook(redlease_client *c, const redlease_event *ev, void *arg)
     int a = R(NL + 1);
     if (a < NL) {
         if (L[a].alive && !L[a].release_called && L[a].lk) release_one(&L[a]);
-    } else if (!ending && R(8) == 0) {
-        end_client(c, R(2));
+    } else if (ending != FREED && !over && R(8) == 0) {
+        end_client(c, ending == RUNNING ? R(2) : 0);
     }
 }
 
@@ -626,7 +635,7 @@ static void step(void)
     } else if (a < 89) {
         next_error = 1 + R(N_ERRORS);
     } else if (a < 90) {
-        if (F.c && !ending && R(5) == 0) end_client(F.c, R(2));
+        if (F.c && ending != FREED && !over && R(5) == 0) end_client(F.c, ending == RUNNING ? R(2) : 0);
     } else {
         advance(1);
     }
@@ -644,7 +653,7 @@ static void reset(void)
     xh = 0;
     links = 1; /* fake_start connects */
     ending = RUNNING;
-    over = close_cbs = draining = 0;
+    over = close_cbs = draining = close_cut = 0;
 }
 
 int model_run(const model_driver *d)

@@ -40,6 +40,7 @@ typedef struct model_reach {
     long held_on_wiped;   /* held() 1 while the key was gone after a wipe (exempted) */
     long closes;          /* close callbacks */
     long frees_live;      /* redlease_client_free() with live handles */
+    long frees_closing;   /* redlease_client_free() during a graceful close */
 } model_reach;
 extern model_reach model_reached;
 

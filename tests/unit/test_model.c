@@ -101,7 +101,8 @@ static void test_model_reaches(void)
            m->error_replies, m->acquire_eredis, m->renew_eredis);
     printf("# keys wiped %ld times; held() on a wiped key (excused) %ld times\n", m->wipes,
            m->held_on_wiped);
-    printf("# clients closed %ld, freed with live handles %ld\n", m->closes, m->frees_live);
+    printf("# clients closed %ld, freed with live handles %ld, freed while closing %ld\n", m->closes,
+           m->frees_live, m->frees_closing);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -112,6 +113,7 @@ static void test_model_reaches(void)
     CHECK(m->held_on_wiped > 0);
     CHECK(m->closes > 0);
     CHECK(m->frees_live > 0);
+    CHECK(m->frees_closing > 0);
 }
 
 int main(int argc, char **argv)
