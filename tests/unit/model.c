@@ -20,10 +20,13 @@
  * expires or an exemption ends while time passes:
  *   - held() implies the key holds our token now; except, after the key
  *     was wiped, until the local deadline that commands executed before
- *     the wipe could give (a single Redis cannot do better), and only on
- *     the link those were confirmed on;
+ *     the wipe could give (a single Redis cannot do better), only on
+ *     the link those were confirmed on, and not once a renewal was
+ *     answered 0 (the library has been told);
  *   - held() implies the link is up;
  *   - held() implies now is before the deadline the library reported;
+ *   - once the timer has run at or past that deadline, on_lost has run
+ *     (unless the lease's release was asked for);
  *   - a confirmation comes in time: an acquire reports validity left, a
  *     renewal is confirmed before the deadline it extends;
  *   - losses are explained: EXPIRED not before the deadline, NOT_OWNER only
@@ -267,7 +270,10 @@ static void note_delivery(const fake_cmd *c, const reply *r)
         if (r->type == REP_NIL || (r->type == REP_INT && r->v == 0)) l->saw_busy = 1;
         if (ok && F.now >= contract_until(c->sent_at, l->ttl)) model_reached.late_acquire_ok++;
     } else if (s == RL_SCRIPT_RENEW) {
-        if (r->type == REP_INT && r->v == 0) l->saw_renew_zero = 1;
+        if (r->type == REP_INT && r->v == 0) {
+            l->saw_renew_zero = 1;
+            l->exempt_until = 0; /* told the key is not ours: no excuse left */
+        }
         if (ok && l->deadline >= 0 && F.now >= l->deadline) model_reached.late_renewal++;
     }
 }
@@ -351,6 +357,19 @@ static void check_held(void)
             model_reached.held_on_wiped++;
         else
             violation("held but %s is not ours (t=%lld)", l->key, (long long)F.now);
+    }
+}
+
+/* The timer has run at this moment: a held lease past its deadline must
+ * have heard on_lost by now (unless its release was asked for). */
+static void check_told_in_time(void)
+{
+    for (int i = 0; F.c && i < NL; i++) {
+        const lease *l = &L[i];
+        if (l->alive && l->acq_ok && !l->lost && !l->release_called && l->deadline >= 0 &&
+            F.now >= l->deadline)
+            violation("%s past its deadline %lld at t=%lld without on_lost", l->key,
+                      (long long)l->deadline, (long long)F.now);
     }
 }
 
@@ -595,6 +614,7 @@ static void advance(int64_t ms)
         check_held();
         fake_run(&F);
         settle();
+        check_told_in_time();
     }
 }
 
