@@ -26,8 +26,13 @@
  *                            earliest the key can expire on the server (send
  *                            time of the confirmed command, less a ms for
  *                            rtt_ms rounding, + TTL)
- *   T W tick due=E iter=I    the worker's own timer for E fired, in loop
- *                            iteration I (ev_iteration)
+ *   T W tick due=E held=H open=O iter=I  the worker's own timer for E
+ *                            fired, in loop iteration I (ev_iteration). H:
+ *                            what held() said then (must be 0: E is past
+ *                            the library's deadline). O=1: the lease E
+ *                            belongs to is still ours and neither released
+ *                            nor reported lost yet: its lost-event must come
+ *                            in this same iteration
  *   T W lost-event reason=N iter=I  the library saw the loss (N: enum
  *                            redlease_lost_reason), in loop iteration I
  *   T W lost reason=N TEXT   on_lost ran (not at all if we released first)
@@ -81,6 +86,9 @@ static int64_t last_held_us;       /* latest time held() said 1 in this critical
 static uint64_t value_read;
 static int64_t confirm_us, confirm_send_us; /* from the ACQUIRED event */
 static unsigned long cycles;
+static unsigned long cycle_id;   /* the acquire cycle under way */
+static unsigned long tick_cycle; /* the cycle whose confirmation armed the tick */
+static int cycle_told;           /* this cycle's loss was reported, or its release asked for */
 
 static int64_t now_us(void)
 {
@@ -143,6 +151,7 @@ static void on_released(redlease_lock *lk, int status, void *arg)
 
 static void end_cycle(void)
 {
+    if (lease) cycle_told = 1; /* released: on_lost is no longer owed */
     if (lease && redlease_release(lease, on_released, NULL) != REDLEASE_OK)
         say(now_us(), "release-refused"); /* already being released */
 }
@@ -217,6 +226,8 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
 static void start_cycle(struct ev_loop *l, ev_timer *w, int revents)
 {
     (void)l, (void)w, (void)revents;
+    cycle_id++;
+    cycle_told = 0;
     int rc = redlease_acquire(client, RESOURCE, &lock_options, on_acquired, on_lost, NULL, &lease);
     if (rc != REDLEASE_OK) {
         say(now_us(), "acquire-refused status=%s", redlease_strerror(rc));
@@ -230,7 +241,9 @@ static void start_cycle(struct ev_loop *l, ev_timer *w, int revents)
 static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
 {
     (void)w, (void)revents;
-    say(now_us(), "tick due=%" PRId64 ".%03d iter=%u", tick_due_us / 1000, (int)(tick_due_us % 1000),
+    int ours = tick_cycle == cycle_id && lease;
+    say(now_us(), "tick due=%" PRId64 ".%03d held=%d open=%d iter=%u", tick_due_us / 1000,
+        (int)(tick_due_us % 1000), ours ? redlease_lock_held(lease) : 0, ours && !cycle_told,
         ev_iteration(l));
 }
 
@@ -241,6 +254,7 @@ static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
 static void confirmed(int64_t t, int64_t rtt_ms)
 {
     tick_due_us = t - (rtt_ms + 1) * 1000 + lock_options.ttl_ms * 1000;
+    tick_cycle = cycle_id;
     say(t, "confirmed expiry=%" PRId64 ".%03d", tick_due_us / 1000, (int)(tick_due_us % 1000));
     ev_now_update(loop);
     int64_t after_us = tick_due_us - now_us();
@@ -263,6 +277,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         confirmed(t, ev->rtt_ms);
         break;
     case REDLEASE_EV_LOST: /* the moment the library saw it; on_lost follows */
+        cycle_told = 1;
         say(t, "lost-event reason=%d iter=%u", ev->status, ev_iteration(loop));
         break;
     case REDLEASE_EV_RENEW_FAILED:

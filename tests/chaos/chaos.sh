@@ -31,7 +31,8 @@
 #   net-delay   the proxy holds every byte 0.2-1.5 TTL, both ways, for 1-3 TTL
 #   net-drop    the proxy forwards nothing for 0.5-2 TTL, then all it held
 #               (a partition that heals, as TCP does after packet loss)
-#   net-cut     the same, then every connection it carries is reset
+#   net-cut     the same, then every connection it carries is closed (a
+#               reset on TCP; the workers' unix socket sees an end of stream)
 #   netem       tc netem delay 0.2-1.5 TTL and loss 10-50 % on lo for 1-3
 #               TTL, where tc netem works (root, sch_netem): the proxy then
 #               reaches Redis over TCP 127.0.0.1, which netem can touch.

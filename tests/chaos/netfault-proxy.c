@@ -10,7 +10,8 @@
  *                     heals by retransmission)
  *   cut FOR_MS        a partition, after which every connection still open
  *                     is closed on both sides (a loss the connection did not
- *                     survive)
+ *                     survive): reset on TCP, an end of stream on a unix
+ *                     socket, which has no reset
  *   clear             ends the current fault now
  *
  * One fault at a time: a new line ends the current fault first. Blank lines
@@ -205,7 +206,8 @@ static void queue_free(struct queue *q)
 }
 
 /* Closes both ends. hard: a reset (SO_LINGER 0), for what a lost
- * connection looks like; else an orderly close. */
+ * connection looks like; else an orderly close. A unix socket has no
+ * reset: its peer sees an end of stream either way. */
 static void conn_close(struct conn *c, int hard)
 {
     struct conn **p;

@@ -85,16 +85,19 @@ reply=$(pcli PING)
 [ "$reply" = PONG ] || why="reply '$reply'"
 verdict "ping: PONG through the proxy"
 
-inject "delay 200 1000" || why="not applied"
+# A long window ended by "clear": a slow machine (valgrind) cannot send the
+# PING after the fault has already run out.
+inject "delay 200 30000" || why="not applied"
 t0=$(date +%s%N); reply=$(pcli PING); t1=$(date +%s%N)
+echo clear >&"$ctl"
 took=$(( (t1 - t0) / 1000000 ))
 line=$(fault_line net-delay)
 if [ "$reply" != PONG ]; then why="reply '$reply'"
 elif [ "$took" -lt 400 ] || [ "$took" -ge 5000 ]; then why="PING took $took ms, expected 400..5000"
-elif ! [[ $line =~ ^([0-9.]+)\ net-delay\ ([0-9.]+)\ ms=200\ for=1000\ conns=[0-9]+$ ]]; then why="line '$line'"
-elif ! ge "${BASH_REMATCH[2]}" "${BASH_REMATCH[1]}" 1000; then why="line '$line' spans < 1000 ms"
+elif ! [[ $line =~ ^([0-9.]+)\ net-delay\ ([0-9.]+)\ ms=200\ for=30000\ conns=[0-9]+$ ]]; then why="line '$line'"
+elif ! ge "${BASH_REMATCH[2]}" "${BASH_REMATCH[1]}" 400; then why="line '$line' spans < 400 ms"
 fi
-verdict "delay: PING took $took ms under delay 200 1000; $line"
+verdict "delay: PING took $took ms under delay 200 (ended by clear); $line"
 
 inject "drop 300" || why="not applied"
 reply=$(pcli PING); t_answer=$(now_ms)
@@ -107,11 +110,13 @@ verdict "drop: PONG at $t_answer, after the drop; $line"
 
 pcli BLPOP netfault:none 10 >"$dir/blpop.out" &
 blpop_pid=$!
-for _ in $(seq 1 100); do
-    timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" CLIENT LIST | grep -q 'cmd=blpop' && break
+blpop_seen=
+for _ in $(seq 1 200); do
+    timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" CLIENT LIST | grep -q 'cmd=blpop' && { blpop_seen=1; break; }
     sleep 0.05
 done
 inject "cut 300" || why="not applied"
+[ -n "$blpop_seen" ] || why="the BLPOP never reached Redis through the proxy"
 wait "$blpop_pid"; t_closed=$(now_ms)
 line=$(fault_line net-cut)
 left=$(timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" CLIENT LIST | grep -c 'cmd=blpop')
