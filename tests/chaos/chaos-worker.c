@@ -256,8 +256,10 @@ static void confirmed(int64_t t, int64_t rtt_ms)
     tick_due_us = t - (rtt_ms + 1) * 1000 + lock_options.ttl_ms * 1000;
     tick_cycle = cycle_id;
     say(t, "confirmed expiry=%" PRId64 ".%03d", tick_due_us / 1000, (int)(tick_due_us % 1000));
-    ev_now_update(loop);
+    /* The clock is read before libev's: the tick may fire a few us after
+     * E, never before it (at E, held() must already say 0). */
     int64_t after_us = tick_due_us - now_us();
+    ev_now_update(loop);
     ev_timer_stop(loop, &expiry_tick);
     ev_timer_set(&expiry_tick, after_us > 0 ? after_us / 1e6 : 0., 0.);
     ev_timer_start(loop, &expiry_tick);

@@ -158,7 +158,6 @@ static void test_without_getrandom_reads_dev_urandom(void)
 static void test_no_randomness_no_lease(void)
 {
     fake f;
-    char token[64] = "";
     fake_start(&f, NULL);
     reset_os(NO_GETRANDOM);
     open_fails = 1;
@@ -172,7 +171,6 @@ static void test_no_randomness_no_lease(void)
     reset_os(OS);
     fake_free(&f);
     CHECK_EQ(fake_alloc_live(), 0);
-    (void)token;
 }
 
 /* The real CSPRNG: 20,000 tokens, all distinct, and every one of the 128
