@@ -16,28 +16,28 @@ void redlease_set_allocator(void *(*m)(size_t), void *(*r)(void *, size_t), void
     free_fn = f ? f : free;
 }
 
-void *rl_malloc(size_t n) { return malloc_fn(n ? n : 1); }
+void *rdl_malloc(size_t n) { return malloc_fn(n ? n : 1); }
 
-void *rl_calloc(size_t n, size_t m)
+void *rdl_calloc(size_t n, size_t m)
 {
     if (m && n > (size_t)-1 / m) return NULL;
-    void *p = rl_malloc(n * m);
+    void *p = rdl_malloc(n * m);
     if (p) memset(p, 0, n * m);
     return p;
 }
 
-void *rl_realloc(void *p, size_t n) { return realloc_fn(p, n ? n : 1); }
+void *rdl_realloc(void *p, size_t n) { return realloc_fn(p, n ? n : 1); }
 
-void rl_free(void *p)
+void rdl_free(void *p)
 {
     if (p) free_fn(p);
 }
 
-char *rl_strdup(const char *s, int *ok)
+char *rdl_strdup(const char *s, int *ok)
 {
     if (!s) return NULL;
     size_t n = strlen(s) + 1;
-    char *d = rl_malloc(n);
+    char *d = rdl_malloc(n);
     if (!d) {
         *ok = 0;
         return NULL;

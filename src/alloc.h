@@ -5,11 +5,11 @@
 #define REDLEASE_ALLOC_H
 #include <stddef.h>
 
-void *rl_malloc(size_t n);
-void *rl_calloc(size_t n, size_t m);
-void *rl_realloc(void *p, size_t n);
-void rl_free(void *p);
+void *rdl_malloc(size_t n);
+void *rdl_calloc(size_t n, size_t m);
+void *rdl_realloc(void *p, size_t n);
+void rdl_free(void *p);
 /* A copy of s (NULL stays NULL); *ok is cleared when the copy failed. */
-char *rl_strdup(const char *s, int *ok);
+char *rdl_strdup(const char *s, int *ok);
 
 #endif

@@ -4,31 +4,31 @@
 #define REDLEASE_BACKOFF_H
 #include <stdint.h>
 
-typedef struct rl_rng {
+typedef struct rdl_rng {
     uint32_t (*fn)(void *arg);
     void *arg;
-} rl_rng;
+} rdl_rng;
 
 /* A uniform integer in [lo, hi] (hi >= lo). */
-int64_t rl_rng_between(const rl_rng *r, int64_t lo, int64_t hi);
+int64_t rdl_rng_between(const rdl_rng *r, int64_t lo, int64_t hi);
 
-typedef struct rl_backoff {
+typedef struct rdl_backoff {
     int jitter;    /* enum redlease_jitter */
     int64_t base;  /* > 0 */
     int64_t max;   /* >= base */
     unsigned step; /* delays handed out so far */
     int64_t prev;  /* previous delay (decorrelated jitter) */
-} rl_backoff;
+} rdl_backoff;
 
-void rl_backoff_init(rl_backoff *b, int jitter, int64_t base, int64_t max);
+void rdl_backoff_init(rdl_backoff *b, int jitter, int64_t base, int64_t max);
 /* The next delay in ms, in [0, max]. */
-int64_t rl_backoff_next(rl_backoff *b, const rl_rng *r);
+int64_t rdl_backoff_next(rdl_backoff *b, const rdl_rng *r);
 
 /* The default generator: xorshift64* seeded from the OS. */
-typedef struct rl_xorshift {
+typedef struct rdl_xorshift {
     uint64_t s;
-} rl_xorshift;
-void rl_xorshift_seed(rl_xorshift *x);
-uint32_t rl_xorshift_next(void *x);
+} rdl_xorshift;
+void rdl_xorshift_seed(rdl_xorshift *x);
+uint32_t rdl_xorshift_next(void *x);
 
 #endif

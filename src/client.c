@@ -20,11 +20,11 @@ static int64_t monotonic_ms(void *arg)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t rl_now(const redlease_client *c) { return c->clock(c->clock_arg); }
+int64_t rdl_now(const redlease_client *c) { return c->clock(c->clock_arg); }
 
-int rl_client_ready(const redlease_client *c) { return c->conn == RL_CONN_READY && !c->dead; }
+int rdl_client_ready(const redlease_client *c) { return c->conn == RDL_CONN_READY && !c->dead; }
 
-void rl_set_errstr(redlease_client *c, const char *s, size_t n)
+void rdl_set_errstr(redlease_client *c, const char *s, size_t n)
 {
     if (!s) s = "", n = 0;
     if (n >= sizeof c->errstr) n = sizeof c->errstr - 1;
@@ -32,7 +32,7 @@ void rl_set_errstr(redlease_client *c, const char *s, size_t n)
     c->errstr[n] = '\0';
 }
 
-void rl_emit(redlease_client *c, const redlease_event *ev)
+void rdl_emit(redlease_client *c, const redlease_event *ev)
 {
     if (c->event_cb && !c->dead) c->event_cb(c, ev, c->event_arg);
 }
@@ -41,7 +41,7 @@ static void emit_conn(redlease_client *c, int type, int status, int64_t retry_in
 {
     redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
                          .retry_in_ms = retry_in, .detail = c->errstr[0] ? c->errstr : NULL};
-    rl_emit(c, &ev);
+    rdl_emit(c, &ev);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -55,21 +55,21 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         redlease_client_options_init(&defaults);
         o = &defaults;
     }
-    int rc = rl_client_options_check(o);
+    int rc = rdl_client_options_check(o);
     if (rc) return rc;
 
-    redlease_client *c = rl_calloc(1, sizeof *c);
+    redlease_client *c = rdl_calloc(1, sizeof *c);
     if (!c) return REDLEASE_ENOMEM;
-    rl_heap_init(&c->heap);
-    rl_list_init(&c->locks);
-    rl_list_init(&c->waiting);
-    rl_list_init(&c->notify);
+    rdl_heap_init(&c->heap);
+    rdl_list_init(&c->locks);
+    rdl_list_init(&c->waiting);
+    rdl_list_init(&c->notify);
     int ok = 1;
-    c->host = rl_strdup(o->unix_path ? NULL : o->host, &ok);
-    c->unix_path = rl_strdup(o->unix_path, &ok);
-    c->username = rl_strdup(o->username, &ok);
-    c->password = rl_strdup(o->password, &ok);
-    c->prefix = rl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
+    c->host = rdl_strdup(o->unix_path ? NULL : o->host, &ok);
+    c->unix_path = rdl_strdup(o->unix_path, &ok);
+    c->username = rdl_strdup(o->username, &ok);
+    c->password = rdl_strdup(o->password, &ok);
+    c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     if (!ok) {
         redlease_client_free(c);
         return REDLEASE_ENOMEM;
@@ -80,15 +80,15 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     c->connect_timeout = o->connect_timeout_ms;
     c->command_timeout = o->command_timeout_ms;
     c->clock = monotonic_ms;
-    rl_xorshift_seed(&c->xs);
-    c->rng.fn = rl_xorshift_next;
+    rdl_xorshift_seed(&c->xs);
+    c->rng.fn = rdl_xorshift_next;
     c->rng.arg = &c->xs;
-    rl_backoff_init(&c->reconnect, REDLEASE_JITTER_FULL, o->reconnect_min_ms, o->reconnect_max_ms);
+    rdl_backoff_init(&c->reconnect, REDLEASE_JITTER_FULL, o->reconnect_min_ms, o->reconnect_max_ms);
     c->armed_at = -1;
     c->stall_since = -1;
-    c->conn = RL_CONN_IDLE;
-    c->wake.idx = RL_HEAP_OUT;
-    c->transport_new = rl_transport_hiredis_new;
+    c->conn = RDL_CONN_IDLE;
+    c->wake.idx = RDL_HEAP_OUT;
+    c->transport_new = rdl_transport_hiredis_new;
     *out = c;
     return REDLEASE_OK;
 }
@@ -118,7 +118,7 @@ void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void
 
 const char *redlease_client_errstr(const redlease_client *c) { return c ? c->errstr : ""; }
 
-int redlease_client_connected(const redlease_client *c) { return c && rl_client_ready(c); }
+int redlease_client_connected(const redlease_client *c) { return c && rdl_client_ready(c); }
 
 void redlease_client_stats(const redlease_client *c, redlease_stats *out)
 {
@@ -130,8 +130,8 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
     *out = c->stats;
 }
 
-void rl_client_set_transport_factory(redlease_client *c,
-                                     int (*fn)(rl_transport *, redlease_client *,
+void rdl_client_set_transport_factory(redlease_client *c,
+                                     int (*fn)(rdl_transport *, redlease_client *,
                                                const redlease_loop_ops *, void *))
 {
     c->transport_new = fn;
@@ -145,21 +145,21 @@ static void arm(redlease_client *c)
 {
     if (!c->loop) return;
     int64_t at;
-    int hs_failed = c->hs_failed && c->conn == RL_CONN_HANDSHAKE;
+    int hs_failed = c->hs_failed && c->conn == RDL_CONN_HANDSHAKE;
     /* What waited for a connection that broke again before the timer sent
      * it waits for the next one: due now only while the link is ready. */
-    int flush = c->flush_needed && rl_client_ready(c);
-    if (!rl_list_empty(&c->notify) || flush || hs_failed || c->dead || c->close_check) {
+    int flush = c->flush_needed && rdl_client_ready(c);
+    if (!rdl_list_empty(&c->notify) || flush || hs_failed || c->dead || c->close_check) {
         at = 0; /* due now */
     } else {
-        rl_heap_node *top = rl_heap_top(&c->heap);
-        at = top ? top->at : RL_NEVER;
+        rdl_heap_node *top = rdl_heap_top(&c->heap);
+        at = top ? top->at : RDL_NEVER;
     }
     int64_t after;
-    if (at == RL_NEVER) {
+    if (at == RDL_NEVER) {
         after = -1;
     } else {
-        int64_t now = rl_now(c);
+        int64_t now = rdl_now(c);
         after = at > now ? at - now : 0;
         at = now + after;
     }
@@ -170,11 +170,11 @@ static void arm(redlease_client *c)
     c->loop->timer_set(c->loop_data, after);
 }
 
-void rl_enter(redlease_client *c) { c->depth++; }
+void rdl_enter(redlease_client *c) { c->depth++; }
 
 static void teardown(redlease_client *c);
 
-void rl_leave(redlease_client *c)
+void rdl_leave(redlease_client *c)
 {
     if (--c->depth > 0) return;
     /* Freed from inside a transport callback: hiredis must not be freed
@@ -190,21 +190,21 @@ static void schedule_conn(redlease_client *c, int64_t at)
 {
     c->conn_at = at;
     if (c->closing && c->close_deadline < at) at = c->close_deadline;
-    if (c->wake.idx != RL_HEAP_OUT) rl_heap_update(&c->heap, &c->wake, at);
+    if (c->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->wake, at);
 }
 
 static void reconnect_later(redlease_client *c, int64_t now)
 {
-    int64_t d = rl_backoff_next(&c->reconnect, &c->rng);
+    int64_t d = rdl_backoff_next(&c->reconnect, &c->rng);
     if (d < 1) d = 1; /* a deadline at "now" inside the timer would never fire */
-    c->conn = RL_CONN_BACKOFF;
+    c->conn = RDL_CONN_BACKOFF;
     schedule_conn(c, now + d);
     emit_conn(c, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
 }
 
 static void start_connect(redlease_client *c, int64_t now)
 {
-    rl_endpoint ep = {c->host, c->port, c->unix_path};
+    rdl_endpoint ep = {c->host, c->port, c->unix_path};
     c->hs_failed = 0;
     c->flush_needed = 0;
     int rc = c->tr.ops->connect(c->tr.self, &ep);
@@ -214,7 +214,7 @@ static void start_connect(redlease_client *c, int64_t now)
         reconnect_later(c, now);
         return;
     }
-    c->conn = RL_CONN_CONNECTING;
+    c->conn = RDL_CONN_CONNECTING;
     schedule_conn(c, now + c->connect_timeout);
 }
 
@@ -222,9 +222,9 @@ static void start_connect(redlease_client *c, int64_t now)
  * from inside a transport callback. */
 static void drop_connection(redlease_client *c, int status, const char *why, int64_t now)
 {
-    if (why) rl_set_errstr(c, why, strlen(why));
+    if (why) rdl_set_errstr(c, why, strlen(why));
     c->hs_failed = 0;
-    c->conn = RL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
+    c->conn = RDL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
     c->tr.ops->close(c->tr.self);
     c->stats.disconnects++;
     emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
@@ -235,49 +235,49 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
 {
     if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
     if (c->loop || c->dead || c->closing) return REDLEASE_EINVAL;
-    int rc = rl_heap_insert(&c->heap, &c->wake, RL_NEVER);
+    int rc = rdl_heap_insert(&c->heap, &c->wake, RDL_NEVER);
     if (rc) return rc;
     rc = c->transport_new(&c->tr, c, ops, loop_data);
     if (rc) {
-        rl_heap_remove(&c->heap, &c->wake);
+        rdl_heap_remove(&c->heap, &c->wake);
         return rc;
     }
     c->loop = ops;
     c->loop_data = loop_data;
-    rl_enter(c);
-    start_connect(c, rl_now(c));
-    rl_leave(c);
+    rdl_enter(c);
+    start_connect(c, rdl_now(c));
+    rdl_leave(c);
     return REDLEASE_OK;
 }
 
 static void handshake_send(redlease_client *c, int kind, int script, int argc, const char **argv)
 {
-    rl_req *req = rl_calloc(1, sizeof *req);
+    rdl_req *req = rdl_calloc(1, sizeof *req);
     if (!req) {
         c->hs_failed = REDLEASE_ENOMEM;
         return;
     }
     req->kind = kind;
     req->script = script;
-    req->t0 = rl_now(c);
+    req->t0 = rdl_now(c);
     req->epoch = c->epoch + 1;
     size_t lens[4];
     for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
-    if (rl_client_submit(c, req, argc, argv, lens)) {
-        rl_free(req);
+    if (rdl_client_submit(c, req, argc, argv, lens)) {
+        rdl_free(req);
         c->hs_failed = REDLEASE_ECONN;
         return;
     }
     c->hs_pending++;
 }
 
-void rl_core_on_connected(redlease_client *c, int status, const char *detail)
+void rdl_core_on_connected(redlease_client *c, int status, const char *detail)
 {
-    if (c->dead || c->conn != RL_CONN_CONNECTING) return;
-    rl_enter(c);
-    int64_t now = rl_now(c);
+    if (c->dead || c->conn != RDL_CONN_CONNECTING) return;
+    rdl_enter(c);
+    int64_t now = rdl_now(c);
     if (status) {
-        rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+        rdl_set_errstr(c, detail, detail ? strlen(detail) : 0);
         c->stats.disconnects++;
         emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
         reconnect_later(c, now);
@@ -285,99 +285,99 @@ void rl_core_on_connected(redlease_client *c, int status, const char *detail)
         /* AUTH and SELECT come before anything else on the connection; the
          * scripts are loaded so that EVALSHA can be used. Replies arrive in
          * order, and nothing else is sent until all are answered. */
-        c->conn = RL_CONN_HANDSHAKE;
+        c->conn = RDL_CONN_HANDSHAKE;
         c->hs_pending = 0;
         c->hs_failed = 0;
         schedule_conn(c, now + c->command_timeout);
         if (c->password) {
             const char *argv[3] = {"AUTH", c->username ? c->username : c->password, c->password};
-            handshake_send(c, RL_REQ_AUTH, -1, c->username ? 3 : 2, argv);
+            handshake_send(c, RDL_REQ_AUTH, -1, c->username ? 3 : 2, argv);
         }
         if (c->db) {
             char db[16];
             snprintf(db, sizeof db, "%d", c->db);
             const char *argv[2] = {"SELECT", db};
-            handshake_send(c, RL_REQ_SELECT, -1, 2, argv);
+            handshake_send(c, RDL_REQ_SELECT, -1, 2, argv);
         }
-        for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
-            const char *argv[3] = {"SCRIPT", "LOAD", rl_script_src[i]};
-            handshake_send(c, RL_REQ_LOAD, i, 3, argv);
+        for (int i = 0; i < RDL_SCRIPT_COUNT; i++) {
+            const char *argv[3] = {"SCRIPT", "LOAD", rdl_script_src[i]};
+            handshake_send(c, RDL_REQ_LOAD, i, 3, argv);
         }
     }
-    rl_leave(c);
+    rdl_leave(c);
 }
 
-void rl_core_note_error(redlease_client *c, const char *detail)
+void rdl_core_note_error(redlease_client *c, const char *detail)
 {
-    rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+    rdl_set_errstr(c, detail, detail ? strlen(detail) : 0);
 }
 
-void rl_core_on_disconnected(redlease_client *c, int status, const char *detail)
+void rdl_core_on_disconnected(redlease_client *c, int status, const char *detail)
 {
     if (c->dead) return;
-    rl_enter(c);
-    c->conn = RL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
-    rl_set_errstr(c, detail, detail ? strlen(detail) : 0);
+    rdl_enter(c);
+    c->conn = RDL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
+    rdl_set_errstr(c, detail, detail ? strlen(detail) : 0);
     c->stats.disconnects++;
     emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
-    reconnect_later(c, rl_now(c));
-    rl_leave(c);
+    reconnect_later(c, rdl_now(c));
+    rdl_leave(c);
 }
 
-static void handshake_reply(redlease_client *c, rl_req *req, const rl_reply *r)
+static void handshake_reply(redlease_client *c, rdl_req *req, const rdl_reply *r)
 {
-    if (c->conn != RL_CONN_HANDSHAKE || req->epoch != c->epoch + 1) return;
+    if (c->conn != RDL_CONN_HANDSHAKE || req->epoch != c->epoch + 1) return;
     c->hs_pending--;
     if (!r) return; /* the disconnect report follows */
-    if (req->kind == RL_REQ_LOAD) {
+    if (req->kind == RDL_REQ_LOAD) {
         /* A server that refuses SCRIPT LOAD still gets EVAL. */
-        if (r->type == RL_REPLY_STRING && r->len == 40) {
+        if (r->type == RDL_REPLY_STRING && r->len == 40) {
             memcpy(c->sha[req->script], r->str, 40);
             c->sha[req->script][40] = '\0';
         } else {
             c->sha[req->script][0] = '\0';
         }
-    } else if (r->type != RL_REPLY_STATUS) {
-        if (r->type == RL_REPLY_ERROR) rl_set_errstr(c, r->str, r->len);
-        c->hs_failed = r->type == RL_REPLY_ERROR ? REDLEASE_EREDIS : REDLEASE_EPROTO;
+    } else if (r->type != RDL_REPLY_STATUS) {
+        if (r->type == RDL_REPLY_ERROR) rdl_set_errstr(c, r->str, r->len);
+        c->hs_failed = r->type == RDL_REPLY_ERROR ? REDLEASE_EREDIS : REDLEASE_EPROTO;
     }
     if (c->hs_pending == 0 && !c->hs_failed) {
-        c->conn = RL_CONN_READY;
+        c->conn = RDL_CONN_READY;
         c->epoch++;
         c->stats.connects++;
-        rl_backoff_init(&c->reconnect, c->reconnect.jitter, c->reconnect.base, c->reconnect.max);
-        schedule_conn(c, RL_NEVER);
+        rdl_backoff_init(&c->reconnect, c->reconnect.jitter, c->reconnect.base, c->reconnect.max);
+        schedule_conn(c, RDL_NEVER);
         c->stall_since = -1;
         c->flush_needed = 1; /* sent from the timer, outside hiredis */
         emit_conn(c, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
     }
 }
 
-void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
+void rdl_core_on_reply(redlease_client *c, void *p, const rdl_reply *r)
 {
-    rl_req *req = p;
+    rdl_req *req = p;
     int resent = 0;
-    rl_enter(c);
+    rdl_enter(c);
     c->reqs_out--; /* every submit is reported back exactly once */
     /* A request comes back without a reply only when the link is gone: stop
      * calling it ready before any lock (or event hook) looks at it. */
-    if (!r && c->conn == RL_CONN_READY) c->conn = RL_CONN_DOWN;
-    if (r && c->conn == RL_CONN_READY && c->stall_since >= 0) { /* the link is alive */
+    if (!r && c->conn == RDL_CONN_READY) c->conn = RDL_CONN_DOWN;
+    if (r && c->conn == RDL_CONN_READY && c->stall_since >= 0) { /* the link is alive */
         c->stall_since = -1;
-        schedule_conn(c, RL_NEVER);
+        schedule_conn(c, RDL_NEVER);
     }
     if (!c->dead) {
         if (req->lk)
-            resent = rl_lock_on_reply(c, req, r, rl_now(c));
+            resent = rdl_lock_on_reply(c, req, r, rdl_now(c));
         else
             handshake_reply(c, req, r);
     }
     if (!resent) {
-        if (req->lk) rl_lock_unref(req->lk);
-        rl_free(req);
+        if (req->lk) rdl_lock_unref(req->lk);
+        rdl_free(req);
     }
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
-    rl_leave(c);
+    rdl_leave(c);
 }
 
 /* Redis answers in order, so when a command times out nothing sent after
@@ -389,16 +389,16 @@ void rl_core_on_reply(redlease_client *c, void *p, const rl_reply *r)
  * The check is never due sooner than a command timeout from now: when the
  * loop itself was blocked, the reply may be sitting unread in the socket,
  * and the loop must get to poll it first (loops run timers before I/O). */
-void rl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now)
+void rdl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now)
 {
-    if (c->conn != RL_CONN_READY || c->stall_since >= 0) return; /* oldest one counts */
+    if (c->conn != RDL_CONN_READY || c->stall_since >= 0) return; /* oldest one counts */
     int64_t at = sent_at + 2 * c->command_timeout;
     if (at < now + c->command_timeout) at = now + c->command_timeout;
     c->stall_since = sent_at;
     schedule_conn(c, at);
 }
 
-int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens)
+int rdl_client_submit(redlease_client *c, rdl_req *req, int argc, const char **argv, const size_t *lens)
 {
     int rc = c->tr.ops->submit(c->tr.self, argc, argv, lens, req);
     if (rc == 0) {
@@ -411,19 +411,19 @@ int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **arg
 static void conn_run(redlease_client *c, int64_t now)
 {
     switch (c->conn) {
-    case RL_CONN_BACKOFF:
+    case RDL_CONN_BACKOFF:
         if (now >= c->conn_at) start_connect(c, now);
         break;
-    case RL_CONN_CONNECTING:
+    case RDL_CONN_CONNECTING:
         if (now >= c->conn_at) drop_connection(c, REDLEASE_ETIMEDOUT, "connect timed out", now);
         break;
-    case RL_CONN_HANDSHAKE:
+    case RDL_CONN_HANDSHAKE:
         if (c->hs_failed)
             drop_connection(c, c->hs_failed, NULL, now);
         else if (now >= c->conn_at)
             drop_connection(c, REDLEASE_ETIMEDOUT, "handshake timed out", now);
         break;
-    case RL_CONN_READY:
+    case RDL_CONN_READY:
         if (c->stall_since >= 0 && now >= c->conn_at)
             drop_connection(c, REDLEASE_ETIMEDOUT, "no reply for twice the command timeout", now);
         break;
@@ -432,9 +432,9 @@ static void conn_run(redlease_client *c, int64_t now)
     }
     /* Whatever ran, the client's deadline is now in the future, so the timer
      * loop makes progress; a passed close deadline is handled there. */
-    int64_t at = c->conn_at > now ? c->conn_at : RL_NEVER;
+    int64_t at = c->conn_at > now ? c->conn_at : RDL_NEVER;
     if (c->closing && c->close_deadline > now && c->close_deadline < at) at = c->close_deadline;
-    rl_heap_update(&c->heap, &c->wake, at);
+    rdl_heap_update(&c->heap, &c->wake, at);
 }
 
 /* Sends what waited for the connection, and re-verifies held leases at once:
@@ -442,12 +442,12 @@ static void conn_run(redlease_client *c, int64_t now)
 static void flush(redlease_client *c, int64_t now)
 {
     c->flush_needed = 0;
-    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
-        rl_lock_on_ready(RL_CONTAINER(n, struct redlease_lock, link), now);
-    while (!rl_list_empty(&c->waiting) && rl_client_ready(c)) {
-        struct redlease_lock *lk = RL_CONTAINER(c->waiting.next, struct redlease_lock, wait_link);
-        rl_list_remove(&lk->wait_link);
-        rl_lock_send_waiting(lk, now);
+    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rdl_lock_on_ready(RDL_CONTAINER(n, struct redlease_lock, link), now);
+    while (!rdl_list_empty(&c->waiting) && rdl_client_ready(c)) {
+        struct redlease_lock *lk = RDL_CONTAINER(c->waiting.next, struct redlease_lock, wait_link);
+        rdl_list_remove(&lk->wait_link);
+        rdl_lock_send_waiting(lk, now);
     }
 }
 
@@ -455,34 +455,34 @@ static void flush(redlease_client *c, int64_t now)
  * hear back (or the deadline passed). O(1): close waits on counters. */
 static int close_finished(redlease_client *c, int64_t now)
 {
-    if (!rl_list_empty(&c->notify)) return 0; /* owed callbacks first */
+    if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    return c->reqs_out == 0 && rl_list_empty(&c->waiting);
+    return c->reqs_out == 0 && rdl_list_empty(&c->waiting);
 }
 
 void redlease_client_on_timer(redlease_client *c)
 {
     if (!c || c->depth) return; /* never re-entered from inside the library */
     c->stats.wakeups++;
-    rl_enter(c);
+    rdl_enter(c);
     c->armed_at = -1; /* the one-shot timer has fired */
     c->close_check = 0;
-    int64_t now = rl_now(c);
+    int64_t now = rdl_now(c);
     while (!c->dead) {
-        if (c->hs_failed && c->conn == RL_CONN_HANDSHAKE) conn_run(c, now);
-        if (c->flush_needed && rl_client_ready(c)) flush(c, now);
-        rl_heap_node *top = rl_heap_top(&c->heap);
+        if (c->hs_failed && c->conn == RDL_CONN_HANDSHAKE) conn_run(c, now);
+        if (c->flush_needed && rdl_client_ready(c)) flush(c, now);
+        rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
             if (top == &c->wake)
                 conn_run(c, now);
             else
-                rl_lock_run(RL_CONTAINER(top, struct redlease_lock, wake), now);
+                rdl_lock_run(RDL_CONTAINER(top, struct redlease_lock, wake), now);
             continue;
         }
-        if (!rl_list_empty(&c->notify)) {
-            struct redlease_lock *lk = RL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
-            rl_lock_deliver(lk);
-            now = rl_now(c); /* user code ran: deadlines are judged by the clock */
+        if (!rdl_list_empty(&c->notify)) {
+            struct redlease_lock *lk = RDL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
+            rdl_lock_deliver(lk);
+            now = rdl_now(c); /* user code ran: deadlines are judged by the clock */
             continue;
         }
         if (c->closing && close_finished(c, now)) {
@@ -514,26 +514,26 @@ static void teardown(redlease_client *c)
         c->tr.ops = NULL;
     }
     if (c->loop) c->loop->detach(c->loop_data);
-    while (!rl_list_empty(&c->locks))
-        rl_lock_destroy(RL_CONTAINER(c->locks.next, struct redlease_lock, link));
-    rl_heap_free(&c->heap);
-    rl_free(c->host);
-    rl_free(c->unix_path);
-    rl_free(c->username);
-    rl_free(c->password);
-    rl_free(c->prefix);
-    rl_free(c);
+    while (!rdl_list_empty(&c->locks))
+        rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
+    rdl_heap_free(&c->heap);
+    rdl_free(c->host);
+    rdl_free(c->unix_path);
+    rdl_free(c->username);
+    rdl_free(c->password);
+    rdl_free(c->prefix);
+    rdl_free(c);
 }
 
 void redlease_client_free(redlease_client *c)
 {
     if (!c || c->dead) return;
-    rl_enter(c);
+    rdl_enter(c);
     /* Every handle hears its end now; calls made from those callbacks see
      * c->dead and return REDLEASE_ECANCELED. */
     c->dead = 1;
-    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
-        rl_lock_end_by_client(RL_CONTAINER(n, struct redlease_lock, link));
+    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rdl_lock_end_by_client(RDL_CONTAINER(n, struct redlease_lock, link));
     /* A graceful close under way ends here too: its done callback is owed
      * exactly once. It runs last, while c is still allocated (dead: any
      * call on it does nothing). */
@@ -544,7 +544,7 @@ void redlease_client_free(redlease_client *c)
     }
     c->depth--;
     if (c->depth == 0) teardown(c);
-    /* else the outermost entry finishes it (see rl_leave / on_timer) */
+    /* else the outermost entry finishes it (see rdl_leave / on_timer) */
 }
 
 void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg)
@@ -559,12 +559,12 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
         redlease_client_free(c);
         return;
     }
-    rl_enter(c);
-    int64_t now = rl_now(c);
+    rdl_enter(c);
+    int64_t now = rdl_now(c);
     c->close_deadline = now + c->command_timeout;
     schedule_conn(c, c->conn_at);
-    for (rl_list *n = c->locks.next; n != &c->locks; n = n->next)
-        rl_lock_close(RL_CONTAINER(n, struct redlease_lock, link), now);
+    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
+        rdl_lock_close(RDL_CONTAINER(n, struct redlease_lock, link), now);
     c->close_check = 1; /* maybe nothing is pending: done on the next tick */
-    rl_leave(c);
+    rdl_leave(c);
 }

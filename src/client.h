@@ -1,6 +1,6 @@
 /* Internal structures shared by client.c (connection, timer, delivery of
  * callbacks, lifetime) and lock.c (the lease state machine). Pure core: no
- * hiredis here; the connection is reached through rl_transport.
+ * hiredis here; the connection is reached through rdl_transport.
  *
  * Two rules keep reentrancy simple:
  *  - User callbacks of locks (on_acquire, on_lost, on_release) are only run
@@ -25,61 +25,61 @@
 #include "transport.h"
 
 /* What a request carries. */
-enum rl_req_kind {
-    RL_REQ_ACQUIRE = 1,
-    RL_REQ_RENEW,
-    RL_REQ_RELEASE,
-    RL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
-    RL_REQ_AUTH,
-    RL_REQ_SELECT,
-    RL_REQ_LOAD /* SCRIPT LOAD; script says which */
+enum rdl_req_kind {
+    RDL_REQ_ACQUIRE = 1,
+    RDL_REQ_RENEW,
+    RDL_REQ_RELEASE,
+    RDL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
+    RDL_REQ_AUTH,
+    RDL_REQ_SELECT,
+    RDL_REQ_LOAD /* SCRIPT LOAD; script says which */
 };
 
 /* One command on the wire. It lives until the transport reports it (reply
  * or NULL), even when its lock stopped waiting for it (timed out, cancelled):
  * that is how late replies are recognised and never change state wrongly. */
-typedef struct rl_req {
+typedef struct rdl_req {
     struct redlease_lock *lk; /* holds a reference; NULL for handshake */
     int kind;
-    int script;      /* RL_SCRIPT_* or -1 */
+    int script;      /* RDL_SCRIPT_* or -1 */
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
     int64_t t0;      /* monotonic time before sending */
     uint64_t epoch;  /* connection it went out on */
-} rl_req;
+} rdl_req;
 
-enum rl_conn_state {
-    RL_CONN_IDLE,      /* no loop yet */
-    RL_CONN_CONNECTING,
-    RL_CONN_HANDSHAKE, /* AUTH / SELECT / SCRIPT LOAD in flight */
-    RL_CONN_READY,
-    RL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
-    RL_CONN_BACKOFF    /* waiting to reconnect */
+enum rdl_conn_state {
+    RDL_CONN_IDLE,      /* no loop yet */
+    RDL_CONN_CONNECTING,
+    RDL_CONN_HANDSHAKE, /* AUTH / SELECT / SCRIPT LOAD in flight */
+    RDL_CONN_READY,
+    RDL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
+    RDL_CONN_BACKOFF    /* waiting to reconnect */
 };
 
 /* The fencing counter's key is the lock's key with this appended. */
-#define RL_FENCE_SUFFIX ":fence"
-#define RL_FENCE_SUFFIX_LEN (sizeof RL_FENCE_SUFFIX - 1)
+#define RDL_FENCE_SUFFIX ":fence"
+#define RDL_FENCE_SUFFIX_LEN (sizeof RDL_FENCE_SUFFIX - 1)
 
-enum rl_lock_state {
-    RL_LOCK_ACQUIRING,
-    RL_LOCK_HELD,
-    RL_LOCK_RELEASING,
-    RL_LOCK_DONE /* failed, cancelled or lost: waits for redlease_release() */
+enum rdl_lock_state {
+    RDL_LOCK_ACQUIRING,
+    RDL_LOCK_HELD,
+    RDL_LOCK_RELEASING,
+    RDL_LOCK_DONE /* failed, cancelled or lost: waits for redlease_release() */
 };
 
 /* Bits of lk->notify: callbacks owed to the user, run in this order. */
-enum { RL_NOTIFY_ACQUIRE = 1, RL_NOTIFY_LOST = 2, RL_NOTIFY_RELEASE = 4 };
+enum { RDL_NOTIFY_ACQUIRE = 1, RDL_NOTIFY_LOST = 2, RDL_NOTIFY_RELEASE = 4 };
 
 struct redlease_lock {
     struct redlease_client *c;
-    rl_heap_node wake;  /* the lock's one deadline in the client's heap */
-    rl_list link;       /* c->locks */
-    rl_list wait_link;  /* c->waiting: has something to send, no connection */
-    rl_list notify_link; /* c->notify: callbacks owed */
+    rdl_heap_node wake;  /* the lock's one deadline in the client's heap */
+    rdl_list link;       /* c->locks */
+    rdl_list wait_link;  /* c->waiting: has something to send, no connection */
+    rdl_list notify_link; /* c->notify: callbacks owed */
     unsigned refs;      /* requests in flight that point here */
     int user_ref;       /* 1 until on_release has run (or the client ends) */
-    int state;          /* enum rl_lock_state */
-    unsigned notify;    /* RL_NOTIFY_* bits owed */
+    int state;          /* enum rdl_lock_state */
+    unsigned notify;    /* RDL_NOTIFY_* bits owed */
     int release_called;
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
@@ -92,24 +92,24 @@ struct redlease_lock {
     int max_attempts, fencing;
 
     /* acquiring */
-    rl_backoff backoff;
+    rdl_backoff backoff;
     int attempts;
     int64_t budget_end; /* no attempt starts after this */
 
     /* the operation in progress (acquire attempt, renewal, release) */
-    int op;             /* RL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
+    int op;             /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
     int64_t op_deadline;
-    rl_req *req;        /* the op's request on the wire, or NULL */
+    rdl_req *req;        /* the op's request on the wire, or NULL */
     int drop_pending;   /* a key with our token may exist that nobody owns */
-    int64_t next_action; /* next attempt or renewal, or RL_NEVER */
+    int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
 
     /* held */
     int64_t valid_until, hold_until;
     uint64_t confirm_epoch; /* connection that last confirmed the lease */
     uint64_t fence;
 
-    char token[RL_TOKEN_LEN + 1];
-    char *fence_key; /* points into key[] storage, or NULL; keylen + RL_FENCE_SUFFIX_LEN bytes */
+    char token[RDL_TOKEN_LEN + 1];
+    char *fence_key; /* points into key[] storage, or NULL; keylen + RDL_FENCE_SUFFIX_LEN bytes */
     size_t keylen;   /* key may hold any byte, NUL included: lengths, never strlen */
     char key[]; /* prefix + resource, NUL, then fence key if fencing */
 };
@@ -124,8 +124,8 @@ struct redlease_client {
     /* environment */
     redlease_clock_fn clock;
     void *clock_arg;
-    rl_xorshift xs;
-    rl_rng rng;
+    rdl_xorshift xs;
+    rdl_rng rng;
     const redlease_loop_ops *loop;
     void *loop_data;
     int64_t armed_at; /* what the loop timer was last set to, or -1 */
@@ -133,23 +133,23 @@ struct redlease_client {
     void *event_arg;
 
     /* connection */
-    rl_transport tr; /* tr.ops is NULL until a loop is attached */
-    int conn;           /* enum rl_conn_state */
+    rdl_transport tr; /* tr.ops is NULL until a loop is attached */
+    int conn;           /* enum rdl_conn_state */
     uint64_t epoch;     /* counts connections that became ready */
     int64_t conn_at;    /* deadline, reconnect time, or (ready) stall check */
     int64_t stall_since; /* ready: send time of a timed-out command, or -1 */
-    rl_heap_node wake;
-    rl_backoff reconnect;
+    rdl_heap_node wake;
+    rdl_backoff reconnect;
     int hs_pending;     /* handshake replies awaited */
     uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
     int hs_failed;      /* status, or 0 */
     int flush_needed;   /* became ready: send what waited */
-    char sha[RL_SCRIPT_COUNT][41]; /* "" when unknown on this connection */
+    char sha[RDL_SCRIPT_COUNT][41]; /* "" when unknown on this connection */
     char errstr[128];
 
     /* locks */
-    rl_heap heap;
-    rl_list locks, waiting, notify;
+    rdl_heap heap;
+    rdl_list locks, waiting, notify;
     redlease_stats stats;
 
     /* lifetime */
@@ -161,42 +161,42 @@ struct redlease_client {
     redlease_close_cb close_cb;
     void *close_arg;
 
-    /* tests replace the transport (see rl_client_set_transport_factory) */
-    int (*transport_new)(rl_transport *out, struct redlease_client *c,
+    /* tests replace the transport (see rdl_client_set_transport_factory) */
+    int (*transport_new)(rdl_transport *out, struct redlease_client *c,
                          const redlease_loop_ops *loop, void *loop_data);
 };
 
 /* client.c */
-int64_t rl_now(const redlease_client *c);
-int rl_client_ready(const redlease_client *c);
-void rl_enter(redlease_client *c);
-void rl_leave(redlease_client *c);
-void rl_emit(redlease_client *c, const redlease_event *ev);
-void rl_set_errstr(redlease_client *c, const char *s, size_t n);
+int64_t rdl_now(const redlease_client *c);
+int rdl_client_ready(const redlease_client *c);
+void rdl_enter(redlease_client *c);
+void rdl_leave(redlease_client *c);
+void rdl_emit(redlease_client *c, const redlease_event *ev);
+void rdl_set_errstr(redlease_client *c, const char *s, size_t n);
 /* Sends argv on the connection for req; 0 or a status (req not sent). */
-int rl_client_submit(redlease_client *c, rl_req *req, int argc, const char **argv, const size_t *lens);
+int rdl_client_submit(redlease_client *c, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* A command sent at sent_at is still unanswered at now, past its timeout
  * (or past the lease it was renewing). */
-void rl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now);
+void rdl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now);
 /* Test hook: use another transport for clients attached after this. */
-void rl_client_set_transport_factory(redlease_client *c,
-                                     int (*fn)(rl_transport *, redlease_client *,
+void rdl_client_set_transport_factory(redlease_client *c,
+                                     int (*fn)(rdl_transport *, redlease_client *,
                                                const redlease_loop_ops *, void *));
 
 /* lock.c, called by client.c */
-void rl_lock_run(struct redlease_lock *lk, int64_t now);
-void rl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
+void rdl_lock_run(struct redlease_lock *lk, int64_t now);
+void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* Nonzero when req was sent again (NOSCRIPT -> EVAL) and lives on. */
-int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t now);
-void rl_lock_on_ready(struct redlease_lock *lk, int64_t now);
-void rl_lock_deliver(struct redlease_lock *lk);
-void rl_lock_end_by_client(struct redlease_lock *lk);
-void rl_lock_close(struct redlease_lock *lk, int64_t now);
-void rl_lock_unref(struct redlease_lock *lk);
-void rl_lock_destroy(struct redlease_lock *lk);
+int rdl_lock_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r, int64_t now);
+void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
+void rdl_lock_deliver(struct redlease_lock *lk);
+void rdl_lock_end_by_client(struct redlease_lock *lk);
+void rdl_lock_close(struct redlease_lock *lk, int64_t now);
+void rdl_lock_unref(struct redlease_lock *lk);
+void rdl_lock_destroy(struct redlease_lock *lk);
 
 /* options.c */
-int rl_lock_options_check(const redlease_lock_options *o);
-int rl_client_options_check(const redlease_client_options *o);
+int rdl_lock_options_check(const redlease_lock_options *o);
+int rdl_client_options_check(const redlease_client_options *o);
 
 #endif

@@ -3,27 +3,27 @@
 #include "alloc.h"
 #include "redlease.h"
 
-void rl_heap_init(rl_heap *h)
+void rdl_heap_init(rdl_heap *h)
 {
     h->v = NULL;
     h->n = h->cap = 0;
 }
 
-void rl_heap_free(rl_heap *h)
+void rdl_heap_free(rdl_heap *h)
 {
-    rl_free(h->v);
-    rl_heap_init(h);
+    rdl_free(h->v);
+    rdl_heap_init(h);
 }
 
-static void place(rl_heap *h, size_t i, rl_heap_node *x)
+static void place(rdl_heap *h, size_t i, rdl_heap_node *x)
 {
     h->v[i] = x;
     x->idx = i;
 }
 
-static void sift_up(rl_heap *h, size_t i)
+static void sift_up(rdl_heap *h, size_t i)
 {
-    rl_heap_node *x = h->v[i];
+    rdl_heap_node *x = h->v[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
         if (h->v[parent]->at <= x->at) break;
@@ -33,9 +33,9 @@ static void sift_up(rl_heap *h, size_t i)
     place(h, i, x);
 }
 
-static void sift_down(rl_heap *h, size_t i)
+static void sift_down(rdl_heap *h, size_t i)
 {
-    rl_heap_node *x = h->v[i];
+    rdl_heap_node *x = h->v[i];
     for (;;) {
         size_t child = 2 * i + 1;
         if (child >= h->n) break;
@@ -47,13 +47,13 @@ static void sift_down(rl_heap *h, size_t i)
     place(h, i, x);
 }
 
-int rl_heap_insert(rl_heap *h, rl_heap_node *x, int64_t at)
+int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 16;
-        rl_heap_node **v = rl_realloc(h->v, cap * sizeof(*v));
+        rdl_heap_node **v = rdl_realloc(h->v, cap * sizeof(*v));
         if (!v) {
-            x->idx = RL_HEAP_OUT;
+            x->idx = RDL_HEAP_OUT;
             return REDLEASE_ENOMEM;
         }
         h->v = v;
@@ -65,23 +65,23 @@ int rl_heap_insert(rl_heap *h, rl_heap_node *x, int64_t at)
     return 0;
 }
 
-void rl_heap_remove(rl_heap *h, rl_heap_node *x)
+void rdl_heap_remove(rdl_heap *h, rdl_heap_node *x)
 {
     size_t i = x->idx;
-    if (i == RL_HEAP_OUT) return;
-    x->idx = RL_HEAP_OUT;
-    rl_heap_node *last = h->v[--h->n];
+    if (i == RDL_HEAP_OUT) return;
+    x->idx = RDL_HEAP_OUT;
+    rdl_heap_node *last = h->v[--h->n];
     if (i == h->n) return;
     place(h, i, last);
     sift_up(h, i);
     sift_down(h, last->idx);
 }
 
-void rl_heap_update(rl_heap *h, rl_heap_node *x, int64_t at)
+void rdl_heap_update(rdl_heap *h, rdl_heap_node *x, int64_t at)
 {
     int64_t old = x->at;
     x->at = at;
-    if (x->idx == RL_HEAP_OUT) return;
+    if (x->idx == RDL_HEAP_OUT) return;
     if (at < old)
         sift_up(h, x->idx);
     else if (at > old)

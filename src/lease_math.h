@@ -7,12 +7,12 @@
 #define REDLEASE_LEASE_MATH_H
 #include <stdint.h>
 
-static inline int64_t rl_drift(int64_t ttl) { return ttl / 100 + 2; }
-static inline int64_t rl_valid_until(int64_t t0, int64_t ttl) { return t0 + ttl - rl_drift(ttl); }
+static inline int64_t rdl_drift(int64_t ttl) { return ttl / 100 + 2; }
+static inline int64_t rdl_valid_until(int64_t t0, int64_t ttl) { return t0 + ttl - rdl_drift(ttl); }
 
 /* How soon a failed renewal is retried: a quarter of the renewal interval,
  * at least 5 ms, and never later than halfway to the validity deadline. */
-static inline int64_t rl_renew_retry_at(int64_t now, int64_t interval, int64_t valid_until)
+static inline int64_t rdl_renew_retry_at(int64_t now, int64_t interval, int64_t valid_until)
 {
     int64_t d = interval / 4;
     if (d < 5) d = 5;

@@ -4,18 +4,18 @@
 #define REDLEASE_LIST_H
 #include <stddef.h>
 
-typedef struct rl_list {
-    struct rl_list *prev, *next;
-} rl_list;
+typedef struct rdl_list {
+    struct rdl_list *prev, *next;
+} rdl_list;
 
-#define RL_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define RDL_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-static inline void rl_list_init(rl_list *h) { h->prev = h->next = h; }
-static inline int rl_list_empty(const rl_list *h) { return h->next == h; }
+static inline void rdl_list_init(rdl_list *h) { h->prev = h->next = h; }
+static inline int rdl_list_empty(const rdl_list *h) { return h->next == h; }
 /* A node that is in no list points to itself (after init or remove). */
-static inline int rl_list_linked(const rl_list *n) { return n->next != n; }
+static inline int rdl_list_linked(const rdl_list *n) { return n->next != n; }
 
-static inline void rl_list_push_back(rl_list *h, rl_list *n)
+static inline void rdl_list_push_back(rdl_list *h, rdl_list *n)
 {
     n->prev = h->prev;
     n->next = h;
@@ -23,7 +23,7 @@ static inline void rl_list_push_back(rl_list *h, rl_list *n)
     h->prev = n;
 }
 
-static inline void rl_list_remove(rl_list *n)
+static inline void rdl_list_remove(rdl_list *n)
 {
     n->prev->next = n->next;
     n->next->prev = n->prev;

@@ -29,24 +29,24 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static int64_t wake_at(const struct redlease_lock *lk)
 {
-    int64_t at = RL_NEVER;
+    int64_t at = RDL_NEVER;
     if (lk->op)
         at = lk->op_deadline;
     else
         at = lk->next_action;
-    if (lk->state == RL_LOCK_HELD) at = min64(at, min64(lk->valid_until, lk->hold_until));
+    if (lk->state == RDL_LOCK_HELD) at = min64(at, min64(lk->valid_until, lk->hold_until));
     return at;
 }
 
 static void reschedule(struct redlease_lock *lk)
 {
-    rl_heap_update(&lk->c->heap, &lk->wake, wake_at(lk));
+    rdl_heap_update(&lk->c->heap, &lk->wake, wake_at(lk));
 }
 
 static void owe(struct redlease_lock *lk, unsigned bit)
 {
     lk->notify |= bit;
-    if (!rl_list_linked(&lk->notify_link)) rl_list_push_back(&lk->c->notify, &lk->notify_link);
+    if (!rdl_list_linked(&lk->notify_link)) rdl_list_push_back(&lk->c->notify, &lk->notify_link);
 }
 
 static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, int64_t retry_in,
@@ -55,14 +55,14 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
     redlease_client *c = lk->c;
     if (!c->event_cb || c->dead) return;
     int64_t remaining = -1;
-    if (lk->state == RL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
+    if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
     int error = status < 0 && status != REDLEASE_EBUSY && status != REDLEASE_ECANCELED;
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->attempts,
                          .detail = error && c->errstr[0] ? c->errstr : NULL,
                          .key_len = lk->keylen};
-    rl_emit(c, &ev);
+    rdl_emit(c, &ev);
 }
 
 /* The op's request goes stale: it stays on the wire, nobody waits for it. */
@@ -70,28 +70,28 @@ static void abandon_op(struct redlease_lock *lk)
 {
     lk->op = 0;
     lk->req = NULL;
-    if (!lk->drop_pending) rl_list_remove(&lk->wait_link);
+    if (!lk->drop_pending) rdl_list_remove(&lk->wait_link);
 }
 
 static void maybe_free(struct redlease_lock *lk)
 {
-    if (lk->user_ref || lk->refs || lk->drop_pending || rl_list_linked(&lk->notify_link)) return;
-    rl_lock_destroy(lk);
+    if (lk->user_ref || lk->refs || lk->drop_pending || rdl_list_linked(&lk->notify_link)) return;
+    rdl_lock_destroy(lk);
 }
 
-void rl_lock_destroy(struct redlease_lock *lk)
+void rdl_lock_destroy(struct redlease_lock *lk)
 {
     redlease_client *c = lk->c;
-    rl_list_remove(&lk->link);
-    rl_list_remove(&lk->wait_link);
-    rl_list_remove(&lk->notify_link);
-    rl_heap_remove(&c->heap, &lk->wake);
-    if (lk->state == RL_LOCK_HELD) c->stats.held_now--;
+    rdl_list_remove(&lk->link);
+    rdl_list_remove(&lk->wait_link);
+    rdl_list_remove(&lk->notify_link);
+    rdl_heap_remove(&c->heap, &lk->wake);
+    if (lk->state == RDL_LOCK_HELD) c->stats.held_now--;
     c->stats.locks_now--;
-    rl_free(lk);
+    rdl_free(lk);
 }
 
-void rl_lock_unref(struct redlease_lock *lk)
+void rdl_lock_unref(struct redlease_lock *lk)
 {
     lk->refs--;
     maybe_free(lk);
@@ -101,7 +101,7 @@ void rl_lock_unref(struct redlease_lock *lk)
 
 /* Builds the command for req from its lock and submits it. EVALSHA when the
  * server gave us the script's SHA1 on this connection, EVAL otherwise. */
-static int req_submit(rl_req *req)
+static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
@@ -111,17 +111,17 @@ static int req_submit(rl_req *req)
     size_t lens[8];
     int n = 0;
 #define ARG(s, l) (argv[n] = (s), lens[n] = (l), n++)
-    if (req->kind == RL_REQ_ACQUIRE && !lk->fencing) {
+    if (req->kind == RDL_REQ_ACQUIRE && !lk->fencing) {
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
-        ARG(lk->token, RL_TOKEN_LEN);
+        ARG(lk->token, RDL_TOKEN_LEN);
         ARG("NX", 2);
         ARG("PX", 2);
         ARG(ttl, strlen(ttl));
     } else {
-        int s = req->kind == RL_REQ_ACQUIRE ? RL_SCRIPT_ACQUIRE_FENCED
-              : req->kind == RL_REQ_RENEW   ? RL_SCRIPT_RENEW
-                                            : RL_SCRIPT_RELEASE;
+        int s = req->kind == RDL_REQ_ACQUIRE ? RDL_SCRIPT_ACQUIRE_FENCED
+              : req->kind == RDL_REQ_RENEW   ? RDL_SCRIPT_RENEW
+                                            : RDL_SCRIPT_RELEASE;
         req->script = s;
         if (!req->sent_eval && c->sha[s][0]) {
             ARG("EVALSHA", 7);
@@ -129,22 +129,22 @@ static int req_submit(rl_req *req)
         } else {
             req->sent_eval = 1;
             ARG("EVAL", 4);
-            ARG(rl_script_src[s], strlen(rl_script_src[s]));
+            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
         }
-        ARG(s == RL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
+        ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
-        if (s == RL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->keylen + RL_FENCE_SUFFIX_LEN);
-        ARG(lk->token, RL_TOKEN_LEN);
-        if (s != RL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
+        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->keylen + RDL_FENCE_SUFFIX_LEN);
+        ARG(lk->token, RDL_TOKEN_LEN);
+        if (s != RDL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
     }
 #undef ARG
-    return rl_client_submit(c, req, n, argv, lens);
+    return rdl_client_submit(c, req, n, argv, lens);
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
 {
     redlease_client *c = lk->c;
-    rl_req *req = rl_calloc(1, sizeof *req);
+    rdl_req *req = rdl_calloc(1, sizeof *req);
     if (!req) return REDLEASE_ENOMEM;
     req->lk = lk;
     req->kind = kind;
@@ -153,11 +153,11 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->epoch = c->epoch;
     int rc = req_submit(req);
     if (rc) {
-        rl_free(req);
+        rdl_free(req);
         return rc;
     }
     lk->refs++;
-    if (kind != RL_REQ_DROP) lk->req = req;
+    if (kind != RDL_REQ_DROP) lk->req = req;
     return REDLEASE_OK;
 }
 
@@ -170,13 +170,13 @@ static void pump(struct redlease_lock *lk, int64_t now)
     redlease_client *c = lk->c;
     int want_op = lk->op && !lk->req;
     if (!lk->drop_pending && !want_op) {
-        rl_list_remove(&lk->wait_link);
+        rdl_list_remove(&lk->wait_link);
         return;
     }
-    if (!rl_client_ready(c)) goto park;
-    rl_list_remove(&lk->wait_link);
+    if (!rdl_client_ready(c)) goto park;
+    rdl_list_remove(&lk->wait_link);
     if (lk->drop_pending) {
-        int rc = send_req(lk, RL_REQ_DROP, now);
+        int rc = send_req(lk, RDL_REQ_DROP, now);
         if (rc == REDLEASE_ECONN) goto park;
         lk->drop_pending = 0; /* sent, or given up on: the TTL still ends it */
     }
@@ -187,15 +187,15 @@ static void pump(struct redlease_lock *lk, int64_t now)
     }
     return;
 park:
-    if (!rl_list_linked(&lk->wait_link)) rl_list_push_back(&c->waiting, &lk->wait_link);
+    if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&c->waiting, &lk->wait_link);
 }
 
 static void start_op(struct redlease_lock *lk, int op, int64_t now)
 {
     lk->op = op;
     lk->op_deadline = now + lk->c->command_timeout;
-    lk->next_action = RL_NEVER;
-    if (op == RL_REQ_ACQUIRE) {
+    lk->next_action = RDL_NEVER;
+    if (op == RDL_REQ_ACQUIRE) {
         lk->attempts++;
         lk->c->stats.attempts++;
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
@@ -207,10 +207,10 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
 
 static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RL_LOCK_DONE;
-    lk->next_action = RL_NEVER;
+    lk->state = RDL_LOCK_DONE;
+    lk->next_action = RDL_NEVER;
     lk->acquire_status = status;
-    owe(lk, RL_NOTIFY_ACQUIRE);
+    owe(lk, RDL_NOTIFY_ACQUIRE);
     lk->c->stats.acquire_failed++;
     /* No attempt follows: a key an uncertain attempt may have set goes now. */
     if (lk->drop_pending) pump(lk, now);
@@ -225,7 +225,7 @@ static void retry_or_fail(struct redlease_lock *lk, int status, int64_t now)
         finish_acquire(lk, status, now);
         return;
     }
-    int64_t d = rl_backoff_next(&lk->backoff, &lk->c->rng);
+    int64_t d = rdl_backoff_next(&lk->backoff, &lk->c->rng);
     if (d < 1) d = 1; /* always progress in time */
     lk->next_action = min64(now + d, lk->budget_end);
     if (status == REDLEASE_EBUSY) {
@@ -234,43 +234,43 @@ static void retry_or_fail(struct redlease_lock *lk, int status, int64_t now)
     }
 }
 
-static void become_held(struct redlease_lock *lk, const rl_req *req, uint64_t fence, int64_t now)
+static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t fence, int64_t now)
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     lk->drop_pending = 0; /* the key with our token is ours on purpose now */
-    rl_list_remove(&lk->wait_link);
-    lk->state = RL_LOCK_HELD;
-    lk->valid_until = rl_valid_until(req->t0, lk->ttl);
-    lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RL_NEVER;
+    rdl_list_remove(&lk->wait_link);
+    lk->state = RDL_LOCK_HELD;
+    lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
+    lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
     lk->confirm_epoch = req->epoch;
     lk->fence = fence;
-    lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RL_NEVER;
+    lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
     lk->acquire_status = REDLEASE_OK;
-    owe(lk, RL_NOTIFY_ACQUIRE);
+    owe(lk, RDL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
     c->stats.held_now++;
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
-static int reply_error(redlease_client *c, const rl_reply *r)
+static int reply_error(redlease_client *c, const rdl_reply *r)
 {
     if (!r) return REDLEASE_ECONN;
-    if (r->type == RL_REPLY_ERROR) {
-        rl_set_errstr(c, r->str, r->len);
+    if (r->type == RDL_REPLY_ERROR) {
+        rdl_set_errstr(c, r->str, r->len);
         return REDLEASE_EREDIS;
     }
     return REDLEASE_EPROTO;
 }
 
 /* 1 acquired (*fence set), 0 held by someone else, or a negative status. */
-static int acquire_outcome(struct redlease_lock *lk, const rl_reply *r, uint64_t *fence)
+static int acquire_outcome(struct redlease_lock *lk, const rdl_reply *r, uint64_t *fence)
 {
     *fence = 0;
     if (r && !lk->fencing) {
-        if (r->type == RL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) return 1;
-        if (r->type == RL_REPLY_NIL) return 0;
-    } else if (r && r->type == RL_REPLY_INTEGER) {
+        if (r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) return 1;
+        if (r->type == RDL_REPLY_NIL) return 0;
+    } else if (r && r->type == RDL_REPLY_INTEGER) {
         if (r->integer > 0) {
             *fence = (uint64_t)r->integer;
             return 1;
@@ -280,20 +280,20 @@ static int acquire_outcome(struct redlease_lock *lk, const rl_reply *r, uint64_t
     return reply_error(lk->c, r);
 }
 
-static void acquire_reply(struct redlease_lock *lk, const rl_req *req, const rl_reply *r,
+static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
                           int current, int64_t now)
 {
     uint64_t fence;
     int res = acquire_outcome(lk, r, &fence);
-    int fresh = rl_valid_until(req->t0, lk->ttl) > now;
+    int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
     if (!current) {
-        if (lk->state == RL_LOCK_HELD) return; /* ours already */
-        if (res == 1 && lk->state == RL_LOCK_ACQUIRING && fresh) {
+        if (lk->state == RDL_LOCK_HELD) return; /* ours already */
+        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh) {
             become_held(lk, req, fence, now); /* a late OK still worth having */
-        } else if (res == 1 && lk->state != RL_LOCK_ACQUIRING) {
+        } else if (res == 1 && lk->state != RDL_LOCK_ACQUIRING) {
             lk->drop_pending = 1; /* nobody wants it: free it for others now */
             pump(lk, now);
-        } else if (res == REDLEASE_ECONN && lk->state != RL_LOCK_ACQUIRING) {
+        } else if (res == REDLEASE_ECONN && lk->state != RDL_LOCK_ACQUIRING) {
             lk->drop_pending = 1; /* it may have been set before the link broke */
             pump(lk, now);
         } else if (res == REDLEASE_ECONN) {
@@ -308,7 +308,7 @@ static void acquire_reply(struct redlease_lock *lk, const rl_req *req, const rl_
         become_held(lk, req, fence, now);
     } else if (res == 1) {
         retry_or_fail(lk, REDLEASE_ETIMEDOUT, now); /* answered too late to use */
-        if (lk->state == RL_LOCK_DONE) {
+        if (lk->state == RDL_LOCK_DONE) {
             lk->drop_pending = 1; /* no attempt follows: free it for others */
             pump(lk, now);
         }
@@ -326,10 +326,10 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk);
-    lk->state = RL_LOCK_DONE;
-    lk->next_action = RL_NEVER;
+    lk->state = RDL_LOCK_DONE;
+    lk->next_action = RDL_NEVER;
     lk->lost_reason = reason;
-    owe(lk, RL_NOTIFY_LOST);
+    owe(lk, RDL_NOTIFY_LOST);
     c->stats.lost++;
     c->stats.held_now--;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
@@ -343,27 +343,27 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
 static void renew_failed(struct redlease_lock *lk, int status, int64_t now)
 {
     lk->c->stats.renew_failed++;
-    lk->next_action = rl_renew_retry_at(now, lk->renew_interval, lk->valid_until);
+    lk->next_action = rdl_renew_retry_at(now, lk->renew_interval, lk->valid_until);
     emit(lk, REDLEASE_EV_RENEW_FAILED, status, -1, lk->next_action - now, now);
 }
 
-static void renew_reply(struct redlease_lock *lk, const rl_req *req, const rl_reply *r, int current,
+static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
                         int64_t now)
 {
-    if (lk->state != RL_LOCK_HELD) return; /* released, lost or cancelled meanwhile */
+    if (lk->state != RDL_LOCK_HELD) return; /* released, lost or cancelled meanwhile */
     if (current) lk->op = 0;
     if (now >= lk->valid_until) {
         lose(lk, REDLEASE_LOST_EXPIRED, now); /* a confirmation after the deadline is too late */
         return;
     }
-    if (r && r->type == RL_REPLY_INTEGER && r->integer == 1) {
-        int64_t vu = rl_valid_until(req->t0, lk->ttl);
+    if (r && r->type == RDL_REPLY_INTEGER && r->integer == 1) {
+        int64_t vu = rdl_valid_until(req->t0, lk->ttl);
         if (vu > lk->valid_until) lk->valid_until = vu;
         lk->confirm_epoch = req->epoch;
-        if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RL_NEVER;
+        if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
         lk->c->stats.renewed++;
         emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
-    } else if (r && r->type == RL_REPLY_INTEGER && r->integer == 0) {
+    } else if (r && r->type == RDL_REPLY_INTEGER && r->integer == 0) {
         /* Replies come in order, so even a stale "not ours" is the truth. */
         lose(lk, REDLEASE_LOST_NOT_OWNER, now);
     } else if (current) {
@@ -375,22 +375,22 @@ static void renew_reply(struct redlease_lock *lk, const rl_req *req, const rl_re
 
 static void finish_release(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RL_LOCK_DONE;
+    lk->state = RDL_LOCK_DONE;
     lk->op = 0;
     lk->release_status = status;
-    owe(lk, RL_NOTIFY_RELEASE);
+    owe(lk, RDL_NOTIFY_RELEASE);
     lk->c->stats.released++;
     emit(lk, REDLEASE_EV_RELEASED, status, -1, -1, now);
 }
 
-static void release_reply(struct redlease_lock *lk, const rl_reply *r, int64_t now)
+static void release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now)
 {
     if (!r && now < lk->op_deadline) {
         pump(lk, now); /* link broke: compare-and-delete is safe to repeat */
         return;
     }
     int st;
-    if (r && r->type == RL_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
+    if (r && r->type == RDL_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
         st = r->integer ? REDLEASE_OK : REDLEASE_ENOTHELD;
     else
         st = reply_error(lk->c, r);
@@ -403,69 +403,69 @@ static void op_failed(struct redlease_lock *lk, int status, int64_t now)
 {
     int op = lk->op;
     lk->op = 0;
-    if (op == RL_REQ_ACQUIRE)
+    if (op == RDL_REQ_ACQUIRE)
         retry_or_fail(lk, status, now);
-    else if (op == RL_REQ_RENEW)
+    else if (op == RDL_REQ_RENEW)
         renew_failed(lk, status, now);
-    else if (op == RL_REQ_RELEASE)
+    else if (op == RDL_REQ_RELEASE)
         finish_release(lk, status, now);
 }
 
-void rl_lock_run(struct redlease_lock *lk, int64_t now)
+void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 {
-    if (lk->state == RL_LOCK_HELD && now >= lk->valid_until) {
+    if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rl_client_note_timeout(lk->c, lk->req->t0, now);
+        if (lk->req) rdl_client_note_timeout(lk->c, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
-    } else if (lk->state == RL_LOCK_HELD && now >= lk->hold_until) {
+    } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int status = lk->req ? REDLEASE_ETIMEDOUT : REDLEASE_ECONN;
         if (lk->req) {
             lk->c->stats.timeouts++;
-            rl_client_note_timeout(lk->c, lk->req->t0, now);
+            rdl_client_note_timeout(lk->c, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
         op_failed(lk, status, now);
     } else if (!lk->op && now >= lk->next_action) {
-        if (lk->state == RL_LOCK_ACQUIRING)
-            start_op(lk, RL_REQ_ACQUIRE, now);
-        else if (lk->state == RL_LOCK_HELD)
-            start_op(lk, RL_REQ_RENEW, now);
-        else if (lk->state == RL_LOCK_RELEASING)
-            start_op(lk, RL_REQ_RELEASE, now);
+        if (lk->state == RDL_LOCK_ACQUIRING)
+            start_op(lk, RDL_REQ_ACQUIRE, now);
+        else if (lk->state == RDL_LOCK_HELD)
+            start_op(lk, RDL_REQ_RENEW, now);
+        else if (lk->state == RDL_LOCK_RELEASING)
+            start_op(lk, RDL_REQ_RELEASE, now);
         else
-            lk->next_action = RL_NEVER;
+            lk->next_action = RDL_NEVER;
     }
     reschedule(lk);
 }
 
-void rl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
+void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
     pump(lk, now);
     reschedule(lk);
 }
 
-void rl_lock_on_ready(struct redlease_lock *lk, int64_t now)
+void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RL_LOCK_HELD && !lk->op && lk->confirm_epoch != lk->c->epoch) {
+    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != lk->c->epoch) {
         lk->next_action = now;
         reschedule(lk);
     }
 }
 
-int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t now)
+int rdl_lock_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
-    if (r && r->type == RL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
+    if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
         memcmp(r->str, "NOSCRIPT", 8) == 0) {
         /* The script cache was flushed: EVAL from now on this connection. */
         c->sha[req->script][0] = '\0';
-        if (req->kind == RL_REQ_DROP && lk->state == RL_LOCK_ACQUIRING) {
+        if (req->kind == RDL_REQ_DROP && lk->state == RDL_LOCK_ACQUIRING) {
             /* Sent again now it would land behind the attempt that followed
              * it and could delete the key that attempt sets. Given up: a key
              * of ours left by the uncertain attempt just expires by its TTL. */
@@ -478,9 +478,9 @@ int rl_lock_on_reply(redlease_client *c, rl_req *req, const rl_reply *r, int64_t
     int current = lk->req == req;
     if (current) lk->req = NULL;
     switch (req->kind) {
-    case RL_REQ_ACQUIRE: acquire_reply(lk, req, r, current, now); break;
-    case RL_REQ_RENEW: renew_reply(lk, req, r, current, now); break;
-    case RL_REQ_RELEASE:
+    case RDL_REQ_ACQUIRE: acquire_reply(lk, req, r, current, now); break;
+    case RDL_REQ_RENEW: renew_reply(lk, req, r, current, now); break;
+    case RDL_REQ_RELEASE:
         if (current) release_reply(lk, r, now);
         break;
     default: break; /* drops: best effort, nobody waits */
@@ -496,43 +496,43 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
     redlease_client *c = lk->c;
     lk->refs++; /* a release inside a callback must not free lk under us */
     while (lk->notify && (forced || !c->dead)) {
-        if (lk->notify & RL_NOTIFY_ACQUIRE) {
-            lk->notify &= ~RL_NOTIFY_ACQUIRE;
+        if (lk->notify & RDL_NOTIFY_ACQUIRE) {
+            lk->notify &= ~RDL_NOTIFY_ACQUIRE;
             lk->on_acquire(lk, lk->acquire_status, lk->arg);
-        } else if (lk->notify & RL_NOTIFY_LOST) {
-            lk->notify &= ~RL_NOTIFY_LOST;
+        } else if (lk->notify & RDL_NOTIFY_LOST) {
+            lk->notify &= ~RDL_NOTIFY_LOST;
             if (lk->on_lost) lk->on_lost(lk, lk->lost_reason, lk->arg);
         } else {
-            lk->notify &= ~RL_NOTIFY_RELEASE;
+            lk->notify &= ~RDL_NOTIFY_RELEASE;
             lk->user_ref = 0; /* the last callback: the handle ends with it */
             if (lk->on_release) lk->on_release(lk, lk->release_status, lk->release_arg);
         }
     }
-    if (!lk->notify) rl_list_remove(&lk->notify_link);
+    if (!lk->notify) rdl_list_remove(&lk->notify_link);
     lk->refs--;
     if (!c->dead) maybe_free(lk);
 }
 
-void rl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, 0); }
+void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, 0); }
 
-void rl_lock_end_by_client(struct redlease_lock *lk)
+void rdl_lock_end_by_client(struct redlease_lock *lk)
 {
-    if (lk->state == RL_LOCK_ACQUIRING || (lk->state == RL_LOCK_HELD && (lk->notify & RL_NOTIFY_ACQUIRE))) {
+    if (lk->state == RDL_LOCK_ACQUIRING || (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE))) {
         lk->acquire_status = REDLEASE_ECANCELED;
-        owe(lk, RL_NOTIFY_ACQUIRE);
-    } else if (lk->state == RL_LOCK_HELD) {
+        owe(lk, RDL_NOTIFY_ACQUIRE);
+    } else if (lk->state == RDL_LOCK_HELD) {
         lk->lost_reason = REDLEASE_LOST_CLOSED;
-        owe(lk, RL_NOTIFY_LOST);
+        owe(lk, RDL_NOTIFY_LOST);
     }
     /* Released by the user (user_ref: on_release not delivered yet) with
      * no outcome owed yet: releasing, or freed by a hook in the middle of
      * redlease_release() itself. */
-    if (lk->release_called && lk->user_ref && !(lk->notify & RL_NOTIFY_RELEASE)) {
+    if (lk->release_called && lk->user_ref && !(lk->notify & RDL_NOTIFY_RELEASE)) {
         lk->release_status = REDLEASE_ECANCELED;
-        owe(lk, RL_NOTIFY_RELEASE);
+        owe(lk, RDL_NOTIFY_RELEASE);
     }
-    if (lk->state == RL_LOCK_HELD) lk->c->stats.held_now--;
-    lk->state = RL_LOCK_DONE;
+    if (lk->state == RDL_LOCK_HELD) lk->c->stats.held_now--;
+    lk->state = RDL_LOCK_DONE;
     lk->op = 0;
     run_callbacks(lk, 1);
 }
@@ -542,21 +542,21 @@ void rl_lock_end_by_client(struct redlease_lock *lk)
 static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
 {
     if (lk->op) abandon_op(lk);
-    lk->state = RL_LOCK_DONE;
+    lk->state = RDL_LOCK_DONE;
     lk->c->stats.held_now--;
     lk->acquire_status = REDLEASE_ECANCELED;
     lk->drop_pending = 1;
     pump(lk, now);
 }
 
-void rl_lock_close(struct redlease_lock *lk, int64_t now)
+void rdl_lock_close(struct redlease_lock *lk, int64_t now)
 {
-    if (lk->state == RL_LOCK_ACQUIRING) {
+    if (lk->state == RDL_LOCK_ACQUIRING) {
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
-    } else if (lk->state == RL_LOCK_HELD && (lk->notify & RL_NOTIFY_ACQUIRE)) {
+    } else if (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE)) {
         cancel_unannounced(lk, now);
-    } else if (lk->state == RL_LOCK_HELD) {
+    } else if (lk->state == RDL_LOCK_HELD) {
         lose(lk, REDLEASE_LOST_CLOSED, now);
     }
     reschedule(lk);
@@ -585,21 +585,21 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         redlease_lock_options_init(&defaults);
         o = &defaults;
     }
-    int rc = rl_lock_options_check(o);
+    int rc = rdl_lock_options_check(o);
     if (rc) return rc;
     if (c->dead || c->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = c->prefix_len + rlen;
-    size_t extra = o->fencing ? keylen + RL_FENCE_SUFFIX_LEN + 1 : 0;
-    struct redlease_lock *lk = rl_calloc(1, sizeof *lk + keylen + 1 + extra);
+    size_t extra = o->fencing ? keylen + RDL_FENCE_SUFFIX_LEN + 1 : 0;
+    struct redlease_lock *lk = rdl_calloc(1, sizeof *lk + keylen + 1 + extra);
     if (!lk) return REDLEASE_ENOMEM;
-    if (rl_token_new(lk->token) != 0) {
-        rl_free(lk);
+    if (rdl_token_new(lk->token) != 0) {
+        rdl_free(lk);
         return REDLEASE_ESYS;
     }
-    int64_t now = rl_now(c);
-    if (rl_heap_insert(&c->heap, &lk->wake, now) != 0) {
-        rl_free(lk);
+    int64_t now = rdl_now(c);
+    if (rdl_heap_insert(&c->heap, &lk->wake, now) != 0) {
+        rdl_free(lk);
         return REDLEASE_ENOMEM;
     }
     memcpy(lk->key, c->prefix, c->prefix_len);
@@ -608,14 +608,14 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     if (o->fencing) {
         lk->fence_key = lk->key + keylen + 1;
         memcpy(lk->fence_key, lk->key, keylen);
-        memcpy(lk->fence_key + keylen, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN + 1);
+        memcpy(lk->fence_key + keylen, RDL_FENCE_SUFFIX, RDL_FENCE_SUFFIX_LEN + 1);
     }
     lk->c = c;
-    rl_list_init(&lk->link);
-    rl_list_init(&lk->wait_link);
-    rl_list_init(&lk->notify_link);
+    rdl_list_init(&lk->link);
+    rdl_list_init(&lk->wait_link);
+    rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
-    lk->state = RL_LOCK_ACQUIRING;
+    lk->state = RDL_LOCK_ACQUIRING;
     lk->on_acquire = on_acquire;
     lk->on_lost = on_lost;
     lk->arg = arg;
@@ -624,15 +624,15 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->max_hold = o->max_hold_ms;
     lk->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
-    rl_backoff_init(&lk->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
-    lk->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RL_NEVER : now + o->wait_ms;
+    rdl_backoff_init(&lk->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
+    lk->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
     lk->next_action = now; /* the first attempt goes out from the loop */
-    lk->valid_until = lk->hold_until = RL_NEVER;
-    rl_list_push_back(&c->locks, &lk->link);
+    lk->valid_until = lk->hold_until = RDL_NEVER;
+    rdl_list_push_back(&c->locks, &lk->link);
     c->stats.locks_now++;
     *out = lk;
-    rl_enter(c);
-    rl_leave(c); /* arms the timer */
+    rdl_enter(c);
+    rdl_leave(c); /* arms the timer */
     return REDLEASE_OK;
 }
 
@@ -641,8 +641,8 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
     if (!lk || lk->release_called) return REDLEASE_EINVAL;
     redlease_client *c = lk->c;
     if (c->dead) return REDLEASE_ECANCELED;
-    rl_enter(c);
-    int64_t now = rl_now(c);
+    rdl_enter(c);
+    int64_t now = rdl_now(c);
     lk->release_called = 1;
     lk->on_release = on_release;
     lk->release_arg = arg;
@@ -650,42 +650,42 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
      * which may free the client: then the handle has been ended (its
      * on_release(ECANCELED) delivered) and nothing more is owed. */
     switch (lk->state) {
-    case RL_LOCK_ACQUIRING:
+    case RDL_LOCK_ACQUIRING:
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
         if (!c->dead) finish_release(lk, REDLEASE_OK, now);
         break;
-    case RL_LOCK_HELD:
-        if (lk->notify & RL_NOTIFY_ACQUIRE) {
+    case RDL_LOCK_HELD:
+        if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             cancel_unannounced(lk, now);
             if (!c->dead) finish_release(lk, REDLEASE_OK, now);
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
         c->stats.held_now--;
-        lk->state = RL_LOCK_RELEASING;
-        start_op(lk, RL_REQ_RELEASE, now);
+        lk->state = RDL_LOCK_RELEASING;
+        start_op(lk, RDL_REQ_RELEASE, now);
         break;
     default: /* DONE: failed, cancelled or lost */
         finish_release(lk, lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK, now);
         break;
     }
     if (!c->dead) reschedule(lk);
-    rl_leave(c);
+    rdl_leave(c);
     return REDLEASE_OK;
 }
 
 int redlease_lock_held(const redlease_lock *lk)
 {
-    if (!lk || lk->state != RL_LOCK_HELD) return 0;
+    if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
-    return rl_client_ready(c) && lk->confirm_epoch == c->epoch && rl_now(c) < lk->valid_until;
+    return rdl_client_ready(c) && lk->confirm_epoch == c->epoch && rdl_now(c) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {
-    if (!lk || lk->state != RL_LOCK_HELD) return 0;
-    int64_t left = lk->valid_until - rl_now(lk->c);
+    if (!lk || lk->state != RDL_LOCK_HELD) return 0;
+    int64_t left = lk->valid_until - rdl_now(lk->c);
     return left > 0 ? left : 0;
 }
 

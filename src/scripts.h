@@ -4,13 +4,13 @@
 #ifndef REDLEASE_SCRIPTS_H
 #define REDLEASE_SCRIPTS_H
 
-enum rl_script {
-    RL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl -> fence or 0 */
-    RL_SCRIPT_RENEW,          /* KEYS: key; ARGV: token, ttl -> 1 extended, 0 not ours */
-    RL_SCRIPT_RELEASE,        /* KEYS: key; ARGV: token -> 1 deleted, 0 not ours */
-    RL_SCRIPT_COUNT
+enum rdl_script {
+    RDL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl -> fence or 0 */
+    RDL_SCRIPT_RENEW,          /* KEYS: key; ARGV: token, ttl -> 1 extended, 0 not ours */
+    RDL_SCRIPT_RELEASE,        /* KEYS: key; ARGV: token -> 1 deleted, 0 not ours */
+    RDL_SCRIPT_COUNT
 };
 
-extern const char *const rl_script_src[RL_SCRIPT_COUNT];
+extern const char *const rdl_script_src[RDL_SCRIPT_COUNT];
 
 #endif

@@ -5,7 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-int rl_random_bytes(void *buf, size_t n)
+int rdl_random_bytes(void *buf, size_t n)
 {
     unsigned char *p = buf;
     size_t got = 0;
@@ -33,15 +33,15 @@ int rl_random_bytes(void *buf, size_t n)
     return got == n ? 0 : -1;
 }
 
-int rl_token_new(char out[RL_TOKEN_LEN + 1])
+int rdl_token_new(char out[RDL_TOKEN_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned char b[RL_TOKEN_BYTES];
-    if (rl_random_bytes(b, sizeof b) != 0) return -1;
+    unsigned char b[RDL_TOKEN_BYTES];
+    if (rdl_random_bytes(b, sizeof b) != 0) return -1;
     for (size_t i = 0; i < sizeof b; i++) {
         out[2 * i] = hex[b[i] >> 4];
         out[2 * i + 1] = hex[b[i] & 15];
     }
-    out[RL_TOKEN_LEN] = '\0';
+    out[RDL_TOKEN_LEN] = '\0';
     return 0;
 }

@@ -3,12 +3,12 @@
 #define REDLEASE_TOKEN_H
 #include <stddef.h>
 
-#define RL_TOKEN_BYTES 16
-#define RL_TOKEN_LEN (2 * RL_TOKEN_BYTES)
+#define RDL_TOKEN_BYTES 16
+#define RDL_TOKEN_LEN (2 * RDL_TOKEN_BYTES)
 
 /* Fills buf from getrandom(), falling back to /dev/urandom; 0 or -1. */
-int rl_random_bytes(void *buf, size_t n);
-/* Writes RL_TOKEN_LEN hex digits and a NUL to out; 0 or -1. */
-int rl_token_new(char out[RL_TOKEN_LEN + 1]);
+int rdl_random_bytes(void *buf, size_t n);
+/* Writes RDL_TOKEN_LEN hex digits and a NUL to out; 0 or -1. */
+int rdl_token_new(char out[RDL_TOKEN_LEN + 1]);
 
 #endif

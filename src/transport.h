@@ -3,23 +3,23 @@
  * The core never includes hiredis. It talks to one connection through this
  * small vtable; src/transport_hiredis.c implements it on the hiredis async
  * API (both 0.14 and 1.x), and the unit tests implement it with a scripted
- * fake. Replies are copied into rl_reply so tests never build redisReply.
+ * fake. Replies are copied into rdl_reply so tests never build redisReply.
  *
  * Rules both sides keep:
  *  - connect() never calls back synchronously; its outcome comes later
- *    through rl_core_on_connected().
- *  - submit() either returns 0, and then rl_core_on_reply() is called
+ *    through rdl_core_on_connected().
+ *  - submit() either returns 0, and then rdl_core_on_reply() is called
  *    exactly once for that req (with r == NULL if the connection is lost or
  *    closed first), or returns nonzero and never calls back for it.
  *  - close() ends the connection now: before it returns, every submitted
- *    req has had its rl_core_on_reply(r == NULL). No rl_core_on_disconnected
+ *    req has had its rdl_core_on_reply(r == NULL). No rdl_core_on_disconnected
  *    is reported for a close the core asked for.
  *  - A connection that breaks by itself reports every pending req with
- *    r == NULL, then rl_core_on_disconnected().
+ *    r == NULL, then rdl_core_on_disconnected().
  *  - destroy() frees the transport; it is only called while closed.
  *  - The core calls close() and destroy() only from outside transport
  *    callbacks (from its timer or from a user's call), never from inside
- *    rl_core_on_reply() or rl_core_on_connected(): hiredis must not be freed
+ *    rdl_core_on_reply() or rdl_core_on_connected(): hiredis must not be freed
  *    from inside its own callbacks (0.14 crashes on it).
  */
 #ifndef REDLEASE_TRANSPORT_H
@@ -31,53 +31,53 @@
 struct redlease_client;
 struct redlease_loop_ops;
 
-enum rl_reply_type {
-    RL_REPLY_STATUS = 1, /* +OK */
-    RL_REPLY_ERROR,      /* -ERR ... (str) */
-    RL_REPLY_INTEGER,    /* :n */
-    RL_REPLY_NIL,        /* $-1 / *-1 */
-    RL_REPLY_STRING,     /* $n (str) */
-    RL_REPLY_OTHER       /* arrays and RESP3 types we never ask for */
+enum rdl_reply_type {
+    RDL_REPLY_STATUS = 1, /* +OK */
+    RDL_REPLY_ERROR,      /* -ERR ... (str) */
+    RDL_REPLY_INTEGER,    /* :n */
+    RDL_REPLY_NIL,        /* $-1 / *-1 */
+    RDL_REPLY_STRING,     /* $n (str) */
+    RDL_REPLY_OTHER       /* arrays and RESP3 types we never ask for */
 };
 
-typedef struct rl_reply {
+typedef struct rdl_reply {
     int type;
     long long integer;
     const char *str; /* STATUS, ERROR, STRING: not NUL-terminated */
     size_t len;
-} rl_reply;
+} rdl_reply;
 
-typedef struct rl_endpoint {
+typedef struct rdl_endpoint {
     const char *host;
     int port;
     const char *unix_path;
-} rl_endpoint;
+} rdl_endpoint;
 
-typedef struct rl_transport_ops {
+typedef struct rdl_transport_ops {
     /* Starts connecting; 0, or a status code (then nothing is pending). */
-    int (*connect)(void *self, const rl_endpoint *ep);
-    /* Sends one command; req is returned through rl_core_on_reply. */
+    int (*connect)(void *self, const rdl_endpoint *ep);
+    /* Sends one command; req is returned through rdl_core_on_reply. */
     int (*submit)(void *self, int argc, const char **argv, const size_t *lens, void *req);
     void (*close)(void *self);
     void (*destroy)(void *self);
-} rl_transport_ops;
+} rdl_transport_ops;
 
-typedef struct rl_transport {
-    const rl_transport_ops *ops;
+typedef struct rdl_transport {
+    const rdl_transport_ops *ops;
     void *self;
-} rl_transport;
+} rdl_transport;
 
 /* The hiredis binding: attaches each new context through loop->attach. */
-int rl_transport_hiredis_new(rl_transport *out, struct redlease_client *c,
+int rdl_transport_hiredis_new(rdl_transport *out, struct redlease_client *c,
                              const struct redlease_loop_ops *loop, void *loop_data);
 
 /* Called by the transport. status: REDLEASE_OK or a negative status code;
  * detail: error text or NULL. None of these runs user callbacks. */
-void rl_core_on_connected(struct redlease_client *c, int status, const char *detail);
-void rl_core_on_disconnected(struct redlease_client *c, int status, const char *detail);
-void rl_core_on_reply(struct redlease_client *c, void *req, const rl_reply *r);
+void rdl_core_on_connected(struct redlease_client *c, int status, const char *detail);
+void rdl_core_on_disconnected(struct redlease_client *c, int status, const char *detail);
+void rdl_core_on_reply(struct redlease_client *c, void *req, const rdl_reply *r);
 /* Keeps the text of an error the transport returned synchronously (a
  * connect that failed at once), for redlease_client_errstr(). */
-void rl_core_note_error(struct redlease_client *c, const char *detail);
+void rdl_core_note_error(struct redlease_client *c, const char *detail);
 
 #endif

@@ -9,7 +9,7 @@
  *  - the loop adapter is attached before the connect callback is set (15);
  *  - we forget a context ourselves when hiredis is about to free it
  *    (onConnect with an error, onDisconnect) or when we free it (row 13);
- *  - replies are copied into rl_reply and never freed here (rows 16, 20);
+ *  - replies are copied into rdl_reply and never freed here (rows 16, 20);
  *  - deadlines are the core's own on both versions (rows 9, 10).
  *
  * Ownership: t->ac is the live context (NULL when closed); ac->data points
@@ -31,14 +31,14 @@
 #include "redlease.h"
 #include "transport_hiredis.h"
 
-typedef struct rl_hiredis {
+typedef struct rdl_hiredis {
     struct redlease_client *client;
     const struct redlease_loop_ops *loop;
     void *loop_data;
     redisAsyncContext *ac;         /* live context, or NULL */
     redisAsyncContext *closing_ac; /* being freed by close() */
     int connected;                 /* onConnect(REDIS_OK) seen for ac */
-} rl_hiredis;
+} rdl_hiredis;
 
 static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
 {
@@ -47,25 +47,25 @@ static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
     return dflt;
 }
 
-void rl_hiredis_convert_reply(const redisReply *reply, rl_reply *r)
+void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r)
 {
     memset(r, 0, sizeof(*r));
     switch (reply->type) {
-    case REDIS_REPLY_STATUS: r->type = RL_REPLY_STATUS; break;
-    case REDIS_REPLY_ERROR: r->type = RL_REPLY_ERROR; break;
-    case REDIS_REPLY_STRING: r->type = RL_REPLY_STRING; break;
+    case REDIS_REPLY_STATUS: r->type = RDL_REPLY_STATUS; break;
+    case REDIS_REPLY_ERROR: r->type = RDL_REPLY_ERROR; break;
+    case REDIS_REPLY_STRING: r->type = RDL_REPLY_STRING; break;
     case REDIS_REPLY_INTEGER:
-        r->type = RL_REPLY_INTEGER;
+        r->type = RDL_REPLY_INTEGER;
         r->integer = reply->integer;
         return;
-    case REDIS_REPLY_NIL: r->type = RL_REPLY_NIL; return;
+    case REDIS_REPLY_NIL: r->type = RDL_REPLY_NIL; return;
 #ifdef REDIS_REPLY_BOOL
     case REDIS_REPLY_BOOL: /* RESP3 only; we never ask for it */
-        r->type = RL_REPLY_INTEGER;
+        r->type = RDL_REPLY_INTEGER;
         r->integer = reply->integer != 0 ? 1 : 0;
         return;
 #endif
-    default: r->type = RL_REPLY_OTHER; return;
+    default: r->type = RDL_REPLY_OTHER; return;
     }
     /* STATUS, ERROR and STRING carry text. */
     r->str = reply->str;
@@ -76,28 +76,28 @@ void rl_hiredis_convert_reply(const redisReply *reply, rl_reply *r)
 
 static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
 {
-    rl_hiredis *t = (rl_hiredis *)ac->data;
+    rdl_hiredis *t = (rdl_hiredis *)ac->data;
     if (t == NULL || (ac != t->ac && ac != t->closing_ac)) return;
     if (reply == NULL) { /* the connection is gone or being freed */
-        rl_core_on_reply(t->client, req, NULL);
+        rdl_core_on_reply(t->client, req, NULL);
         return;
     }
-    rl_reply r;
-    rl_hiredis_convert_reply((const redisReply *)reply, &r);
-    rl_core_on_reply(t->client, req, &r);
+    rdl_reply r;
+    rdl_hiredis_convert_reply((const redisReply *)reply, &r);
+    rdl_core_on_reply(t->client, req, &r);
 }
 
 static void hr_on_connect(const redisAsyncContext *ac, int status)
 {
-    rl_hiredis *t = (rl_hiredis *)ac->data;
+    rdl_hiredis *t = (rdl_hiredis *)ac->data;
     if (t == NULL || ac != t->ac) return;
     if (status == REDIS_OK) {
         t->connected = 1;
-        rl_core_on_connected(t->client, REDLEASE_OK, NULL);
+        rdl_core_on_connected(t->client, REDLEASE_OK, NULL);
         return;
     }
     t->ac = NULL; /* hiredis frees it right after this returns */
-    rl_core_on_connected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
+    rdl_core_on_connected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
 }
 
 /* Set when hiredis reports an I/O error (a failed write among them) in this
@@ -106,13 +106,13 @@ static _Thread_local int hr_io_failed;
 
 static void hr_on_disconnect(const redisAsyncContext *ac, int status)
 {
-    rl_hiredis *t = (rl_hiredis *)ac->data;
+    rdl_hiredis *t = (rdl_hiredis *)ac->data;
     (void)status;
     if (ac->c.err == REDIS_ERR_IO) hr_io_failed = 1;
     if (t == NULL || ac != t->ac) return; /* freed by close(): not reported */
     t->ac = NULL; /* hiredis frees it right after this returns */
     t->connected = 0;
-    rl_core_on_disconnected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
+    rdl_core_on_disconnected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
 }
 
 /* ------------------------------------------------- writes without SIGPIPE */
@@ -139,15 +139,15 @@ void redlease_async_handle_write(redisAsyncContext *ac)
 
 /* -------------------------------------------------------------- the ops */
 
-static int hr_connect(void *self, const rl_endpoint *ep)
+static int hr_connect(void *self, const rdl_endpoint *ep)
 {
-    rl_hiredis *t = (rl_hiredis *)self;
+    rdl_hiredis *t = (rdl_hiredis *)self;
     if (t->ac != NULL) return REDLEASE_EINVAL; /* close() first */
     redisAsyncContext *ac = ep->unix_path ? redisAsyncConnectUnix(ep->unix_path)
                                           : redisAsyncConnect(ep->host, ep->port);
     if (ac == NULL) return REDLEASE_ENOMEM;
     if (ac->err != 0) { /* failed at once: no socket, refused, bad address */
-        rl_core_note_error(t->client, hr_errtext(ac, "connect failed"));
+        rdl_core_note_error(t->client, hr_errtext(ac, "connect failed"));
         redisAsyncFree(ac); /* not attached, no callbacks set */
         return REDLEASE_ECONN;
     }
@@ -162,7 +162,7 @@ static int hr_connect(void *self, const rl_endpoint *ep)
         redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
         redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK) {
         ac->data = NULL;
-        rl_core_note_error(t->client, "the loop adapter could not watch the connection");
+        rdl_core_note_error(t->client, "the loop adapter could not watch the connection");
         /* An adapter that failed before storing its state (hiredis's libuv
          * one on allocation failure) leaves a cleanup hook that would get
          * NULL: don't let redisAsyncFree call it. */
@@ -177,7 +177,7 @@ static int hr_connect(void *self, const rl_endpoint *ep)
 
 static int hr_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)
 {
-    rl_hiredis *t = (rl_hiredis *)self;
+    rdl_hiredis *t = (rdl_hiredis *)self;
     redisAsyncContext *ac = t->ac;
     if (ac == NULL || !t->connected || !(ac->c.flags & REDIS_CONNECTED) ||
         (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
@@ -189,7 +189,7 @@ static int hr_submit(void *self, int argc, const char **argv, const size_t *lens
 
 static void hr_close(void *self)
 {
-    rl_hiredis *t = (rl_hiredis *)self;
+    rdl_hiredis *t = (rdl_hiredis *)self;
     redisAsyncContext *ac = t->ac;
     if (ac == NULL) return;
     t->ac = NULL;
@@ -202,15 +202,15 @@ static void hr_close(void *self)
 static void hr_destroy(void *self)
 {
     hr_close(self);
-    rl_free(self);
+    rdl_free(self);
 }
 
-static const rl_transport_ops hr_ops = {hr_connect, hr_submit, hr_close, hr_destroy};
+static const rdl_transport_ops hr_ops = {hr_connect, hr_submit, hr_close, hr_destroy};
 
-int rl_transport_hiredis_new(rl_transport *out, struct redlease_client *c,
+int rdl_transport_hiredis_new(rdl_transport *out, struct redlease_client *c,
                              const struct redlease_loop_ops *loop, void *loop_data)
 {
-    rl_hiredis *t = (rl_hiredis *)rl_calloc(1, sizeof(*t));
+    rdl_hiredis *t = (rdl_hiredis *)rdl_calloc(1, sizeof(*t));
     if (t == NULL) return REDLEASE_ENOMEM;
     t->client = c;
     t->loop = loop;

@@ -1,5 +1,5 @@
 /* The one piece of the hiredis binding other code shares: how a hiredis
- * reply becomes the core's rl_reply. The unit-test rig and the fuzzers feed
+ * reply becomes the core's rdl_reply. The unit-test rig and the fuzzers feed
  * replies through it too, so they test the mapping the library uses. */
 #ifndef REDLEASE_TRANSPORT_HIREDIS_H
 #define REDLEASE_TRANSPORT_HIREDIS_H
@@ -9,6 +9,6 @@
 struct redisReply;
 
 /* Fills r from reply; r's text points into reply (valid while reply is). */
-void rl_hiredis_convert_reply(const struct redisReply *reply, rl_reply *r);
+void rdl_hiredis_convert_reply(const struct redisReply *reply, rdl_reply *r);
 
 #endif

@@ -21,16 +21,16 @@ if [ -z "${REDLEASE_TEST_REDIS_CLI:-}" ]; then
     exit 1
 fi
 wrapper=${REDLEASE_TEST_WRAPPER:-}
-# RL_LOG9: the same, with valgrind's log on fd 9 rather than 2, for a run
+# RDL_LOG9: the same, with valgrind's log on fd 9 rather than 2, for a run
 # with fd 2 closed (valgrind keeps its log fd even closed, and refuses it
 # to the program).
 if [ -n "$wrapper" ]; then
     RL=("$builddir/libtool" --mode=execute $wrapper "$bin")
-    RL_LOG9=("$builddir/libtool" --mode=execute $wrapper --log-fd=9 "$bin")
+    RDL_LOG9=("$builddir/libtool" --mode=execute $wrapper --log-fd=9 "$bin")
     slow=10 # time bounds grow under valgrind
 else
     RL=("$bin")
-    RL_LOG9=("$bin")
+    RDL_LOG9=("$bin")
     slow=1
 fi
 
@@ -254,7 +254,7 @@ else
 fi
 # 0, 1 and 2 closed: the Redis socket must not become stderr.
 rm -f "$tmp/ran"
-("${RL_LOG9[@]}" run -v closedfds -- touch "$tmp/ran" 9>&2 <&- >&- 2>&-)
+("${RDL_LOG9[@]}" run -v closedfds -- touch "$tmp/ran" 9>&2 <&- >&- 2>&-)
 st=$?
 check "fds 0, 1, 2 closed at start: => 0 ($st), COMMAND ran" eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
 

@@ -177,7 +177,7 @@ static void check_acquire_command(const char *key, int fencing)
         return;
     }
     EXPECT(strcmp(cmd->argv[0], "EVALSHA") == 0);
-    EXPECT(strcmp(cmd->argv[1], fake_sha(RL_SCRIPT_ACQUIRE_FENCED)) == 0);
+    EXPECT(strcmp(cmd->argv[1], fake_sha(RDL_SCRIPT_ACQUIRE_FENCED)) == 0);
     EXPECT(strcmp(cmd->argv[3], key) == 0);
     EXPECT(strncmp(cmd->argv[4], key, strlen(key)) == 0 &&
            strcmp(cmd->argv[4] + strlen(key), ":fence") == 0);

@@ -253,7 +253,7 @@ static void answer_good(void)
         fake_reply_status(&F, "OK");
     } else if (strcmp(cmd->argv[0], "SCRIPT") == 0) {
         int i = 0;
-        while (i < RL_SCRIPT_COUNT - 1 && strcmp(cmd->argv[2], rl_script_src[i]) != 0) i++;
+        while (i < RDL_SCRIPT_COUNT - 1 && strcmp(cmd->argv[2], rdl_script_src[i]) != 0) i++;
         fake_reply_str(&F, fake_sha(i));
     } else if (strcmp(cmd->argv[0], "EVALSHA") == 0 || strcmp(cmd->argv[0], "EVAL") == 0) {
         fake_reply_int(&F, 1 + take_u8(&in) % 3);

@@ -9,7 +9,7 @@
 
 /* ------------------------------------------------------------ transport */
 
-static int fake_connect_op(void *self, const rl_endpoint *ep)
+static int fake_connect_op(void *self, const rdl_endpoint *ep)
 {
     fake *f = self;
     (void)ep;
@@ -36,13 +36,13 @@ static int fake_submit(void *self, int argc, const char **argv, const size_t *le
     return 0;
 }
 
-static void answer(fake *f, const rl_reply *r)
+static void answer(fake *f, const rdl_reply *r)
 {
     fake_cmd *cmd = fake_peek(f);
     if (!cmd) return;
     cmd->answered = 1;
     f->head++;
-    rl_core_on_reply(f->tc, cmd->req, r);
+    rdl_core_on_reply(f->tc, cmd->req, r);
 }
 
 static void fail_pending(fake *f)
@@ -59,11 +59,11 @@ static void fake_close(void *self)
 
 static void fake_destroy(void *self) { (void)self; }
 
-static const rl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_close, fake_destroy};
+static const rdl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_close, fake_destroy};
 
 static fake *the_fake; /* the factory has no user pointer of its own */
 
-static int fake_factory(rl_transport *out, redlease_client *c, const redlease_loop_ops *loop,
+static int fake_factory(rdl_transport *out, redlease_client *c, const redlease_loop_ops *loop,
                         void *loop_data)
 {
     (void)c, (void)loop, (void)loop_data;
@@ -112,7 +112,7 @@ void fake_attach(fake *f, const redlease_client_options *o)
         return;
     }
     f->tc = f->c;
-    rl_client_set_transport_factory(f->c, fake_factory);
+    rdl_client_set_transport_factory(f->c, fake_factory);
     redlease_client_set_clock(f->c, fake_clock, f);
     if (redlease_client_attach_loop(f->c, &fake_loop, f) != REDLEASE_OK) {
         redlease_client_free(f->c);
@@ -122,7 +122,7 @@ void fake_attach(fake *f, const redlease_client_options *o)
 
 const char *fake_sha(int i)
 {
-    static char sha[RL_SCRIPT_COUNT][41];
+    static char sha[RDL_SCRIPT_COUNT][41];
     memset(sha[i], 'a' + i, 40);
     sha[i][40] = '\0';
     return sha[i];
@@ -141,8 +141,8 @@ void fake_answer_handshake(fake *f)
         fake_cmd *cmd = fake_peek(f);
         if (strcmp(cmd->argv[0], "SCRIPT") == 0) {
             int i;
-            for (i = 0; i < RL_SCRIPT_COUNT; i++)
-                if (strcmp(cmd->argv[2], rl_script_src[i]) == 0) break;
+            for (i = 0; i < RDL_SCRIPT_COUNT; i++)
+                if (strcmp(cmd->argv[2], rdl_script_src[i]) == 0) break;
             fake_reply_str(f, fake_sha(i));
         } else {
             fake_reply_status(f, "OK");
@@ -154,13 +154,13 @@ void fake_connect_raw(fake *f)
 {
     f->connecting = 0;
     f->connected = 1;
-    rl_core_on_connected(f->c, REDLEASE_OK, NULL);
+    rdl_core_on_connected(f->c, REDLEASE_OK, NULL);
 }
 
 void fake_connect_fail(fake *f)
 {
     f->connecting = 0;
-    rl_core_on_connected(f->c, REDLEASE_ECONN, "connection refused (fake)");
+    rdl_core_on_connected(f->c, REDLEASE_ECONN, "connection refused (fake)");
 }
 
 void fake_start(fake *f, const redlease_client_options *o)
@@ -197,34 +197,34 @@ int fake_pending(const fake *f) { return f->ncmds - f->head; }
 
 void fake_reply_status(fake *f, const char *s)
 {
-    rl_reply r = {RL_REPLY_STATUS, 0, s, strlen(s)};
+    rdl_reply r = {RDL_REPLY_STATUS, 0, s, strlen(s)};
     answer(f, &r);
 }
 void fake_reply_nil(fake *f)
 {
-    rl_reply r = {RL_REPLY_NIL, 0, NULL, 0};
+    rdl_reply r = {RDL_REPLY_NIL, 0, NULL, 0};
     answer(f, &r);
 }
 void fake_reply_int(fake *f, long long v)
 {
-    rl_reply r = {RL_REPLY_INTEGER, v, NULL, 0};
+    rdl_reply r = {RDL_REPLY_INTEGER, v, NULL, 0};
     answer(f, &r);
 }
 void fake_reply_err(fake *f, const char *s)
 {
-    rl_reply r = {RL_REPLY_ERROR, 0, s, strlen(s)};
+    rdl_reply r = {RDL_REPLY_ERROR, 0, s, strlen(s)};
     answer(f, &r);
 }
 void fake_reply_str(fake *f, const char *s)
 {
-    rl_reply r = {RL_REPLY_STRING, 0, s, strlen(s)};
+    rdl_reply r = {RDL_REPLY_STRING, 0, s, strlen(s)};
     answer(f, &r);
 }
 
 void fake_reply_raw(fake *f, const struct redisReply *reply)
 {
-    rl_reply r;
-    rl_hiredis_convert_reply(reply, &r);
+    rdl_reply r;
+    rdl_hiredis_convert_reply(reply, &r);
     answer(f, &r);
 }
 
@@ -232,7 +232,7 @@ void fake_break(fake *f)
 {
     f->connected = f->connecting = 0;
     fail_pending(f);
-    rl_core_on_disconnected(f->tc, REDLEASE_ECONN, "connection reset (fake)");
+    rdl_core_on_disconnected(f->tc, REDLEASE_ECONN, "connection reset (fake)");
 }
 
 void fake_free(fake *f)

@@ -190,14 +190,14 @@ static int script_of(const fake_cmd *c)
 {
     int sha = strcmp(c->argv[0], "EVALSHA") == 0;
     if (!sha && strcmp(c->argv[0], "EVAL") != 0) return -1;
-    for (int i = 0; i < RL_SCRIPT_COUNT; i++)
-        if (strcmp(c->argv[1], sha ? fake_sha(i) : rl_script_src[i]) == 0) return i;
+    for (int i = 0; i < RDL_SCRIPT_COUNT; i++)
+        if (strcmp(c->argv[1], sha ? fake_sha(i) : rdl_script_src[i]) == 0) return i;
     abort(); /* the library only runs its own scripts */
 }
 
 static const char *token_of(const fake_cmd *c, int s)
 {
-    return s < 0 ? c->argv[2] : c->argv[s == RL_SCRIPT_ACQUIRE_FENCED ? 5 : 4];
+    return s < 0 ? c->argv[2] : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 5 : 4];
 }
 
 static int pending_exec(void)
@@ -240,13 +240,13 @@ static void execute(void)
     const char *token = token_of(c, s);
     kv *e = find(c->argv[3], F.now);
     int ours = e && strcmp(e->val, token) == 0;
-    if (s == RL_SCRIPT_RENEW) {
+    if (s == RDL_SCRIPT_RENEW) {
         if (ours) {
             e->exp = expiry(c->argv[5]);
             confirmed(token, c->sent_at);
         }
         *r = (reply){REP_INT, ours, NULL};
-    } else if (s == RL_SCRIPT_RELEASE) {
+    } else if (s == RDL_SCRIPT_RELEASE) {
         if (ours) e->used = 0;
         *r = (reply){REP_INT, ours, NULL};
     } else if (e) { /* fenced acquire, held */
@@ -265,11 +265,11 @@ static void note_delivery(const fake_cmd *c, const reply *r)
     lease *l = by_token(token_of(c, s));
     if (!l) return;
     int ok = r->type == REP_OK || (r->type == REP_INT && r->v > 0);
-    if (s < 0 || s == RL_SCRIPT_ACQUIRE_FENCED) {
+    if (s < 0 || s == RDL_SCRIPT_ACQUIRE_FENCED) {
         if (r->type == REP_ERR) l->saw_acquire_error = 1;
         if (r->type == REP_NIL || (r->type == REP_INT && r->v == 0)) l->saw_busy = 1;
         if (ok && F.now >= contract_until(c->sent_at, l->ttl)) model_reached.late_acquire_ok++;
-    } else if (s == RL_SCRIPT_RENEW) {
+    } else if (s == RDL_SCRIPT_RENEW) {
         if (r->type == REP_INT && r->v == 0) {
             l->saw_renew_zero = 1;
             l->exempt_until = 0; /* told the key is not ours: no excuse left */
@@ -310,7 +310,7 @@ static void reconnect(void)
     fake_cmd *c;
     while ((c = fake_peek(&F)) && strcmp(c->argv[0], "SCRIPT") == 0) {
         int i = 0;
-        while (i < RL_SCRIPT_COUNT && strcmp(c->argv[2], rl_script_src[i]) != 0) i++;
+        while (i < RDL_SCRIPT_COUNT && strcmp(c->argv[2], rdl_script_src[i]) != 0) i++;
         fake_reply_str(&F, fake_sha(i));
     }
     fake_run(&F);

@@ -134,24 +134,24 @@ static void test_status_strings(void)
 
 static void test_heap_orders_deadlines(void)
 {
-    rl_heap h;
-    rl_heap_node n[200];
-    rl_heap_init(&h);
+    rdl_heap h;
+    rdl_heap_node n[200];
+    rdl_heap_init(&h);
     srand(7);
-    for (int i = 0; i < 200; i++) CHECK_EQ(rl_heap_insert(&h, &n[i], rand() % 1000), 0);
-    for (int i = 0; i < 200; i += 3) rl_heap_update(&h, &n[i], rand() % 1000);
-    for (int i = 1; i < 200; i += 5) rl_heap_remove(&h, &n[i]);
+    for (int i = 0; i < 200; i++) CHECK_EQ(rdl_heap_insert(&h, &n[i], rand() % 1000), 0);
+    for (int i = 0; i < 200; i += 3) rdl_heap_update(&h, &n[i], rand() % 1000);
+    for (int i = 1; i < 200; i += 5) rdl_heap_remove(&h, &n[i]);
     int64_t last = -1;
     size_t popped = 0;
-    while (rl_heap_top(&h)) {
-        rl_heap_node *t = rl_heap_top(&h);
+    while (rdl_heap_top(&h)) {
+        rdl_heap_node *t = rdl_heap_top(&h);
         CHECK(t->at >= last);
         last = t->at;
-        rl_heap_remove(&h, t);
+        rdl_heap_remove(&h, t);
         popped++;
     }
     CHECK_EQ(popped, 200 - 40);
-    rl_heap_free(&h);
+    rdl_heap_free(&h);
 }
 
 static uint32_t rng_max(void *arg)
@@ -173,31 +173,31 @@ static uint32_t rng_mid(void *arg)
 
 static void test_backoff_full_jitter_sequence(void)
 {
-    rl_rng top = {rng_max, NULL}, bottom = {rng_zero, NULL};
-    rl_backoff b;
-    rl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    rdl_rng top = {rng_max, NULL}, bottom = {rng_zero, NULL};
+    rdl_backoff b;
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
     int64_t want[] = {100, 200, 400, 800, 1000, 1000};
-    for (int i = 0; i < 6; i++) CHECK_EQ(rl_backoff_next(&b, &top), want[i]);
-    rl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
-    for (int i = 0; i < 6; i++) CHECK_EQ(rl_backoff_next(&b, &bottom), 0);
+    for (int i = 0; i < 6; i++) CHECK_EQ(rdl_backoff_next(&b, &top), want[i]);
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    for (int i = 0; i < 6; i++) CHECK_EQ(rdl_backoff_next(&b, &bottom), 0);
     /* The cap stops at max before the draw: U[0, min(max, base * 2^n)].
      * Drawing under a cap that kept doubling and clamping the result would
      * give max itself more and more often (3 in 8 draws at 2^3 x max). */
-    rl_rng mid = {rng_mid, NULL};
-    rl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    rdl_rng mid = {rng_mid, NULL};
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
     int64_t want_mid[] = {50, 100, 200, 400, 500, 500, 500};
-    for (int i = 0; i < 7; i++) CHECK_EQ(rl_backoff_next(&b, &mid), want_mid[i]);
+    for (int i = 0; i < 7; i++) CHECK_EQ(rdl_backoff_next(&b, &mid), want_mid[i]);
 }
 
 static void test_backoff_decorrelated_bounds(void)
 {
-    rl_xorshift x = {12345};
-    rl_rng r = {rl_xorshift_next, &x};
-    rl_backoff b;
-    rl_backoff_init(&b, REDLEASE_JITTER_DECORRELATED, 50, 2000);
+    rdl_xorshift x = {12345};
+    rdl_rng r = {rdl_xorshift_next, &x};
+    rdl_backoff b;
+    rdl_backoff_init(&b, REDLEASE_JITTER_DECORRELATED, 50, 2000);
     int64_t prev = 50;
     for (int i = 0; i < 1000; i++) {
-        int64_t d = rl_backoff_next(&b, &r);
+        int64_t d = rdl_backoff_next(&b, &r);
         int64_t hi = prev * 3 > 2000 ? 2000 : prev * 3;
         CHECK(d >= 50 && d <= hi);
         prev = d;
@@ -206,13 +206,13 @@ static void test_backoff_decorrelated_bounds(void)
 
 static void test_lease_math(void)
 {
-    CHECK_EQ(rl_drift(30000), 302);
-    CHECK_EQ(rl_valid_until(1000, 30000), 1000 + 30000 - 302);
-    CHECK_EQ(rl_drift(10), 2);
+    CHECK_EQ(rdl_drift(30000), 302);
+    CHECK_EQ(rdl_valid_until(1000, 30000), 1000 + 30000 - 302);
+    CHECK_EQ(rdl_drift(10), 2);
     /* retry of a failed renewal: interval/4, but never past half the time left */
-    CHECK_EQ(rl_renew_retry_at(0, 1000, 10000), 250);
-    CHECK_EQ(rl_renew_retry_at(0, 1000, 100), 50);
-    CHECK_EQ(rl_renew_retry_at(0, 1000, 1), 1);
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 10000), 250);
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 100), 50);
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 1), 1);
 }
 
 static void test_invalid_arguments(void)
@@ -326,7 +326,7 @@ static void test_acquire_is_one_set_nx_px(void)
     CHECK_EQ(f.last_after, t0 + 1000 - f.now);
     CHECK_EQ(release(&r), REDLEASE_OK);
     fake_run(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_cmd *rel = fake_peek(&f);
     CHECK_STR(rel->argv[2], "1");
     CHECK_STR(rel->argv[3], "lock:res");
@@ -482,7 +482,7 @@ static void test_renewal_at_interval_extends_from_send_time(void)
     CHECK_EQ(fake_pending(&f), 0);
     fake_until(&f, t0 + 1000);
     fake_cmd *cmd = fake_peek(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     if (!cmd) return;
     CHECK_STR(cmd->argv[2], "1");
     CHECK_STR(cmd->argv[3], "lock:job");
@@ -497,7 +497,7 @@ static void test_renewal_at_interval_extends_from_send_time(void)
     fake_until(&f, t1 + 999);
     CHECK_EQ(fake_pending(&f), 0);
     fake_until(&f, t1 + 1000);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     /* many TTLs later, still held as long as renewals are confirmed */
     for (int i = 0; i < 10; i++) {
         fake_reply_int(&f, 1);
@@ -530,7 +530,7 @@ static void test_lost_fires_before_server_expiry_without_reply(void)
     CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
     /* a token-checked delete follows the loss, best effort */
     CHECK_EQ(fake_pending(&f), 2); /* the unanswered renewal, then the delete */
-    CHECK_STR(f.cmds[f.ncmds - 1].argv[1], fake_sha(RL_SCRIPT_RELEASE));
+    CHECK_STR(f.cmds[f.ncmds - 1].argv[1], fake_sha(RDL_SCRIPT_RELEASE));
     /* a late confirmation changes nothing */
     fake_reply_int(&f, 1);
     fake_run(&f);
@@ -604,7 +604,7 @@ static void test_silent_connection_dropped_and_reconnected(void)
     CHECK_EQ(f.connects, 2);
     fake_connect(&f);
     fake_run(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW))); /* re-verify at once */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* re-verify at once */
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK(redlease_lock_held(r.lk));
@@ -674,7 +674,7 @@ static void test_max_hold_caps_the_lease(void)
     fake_until(&f, t0 + 2500);
     CHECK_EQ(r.lost_calls, 1);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_MAX_HOLD);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* and it is deleted */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* and it is deleted */
     end(&f);
 }
 
@@ -713,7 +713,7 @@ static void test_cancel_with_acquire_in_flight_releases_late_ok(void)
     char token[40];
     strcpy(token, f.cmds[f.head].argv[2]);
     fake_reply_status(&f, "OK"); /* the late OK: the key is ours, nobody wants it */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     if (fake_peek(&f)) CHECK_STR(fake_peek(&f)->argv[4], token);
     fake_reply_int(&f, 1);
     fake_run(&f);
@@ -763,7 +763,7 @@ static void test_ok_too_late_to_use_is_not_reported(void)
     fake_reply_status(&f, "OK");
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_ETIMEDOUT); /* never report a lease already gone */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     end(&f);
 }
 
@@ -940,7 +940,7 @@ static void test_close_cancels_unannounced_lease(void)
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_ECANCELED); /* never handed out */
     CHECK_EQ(r.lost_calls, 0);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* and deleted */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* and deleted */
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(done, 1);
@@ -961,7 +961,7 @@ static void test_release_retried_across_reconnect(void)
     fake_advance(&f, 1); /* reconnect */
     CHECK_EQ(f.connects, 2);
     fake_connect(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.rel_status, REDLEASE_OK);
@@ -986,7 +986,7 @@ static void test_release_inside_on_acquire(void)
     fake_start(&f, NULL);
     rec r = {.on_acq_do = release_inside};
     hold(&f, &r, "x", opts(30000));
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_STR(r.order, "AR");
@@ -1182,7 +1182,7 @@ static void test_disconnect_mid_renewal_then_reverify(void)
     CHECK_EQ(f.connects, 2);
     fake_connect(&f);
     CHECK(!redlease_lock_held(r.lk)); /* reconnected, not yet re-verified */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW))); /* re-verified at once */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* re-verified at once */
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK(redlease_lock_held(r.lk));
@@ -1201,7 +1201,7 @@ static void test_reconnect_idle_lease_reverified_at_once(void)
     fake_break(&f);
     fake_advance(&f, 50);
     fake_connect(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW))); /* long before t0 + 10000 */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* long before t0 + 10000 */
     fake_reply_int(&f, 0); /* the server restarted and lost it */
     fake_run(&f);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
@@ -1281,7 +1281,7 @@ static void test_uncertain_acquire_cleared_before_retry(void)
     rec r = {0};
     uncertain_then_reconnect(&f, &r);
     /* first our own possible key is deleted (token-checked), then SET again */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
     CHECK(cmd_is(&f, "SET", "lock:x"));
     fake_reply_status(&f, "OK");
@@ -1320,7 +1320,7 @@ static void test_noscript_falls_back_to_eval(void)
     fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
     fake_cmd *cmd = fake_peek(&f);
     CHECK(cmd_is(&f, "EVAL", NULL));
-    if (cmd) CHECK_STR(cmd->argv[1], rl_script_src[RL_SCRIPT_RENEW]);
+    if (cmd) CHECK_STR(cmd->argv[1], rdl_script_src[RDL_SCRIPT_RENEW]);
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 0);
@@ -1340,7 +1340,7 @@ static void test_fencing_acquire_script(void)
     start_lock(&f, &r, "acct", &o);
     fake_run(&f);
     fake_cmd *cmd = fake_peek(&f);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_ACQUIRE_FENCED)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED)));
     if (!cmd) return;
     CHECK_STR(cmd->argv[2], "2");
     CHECK_STR(cmd->argv[3], "lock:acct");
@@ -1375,7 +1375,7 @@ static void test_handshake_auth_select_then_commands(void)
     fake_run(&f);
     CHECK_EQ(fake_pending(&f), 0); /* nothing before the connection is ready */
     f.connected = 1;
-    rl_core_on_connected(f.c, REDLEASE_OK, NULL);
+    rdl_core_on_connected(f.c, REDLEASE_OK, NULL);
     fake_cmd *cmd = fake_peek(&f);
     CHECK(cmd_is(&f, "AUTH", "app"));
     if (cmd) CHECK_STR(cmd->argv[2], "s3cret");
@@ -1384,7 +1384,7 @@ static void test_handshake_auth_select_then_commands(void)
     rec early = {0};
     start_lock(&f, &early, "y", &o); /* asked for during the handshake */
     fake_run(&f);
-    CHECK_EQ(fake_pending(&f), 2 + RL_SCRIPT_COUNT); /* nothing jumps the handshake */
+    CHECK_EQ(fake_pending(&f), 2 + RDL_SCRIPT_COUNT); /* nothing jumps the handshake */
     fake_reply_err(&f, "WRONGPASS invalid username-password pair");
     while (fake_peek(&f)) fake_reply_str(&f, fake_sha(0));
     fake_run(&f);
@@ -1456,7 +1456,7 @@ static void test_graceful_close_releases_held(void)
     CHECK_EQ(held.lost_reason, REDLEASE_LOST_CLOSED);
     CHECK_EQ(done, 0);
     fake_reply_nil(&f); /* b's SET: busy */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(done, 1);
@@ -1498,7 +1498,7 @@ static void test_free_during_close_still_calls_done(void)
     redlease_client_close(f.c, on_close_done_calls_back, NULL);
     fake_run(&f);
     CHECK_EQ(held.lost_reason, REDLEASE_LOST_CLOSED);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     CHECK_EQ(close_done_calls, 0);
     redlease_client_free(f.c);
     CHECK_EQ(close_done_calls, 1); /* once, before free returned */
@@ -1727,7 +1727,7 @@ static void test_econn_final_attempt_drop_never_sent(void)
     fake_connect(&f);
     fake_advance(&f, 1);
     /* the possible key with our token is deleted once the link is back */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     while (fake_peek(&f)) fake_reply_int(&f, 1);
     fake_run(&f);
     redlease_stats st;
@@ -1745,7 +1745,7 @@ static void test_noscript_drop_resent_after_retry_set(void)
     fake f;
     rec r = {0};
     uncertain_then_reconnect(&f, &r);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RELEASE))); /* the drop */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* the drop */
     fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
     CHECK(cmd_is(&f, "SET", "lock:x"));
     fake_reply_status(&f, "OK"); /* the retry sets our key */
@@ -1756,7 +1756,7 @@ static void test_noscript_drop_resent_after_retry_set(void)
     int deletes_after = 0;
     for (int i = f.head; i < f.ncmds; i++)
         if (f.cmds[i].argc >= 5 && strcmp(f.cmds[i].argv[0], "EVAL") == 0 &&
-            strcmp(f.cmds[i].argv[1], rl_script_src[RL_SCRIPT_RELEASE]) == 0 &&
+            strcmp(f.cmds[i].argv[1], rdl_script_src[RDL_SCRIPT_RELEASE]) == 0 &&
             strcmp(f.cmds[i].argv[4], redlease_lock_token(r.lk)) == 0)
             deletes_after++;
     CHECK_EQ(deletes_after, 0);
@@ -1797,7 +1797,7 @@ static void test_renew_off_reverify_does_not_loop(void)
     fake_break(&f);
     fake_advance(&f, 1);
     fake_connect(&f); /* re-verification goes out */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RL_SCRIPT_RENEW)));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK(redlease_lock_held(r.lk));
