@@ -66,8 +66,14 @@ enum redlease_status {
     REDLEASE_EREDIS = -7,    /* Redis answered with an error (see redlease_client_errstr) */
     REDLEASE_EPROTO = -8,    /* unexpected reply */
     REDLEASE_ENOTHELD = -9,  /* release: the lease was no longer ours (expired or taken) */
-    REDLEASE_ESYS = -10      /* the OS refused (no randomness for a token); see errno */
+    REDLEASE_ESYS = -10,     /* the OS refused (no randomness for a token); see errno */
+    REDLEASE_EAUTH = -11,    /* Redis refused the credentials (WRONGPASS, NOAUTH, AUTH error) */
+    REDLEASE_EPERM = -12,    /* the ACL user may not run the command or touch the key (NOPERM) */
+    REDLEASE_ECONFIG = -13   /* Redis refused a client setting (SELECT of a missing database) */
 };
+/* How each Redis error reply is treated (transient: retried; definite:
+ * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
+ * REDIS. */
 
 /* Reasons passed to the lost callback. */
 enum redlease_lost_reason {
@@ -99,7 +105,7 @@ typedef struct redlease_client_options {
     const char *username;       /* NULL: AUTH password alone (or no AUTH) */
     const char *password;       /* NULL: no AUTH. Never logged nor put in events. */
     int db;                     /* 0; nonzero: SELECT db after connecting */
-    const char *key_prefix;     /* "lock:"; prepended to every resource name */
+    const char *key_prefix;     /* "lock:"; no "{" or "}" in it; see redlease_key() */
     int64_t connect_timeout_ms; /* 2000 */
     int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
@@ -151,7 +157,11 @@ enum redlease_event_type {
     REDLEASE_EV_RELEASED,       /* on_release gets status */
     REDLEASE_EV_CONNECTED,      /* connection ready (after AUTH/SELECT) */
     REDLEASE_EV_DISCONNECTED,   /* connection lost or connect failed (status) */
-    REDLEASE_EV_RECONNECTING    /* next connect in retry_in_ms */
+    REDLEASE_EV_RECONNECTING,   /* next connect in retry_in_ms */
+    REDLEASE_EV_ATTEMPT_FAILED, /* an acquire attempt failed (status, detail: Redis's text);
+                                   retry_in_ms, or -1 when on_acquire follows */
+    REDLEASE_EV_RELEASE_FAILED  /* a release command failed (status, detail); retried in
+                                   retry_in_ms, or -1 when on_release follows */
 };
 
 typedef struct redlease_event {
@@ -164,7 +174,7 @@ typedef struct redlease_event {
     int64_t remaining_ms; /* local validity left, or -1 */
     int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
     int attempt;          /* acquire attempt number, or 0 */
-    const char *detail;   /* Redis/connection error text, or NULL */
+    const char *detail;   /* this failure's Redis/connection error text, or NULL */
     size_t key_len;       /* length of key in bytes (it may contain NUL), or 0 */
 } redlease_event;
 
@@ -209,6 +219,22 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
 /* Longest resource name accepted (bytes, without the key prefix). */
 #define REDLEASE_MAX_RESOURCE 1024
 
+/* The Redis keys of a resource (man 3 redlease, KEYS): one lock key and,
+ * with fencing, one counter key, every key of a resource in one hash slot
+ * and no two resources sharing a key:
+ *   REDLEASE_KEY_LOCK   prefix "{" name "}"         e.g. lock:{job:42}
+ *   REDLEASE_KEY_FENCE  prefix "{" name "}:fence"   e.g. lock:{job:42}:fence
+ * where name is the resource, with a backslash put in front when it starts
+ * with "}" or "\" (so the hash tag is never empty, and the map stays
+ * one-to-one). The prefix may not contain "{" or "}". */
+enum redlease_key_kind { REDLEASE_KEY_LOCK = 1, REDLEASE_KEY_FENCE = 2 };
+/* Writes the key of resource (resource_len bytes) under prefix (NULL: none,
+ * as key_prefix NULL in the client options) into buf, NUL-terminated, when size > its length; *len
+ * gets the length either way (buf may be NULL when size is 0). REDLEASE_OK,
+ * or REDLEASE_EINVAL for a bad prefix, name or kind. */
+REDLEASE_EXTERN int redlease_key(const char *prefix, const char *resource, size_t resource_len,
+                                 int kind, char *buf, size_t size, size_t *len);
+
 /* Starts acquiring resource (o NULL: defaults). Returns REDLEASE_OK and
  * *out, or an error and then no callback runs. on_lost may be NULL.
  * REDLEASE_EINVAL for a NULL or empty resource or one longer than
@@ -218,8 +244,8 @@ REDLEASE_EXTERN int redlease_acquire(redlease_client *c, const char *resource,
                                      redlease_acquire_cb on_acquire, redlease_lost_cb on_lost,
                                      void *arg, redlease_lock **out);
 /* The same for a binary resource name of resource_len bytes (1 to
- * REDLEASE_MAX_RESOURCE; NUL, CR, LF, 0xFF... allowed). The key in Redis is
- * exactly key_prefix followed by those bytes; names are always passed to
+ * REDLEASE_MAX_RESOURCE; NUL, CR, LF, 0xFF... allowed). The keys in Redis
+ * are built by redlease_key() from key_prefix and those bytes; names are always passed to
  * Redis as KEYS, never spliced into a command or a script.
  * redlease_acquire(c, s, ...) is redlease_acquire_len(c, s, strlen(s), ...). */
 REDLEASE_EXTERN int redlease_acquire_len(redlease_client *c, const char *resource,

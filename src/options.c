@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "keys.h"
 
 /* Longest TTL accepted: about 11.6 days, far below any overflow of the
  * millisecond arithmetic (t0 + ttl) and of Redis' PX argument. */
@@ -41,6 +42,8 @@ int rdl_client_options_check(const redlease_client_options *o)
     if (tcp && (!o->host || !o->host[0] || !in_range(o->port, 1, 65535))) return REDLEASE_EINVAL;
     if (o->db < 0) return REDLEASE_EINVAL;
     if (o->username && !o->password) return REDLEASE_EINVAL;
+    if (o->key_prefix && !rdl_key_prefix_ok(o->key_prefix, strnlen(o->key_prefix, RDL_MAX_PREFIX + 1)))
+        return REDLEASE_EINVAL;
     if (!in_range(o->connect_timeout_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->command_timeout_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_min_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;

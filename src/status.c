@@ -17,6 +17,9 @@ const char *redlease_strerror(int status)
     case REDLEASE_EPROTO: return "unexpected reply from Redis";
     case REDLEASE_ENOTHELD: return "lease no longer held";
     case REDLEASE_ESYS: return "system error";
+    case REDLEASE_EAUTH: return "Redis refused the credentials";
+    case REDLEASE_EPERM: return "not permitted by the Redis ACL";
+    case REDLEASE_ECONFIG: return "Redis refused a client setting";
     }
     return "unknown status";
 }

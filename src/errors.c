@@ -1,0 +1,77 @@
+/* Error replies, classified by their code (the first word), in one table.
+ * Unknown codes are definite: a lock that meets an error nobody foresaw
+ * says so at once instead of retrying it for the whole wait budget (or for
+ * ever with REDLEASE_WAIT_FOREVER). */
+#include <string.h>
+
+#include "errors.h"
+#include "redlease.h"
+
+enum { DEFINITE = 0, TRANSIENT = 1 };
+
+static const struct {
+    const char *code;
+    int status, transient, reconnect;
+} table[] = {
+    /* The server cannot serve the write now; it will. */
+    {"LOADING", REDLEASE_EREDIS, TRANSIENT, 0},     /* loading the dataset */
+    {"BUSY", REDLEASE_EREDIS, TRANSIENT, 0},        /* a script or module runs long */
+    {"MASTERDOWN", REDLEASE_EREDIS, TRANSIENT, 0},  /* replica lost its primary */
+    {"TRYAGAIN", REDLEASE_EREDIS, TRANSIENT, 0},    /* Cluster: slot being migrated */
+    {"CLUSTERDOWN", REDLEASE_EREDIS, TRANSIENT, 0}, /* Cluster: slots uncovered */
+    {"OOM", REDLEASE_EREDIS, TRANSIENT, 0},         /* maxmemory reached */
+    {"MISCONF", REDLEASE_EREDIS, TRANSIENT, 0},     /* RDB save failing */
+    {"NOREPLICAS", REDLEASE_EREDIS, TRANSIENT, 0},  /* min-replicas-to-write unmet */
+    {"NOSCRIPT", REDLEASE_EREDIS, TRANSIENT, 0},    /* resent by EVAL before this counts */
+    /* This connection reaches a replica now (a failover happened). */
+    {"READONLY", REDLEASE_EREDIS, TRANSIENT, 1},
+    /* The server wants credentials this connection no longer has. */
+    {"NOAUTH", REDLEASE_EAUTH, DEFINITE, 1},
+    {"WRONGPASS", REDLEASE_EAUTH, DEFINITE, 0},
+    {"NOPERM", REDLEASE_EPERM, DEFINITE, 0},
+    {"WRONGTYPE", REDLEASE_EREDIS, DEFINITE, 0},
+};
+
+/* "-ERR ..." texts that are not plain definite errors. */
+static const struct {
+    const char *text;
+    int status, transient;
+} err_table[] = {
+    {"ERR max number of clients reached", REDLEASE_EREDIS, TRANSIENT},
+    {"ERR AUTH", REDLEASE_EAUTH, DEFINITE},             /* no password configured */
+    {"ERR invalid password", REDLEASE_EAUTH, DEFINITE}, /* Redis before 6 */
+    {"ERR Client sent AUTH", REDLEASE_EAUTH, DEFINITE}, /* Redis before 6 */
+    {"ERR DB index is out of range", REDLEASE_ECONFIG, DEFINITE},
+    {"ERR invalid DB index", REDLEASE_ECONFIG, DEFINITE},
+    {"ERR SELECT is not allowed in cluster mode", REDLEASE_ECONFIG, DEFINITE},
+};
+
+static int starts_with(const char *text, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    return n >= k && memcmp(text, p, k) == 0;
+}
+
+rdl_error_class rdl_error_classify(const char *text, size_t n)
+{
+    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0};
+    if (!text) return e;
+    size_t code_len = 0;
+    while (code_len < n && text[code_len] != ' ') code_len++;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strlen(table[i].code) == code_len && memcmp(text, table[i].code, code_len) == 0) {
+            e.status = table[i].status;
+            e.transient = table[i].transient;
+            e.reconnect = table[i].reconnect;
+            return e;
+        }
+    }
+    for (size_t i = 0; i < sizeof err_table / sizeof err_table[0]; i++) {
+        if (starts_with(text, n, err_table[i].text)) {
+            e.status = err_table[i].status;
+            e.transient = err_table[i].transient;
+            return e;
+        }
+    }
+    return e;
+}

@@ -1,0 +1,19 @@
+/* What a Redis error reply means for the operation that got it: the one
+ * table (src/errors.c), documented in man 3 redlease, ERRORS FROM REDIS. */
+#ifndef REDLEASE_ERRORS_H
+#define REDLEASE_ERRORS_H
+
+#include <stddef.h>
+
+typedef struct rdl_error_class {
+    int status;    /* the status code the operation reports */
+    int transient; /* 1: retried (acquire within its budget, renew and
+                      release until their deadline); 0: definite */
+    int reconnect; /* 1: the connection is no use any more (a replica,
+                      lost its authentication): drop it and reconnect */
+} rdl_error_class;
+
+/* Classifies an error reply by its code (first word): text of n bytes. */
+rdl_error_class rdl_error_classify(const char *text, size_t n);
+
+#endif
