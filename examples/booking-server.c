@@ -269,10 +269,10 @@ static void work_done(struct ev_loop *l, ev_timer *w, int revents)
     (void)l, (void)revents;
     struct request *req = w->data;
     if (req->lk && !redlease_lock_held(req->lk)) { /* never write without the lease */
-        if (redlease_lock_remaining_ms(req->lk) > 0) {
-            /* Not lost: held() is also 0 while the client reconnects, until a
-             * renewal confirms the lease again. Look again in 10 ms; if it
-             * expires meanwhile, on_lost comes first. */
+        if (!req->lost) {
+            /* Not lost (no on_lost yet): held() is also 0 while the client
+             * reconnects, until a renewal confirms the lease again. Look
+             * again in 10 ms; if it expires meanwhile, on_lost comes first. */
             if (!req->rechecking)
                 say("table:%s lease not confirmed right now (reconnecting?): waiting to write",
                     req->table);

@@ -22,11 +22,14 @@
  *    acquires get on_acquire(REDLEASE_ECANCELED), held leases get
  *    on_lost(REDLEASE_LOST_CLOSED) (the key is left to its TTL), and handles
  *    being released get on_release(REDLEASE_ECANCELED), all before free
- *    returns. Calls made from those callbacks (redlease_acquire,
- *    redlease_release) return REDLEASE_ECANCELED. If a graceful close
- *    (redlease_client_close) was under way, its done callback runs last,
- *    before free returns; calls on the client from it do nothing. After
- *    that no callback of that client runs and every handle is gone.
+ *    returns. From those callbacks redlease_acquire() returns
+ *    REDLEASE_ECANCELED, and redlease_release() of any handle of the client
+ *    works as during a close: it returns REDLEASE_OK and its on_release
+ *    (REDLEASE_ENOTHELD after on_lost, else REDLEASE_OK) runs before free
+ *    returns. If a graceful close (redlease_client_close) was under way,
+ *    its done callback runs last, before free returns; calls on the client
+ *    from it do nothing. After that no callback of that client runs and
+ *    every handle is gone.
  *
  * Threads: a client and its handles belong to the thread running its loop.
  */
@@ -105,7 +108,7 @@ typedef struct redlease_client_options {
     const char *username;       /* NULL: AUTH password alone (or no AUTH) */
     const char *password;       /* NULL: no AUTH. Never logged nor put in events. */
     int db;                     /* 0; nonzero: SELECT db after connecting */
-    const char *key_prefix;     /* "lock:"; no "{" or "}" in it; see redlease_key() */
+    const char *key_prefix;     /* "lock:"; at most 256 bytes, no "{" or "}"; redlease_key() */
     int64_t connect_timeout_ms; /* 2000 */
     int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
@@ -121,8 +124,11 @@ REDLEASE_EXTERN int redlease_client_new(redlease_client **out, const redlease_cl
 
 /* Graceful close: cancels pending acquires, releases every held lease
  * (compare-and-delete, within command_timeout_ms), then calls done (may be
- * NULL) from the loop and frees the client. Handles are ended as by
- * redlease_client_free(), except that held leases are deleted in Redis. */
+ * NULL) from the loop and frees the client. Handles end with the same
+ * callbacks as under redlease_client_free(), except that held leases (and
+ * keys a cancelled acquire may have set) are deleted in Redis and the
+ * callbacks run from the loop; redlease_release() from them works the same.
+ * From done, calls on the client do nothing. */
 REDLEASE_EXTERN void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg);
 
 /* Immediate free; see the lifetime rules above. NULL is a no-op. */
@@ -149,13 +155,13 @@ REDLEASE_EXTERN int redlease_client_connected(const redlease_client *c);
 enum redlease_event_type {
     REDLEASE_EV_ATTEMPT = 1,    /* an acquire attempt was sent (attempt = 1, 2, ...) */
     REDLEASE_EV_ACQUIRED,       /* lease confirmed; rtt_ms, remaining_ms */
-    REDLEASE_EV_CONTENDED,      /* the key is held by someone else; retry_in_ms */
+    REDLEASE_EV_CONTENDED,      /* the key is held by someone else; retry_in_ms, -1: last */
     REDLEASE_EV_ACQUIRE_FAILED, /* on_acquire gets status */
     REDLEASE_EV_RENEWED,        /* renewal confirmed; rtt_ms, remaining_ms */
     REDLEASE_EV_RENEW_FAILED,   /* renewal not confirmed (status); lease at risk; remaining_ms */
     REDLEASE_EV_LOST,           /* status carries the lost reason */
     REDLEASE_EV_RELEASED,       /* on_release gets status */
-    REDLEASE_EV_CONNECTED,      /* connection ready (after AUTH/SELECT) */
+    REDLEASE_EV_CONNECTED,      /* connection ready (after AUTH/SELECT/PING); detail NULL */
     REDLEASE_EV_DISCONNECTED,   /* connection lost or connect failed (status) */
     REDLEASE_EV_RECONNECTING,   /* next connect in retry_in_ms */
     REDLEASE_EV_ATTEMPT_FAILED, /* an acquire attempt failed (status, detail: Redis's text);
@@ -205,7 +211,8 @@ enum redlease_jitter {
 typedef struct redlease_lock_options {
     int64_t ttl_ms;            /* 30000; at least 10 */
     int64_t renew_interval_ms; /* 0: ttl/3; REDLEASE_RENEW_OFF: never; else below ttl_ms */
-    int64_t wait_ms;           /* 0: one attempt; REDLEASE_WAIT_FOREVER; budget for retries */
+    int64_t wait_ms;           /* 0: one attempt; REDLEASE_WAIT_FOREVER; else on_acquire comes
+                                  within this many ms, whatever the timeouts */
     int64_t retry_base_ms;     /* 50 */
     int64_t retry_max_ms;      /* 1000 */
     int max_attempts;          /* 0: no cap */
@@ -226,7 +233,7 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
  *   REDLEASE_KEY_FENCE  prefix "{" name "}:fence"   e.g. lock:{job:42}:fence
  * where name is the resource, with a backslash put in front when it starts
  * with "}" or "\" (so the hash tag is never empty, and the map stays
- * one-to-one). The prefix may not contain "{" or "}". */
+ * one-to-one). The prefix may not contain "{" or "}" (at most 256 bytes). */
 enum redlease_key_kind { REDLEASE_KEY_LOCK = 1, REDLEASE_KEY_FENCE = 2 };
 /* Writes the key of resource (resource_len bytes) under prefix (NULL: none,
  * as key_prefix NULL in the client options) into buf, NUL-terminated, when size > its length; *len
@@ -265,7 +272,7 @@ REDLEASE_EXTERN int redlease_release(redlease_lock *lk, redlease_release_cb on_r
  * the connection that confirmed it is down, and after a reconnect until a
  * renewal confirms it again. */
 REDLEASE_EXTERN int redlease_lock_held(const redlease_lock *lk);
-/* Local validity left in ms (0 if not held). */
+/* Local validity left in ms; 0 whenever redlease_lock_held() is 0. */
 REDLEASE_EXTERN int64_t redlease_lock_remaining_ms(const redlease_lock *lk);
 REDLEASE_EXTERN const char *redlease_lock_token(const redlease_lock *lk);
 /* The full key (prefix + resource), NUL-terminated; for a binary resource

@@ -11,6 +11,8 @@
 
 #include "alloc.h"
 #include "client.h"
+#include "errors.h"
+#include "sha1.h"
 
 static int64_t monotonic_ms(void *arg)
 {
@@ -37,11 +39,19 @@ void rdl_emit(redlease_client *c, const redlease_event *ev)
     if (c->event_cb && !c->dead) c->event_cb(c, ev, c->event_arg);
 }
 
+/* Connection events; every one but EV_CONNECTED is about the failure
+ * whose text c->errstr holds. */
 static void emit_conn(redlease_client *c, int type, int status, int64_t retry_in)
 {
+    const char *detail = type != REDLEASE_EV_CONNECTED && c->errstr[0] ? c->errstr : NULL;
     redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
-                         .retry_in_ms = retry_in, .detail = c->errstr[0] ? c->errstr : NULL};
+                         .retry_in_ms = retry_in, .detail = detail};
     rdl_emit(c, &ev);
+}
+
+int rdl_client_conn_status(const redlease_client *c)
+{
+    return c->conn_definite ? c->conn_error : REDLEASE_ECONN;
 }
 
 /* ------------------------------------------------------------- creation */
@@ -89,6 +99,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     c->conn = RDL_CONN_IDLE;
     c->wake.idx = RDL_HEAP_OUT;
     c->transport_new = rdl_transport_hiredis_new;
+    for (int i = 0; i < RDL_SCRIPT_COUNT; i++)
+        rdl_sha1_hex(rdl_script_src[i], strlen(rdl_script_src[i]), c->sha[i]);
     *out = c;
     return REDLEASE_OK;
 }
@@ -149,7 +161,8 @@ static void arm(redlease_client *c)
     /* What waited for a connection that broke again before the timer sent
      * it waits for the next one: due now only while the link is ready. */
     int flush = c->flush_needed && rdl_client_ready(c);
-    if (!rdl_list_empty(&c->notify) || flush || hs_failed || c->dead || c->close_check) {
+    int drop = c->drop_status && c->conn == RDL_CONN_DOWN;
+    if (!rdl_list_empty(&c->notify) || flush || hs_failed || drop || c->dead || c->close_check) {
         at = 0; /* due now */
     } else {
         rdl_heap_node *top = rdl_heap_top(&c->heap);
@@ -218,16 +231,37 @@ static void start_connect(redlease_client *c, int64_t now)
     schedule_conn(c, now + c->connect_timeout);
 }
 
-/* Drops the connection we have (timeout, failed handshake); never called
- * from inside a transport callback. */
+static int status_is_definite(int status)
+{
+    return status == REDLEASE_EAUTH || status == REDLEASE_EPERM || status == REDLEASE_ECONFIG;
+}
+
+/* Remembers why the connection failed, for the operations that wait for
+ * one; a refusal retrying cannot cure ends those that would wait for ever. */
+static void conn_failed(redlease_client *c, int status, int64_t now)
+{
+    c->conn_error = status;
+    c->conn_definite = status_is_definite(status);
+    if (!c->conn_definite) return;
+    for (rdl_list *n = c->locks.next; n != &c->locks;) {
+        struct redlease_lock *lk = RDL_CONTAINER(n, struct redlease_lock, link);
+        n = n->next; /* nothing is freed here: callbacks only get queued */
+        if (!c->dead) rdl_lock_on_refused(lk, status, now);
+    }
+}
+
+/* Drops the connection we have (timeout, failed handshake, a reply that
+ * says it is no use); never called from inside a transport callback. */
 static void drop_connection(redlease_client *c, int status, const char *why, int64_t now)
 {
     if (why) rdl_set_errstr(c, why, strlen(why));
     c->hs_failed = 0;
+    c->drop_status = 0;
     c->conn = RDL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
     c->tr.ops->close(c->tr.self);
     c->stats.disconnects++;
     emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+    conn_failed(c, status, now);
     reconnect_later(c, now);
 }
 
@@ -280,11 +314,15 @@ void rdl_core_on_connected(redlease_client *c, int status, const char *detail)
         rdl_set_errstr(c, detail, detail ? strlen(detail) : 0);
         c->stats.disconnects++;
         emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+        conn_failed(c, status, now);
         reconnect_later(c, now);
     } else {
-        /* AUTH and SELECT come before anything else on the connection; the
-         * scripts are loaded so that EVALSHA can be used. Replies arrive in
-         * order, and nothing else is sent until all are answered. */
+        /* AUTH and SELECT come before anything else on the connection, and
+         * PING proves the server serves us: without a password on a server
+         * that wants one, every command would get NOAUTH. Replies arrive in
+         * order, and nothing else is sent until all are answered. Scripts
+         * need no loading: EVALSHA names them by their SHA-1, and the one
+         * NOSCRIPT answer of a cold cache is resent by EVAL, which fills it. */
         c->conn = RDL_CONN_HANDSHAKE;
         c->hs_pending = 0;
         c->hs_failed = 0;
@@ -299,10 +337,8 @@ void rdl_core_on_connected(redlease_client *c, int status, const char *detail)
             const char *argv[2] = {"SELECT", db};
             handshake_send(c, RDL_REQ_SELECT, -1, 2, argv);
         }
-        for (int i = 0; i < RDL_SCRIPT_COUNT; i++) {
-            const char *argv[3] = {"SCRIPT", "LOAD", rdl_script_src[i]};
-            handshake_send(c, RDL_REQ_LOAD, i, 3, argv);
-        }
+        const char *argv[1] = {"PING"};
+        handshake_send(c, RDL_REQ_PING, -1, 1, argv);
     }
     rdl_leave(c);
 }
@@ -317,11 +353,25 @@ void rdl_core_on_disconnected(redlease_client *c, int status, const char *detail
     if (c->dead) return;
     rdl_enter(c);
     c->conn = RDL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
+    c->drop_status = 0;      /* gone already */
     rdl_set_errstr(c, detail, detail ? strlen(detail) : 0);
     c->stats.disconnects++;
     emit_conn(c, REDLEASE_EV_DISCONNECTED, status, -1);
+    conn_failed(c, status, rdl_now(c));
     reconnect_later(c, rdl_now(c));
     rdl_leave(c);
+}
+
+/* Why a handshake command failed. A plain error means the setting itself
+ * was refused: AUTH's credentials, SELECT's database. */
+static int handshake_status(const rdl_req *req, const rdl_reply *r)
+{
+    if (r->type != RDL_REPLY_ERROR) return REDLEASE_EPROTO;
+    rdl_error_class e = rdl_error_classify(r->str, r->len);
+    if (e.status != REDLEASE_EREDIS || e.transient) return e.status;
+    if (req->kind == RDL_REQ_AUTH) return REDLEASE_EAUTH;
+    if (req->kind == RDL_REQ_SELECT) return REDLEASE_ECONFIG;
+    return REDLEASE_EREDIS;
 }
 
 static void handshake_reply(redlease_client *c, rdl_req *req, const rdl_reply *r)
@@ -329,20 +379,14 @@ static void handshake_reply(redlease_client *c, rdl_req *req, const rdl_reply *r
     if (c->conn != RDL_CONN_HANDSHAKE || req->epoch != c->epoch + 1) return;
     c->hs_pending--;
     if (!r) return; /* the disconnect report follows */
-    if (req->kind == RDL_REQ_LOAD) {
-        /* A server that refuses SCRIPT LOAD still gets EVAL. */
-        if (r->type == RDL_REPLY_STRING && r->len == 40) {
-            memcpy(c->sha[req->script], r->str, 40);
-            c->sha[req->script][40] = '\0';
-        } else {
-            c->sha[req->script][0] = '\0';
-        }
-    } else if (r->type != RDL_REPLY_STATUS) {
+    if (r->type != RDL_REPLY_STATUS && !c->hs_failed) { /* the first failure says why */
         if (r->type == RDL_REPLY_ERROR) rdl_set_errstr(c, r->str, r->len);
-        c->hs_failed = r->type == RDL_REPLY_ERROR ? REDLEASE_EREDIS : REDLEASE_EPROTO;
+        c->hs_failed = handshake_status(req, r);
     }
     if (c->hs_pending == 0 && !c->hs_failed) {
         c->conn = RDL_CONN_READY;
+        c->conn_error = 0;
+        c->conn_definite = 0;
         c->epoch++;
         c->stats.connects++;
         rdl_backoff_init(&c->reconnect, c->reconnect.jitter, c->reconnect.base, c->reconnect.max);
@@ -366,9 +410,19 @@ void rdl_core_on_reply(redlease_client *c, void *p, const rdl_reply *r)
         c->stall_since = -1;
         schedule_conn(c, RDL_NEVER);
     }
+    if (r && r->type == RDL_REPLY_ERROR && req->lk && c->conn == RDL_CONN_READY) {
+        /* READONLY (we reach a replica now), NOAUTH (we lost our login):
+         * nothing more is sent on this connection; the timer replaces it. */
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        if (e.reconnect) {
+            rdl_set_errstr(c, r->str, r->len);
+            c->drop_status = e.status;
+            c->conn = RDL_CONN_DOWN;
+        }
+    }
     if (!c->dead) {
         if (req->lk)
-            resent = rdl_lock_on_reply(c, req, r, rdl_now(c));
+            resent = rdl_lock_on_reply(req, r, rdl_now(c));
         else
             handshake_reply(c, req, r);
     }
@@ -427,6 +481,9 @@ static void conn_run(redlease_client *c, int64_t now)
         if (c->stall_since >= 0 && now >= c->conn_at)
             drop_connection(c, REDLEASE_ETIMEDOUT, "no reply for twice the command timeout", now);
         break;
+    case RDL_CONN_DOWN:
+        if (c->drop_status) drop_connection(c, c->drop_status, NULL, now);
+        break;
     default:
         break;
     }
@@ -457,7 +514,7 @@ static int close_finished(redlease_client *c, int64_t now)
 {
     if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    return c->reqs_out == 0 && rdl_list_empty(&c->waiting);
+    return c->reqs_out == 0 && rdl_list_empty(&c->waiting) && c->release_retries == 0;
 }
 
 void redlease_client_on_timer(redlease_client *c)
@@ -469,7 +526,9 @@ void redlease_client_on_timer(redlease_client *c)
     c->close_check = 0;
     int64_t now = rdl_now(c);
     while (!c->dead) {
-        if (c->hs_failed && c->conn == RDL_CONN_HANDSHAKE) conn_run(c, now);
+        if ((c->hs_failed && c->conn == RDL_CONN_HANDSHAKE) ||
+            (c->drop_status && c->conn == RDL_CONN_DOWN))
+            conn_run(c, now);
         if (c->flush_needed && rdl_client_ready(c)) flush(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
@@ -532,8 +591,13 @@ void redlease_client_free(redlease_client *c)
     /* Every handle hears its end now; calls made from those callbacks see
      * c->dead and return REDLEASE_ECANCELED. */
     c->dead = 1;
+    c->freeing = 1;
     for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rdl_lock_end_by_client(RDL_CONTAINER(n, struct redlease_lock, link));
+    /* Releases asked for from those callbacks, of handles ended earlier. */
+    while (!rdl_list_empty(&c->notify))
+        rdl_lock_deliver(RDL_CONTAINER(c->notify.next, struct redlease_lock, notify_link));
+    c->freeing = 0;
     /* A graceful close under way ends here too: its done callback is owed
      * exactly once. It runs last, while c is still allocated (dead: any
      * call on it does nothing). */

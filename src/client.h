@@ -32,7 +32,7 @@ enum rdl_req_kind {
     RDL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
     RDL_REQ_AUTH,
     RDL_REQ_SELECT,
-    RDL_REQ_LOAD /* SCRIPT LOAD; script says which */
+    RDL_REQ_PING /* last of the handshake: the server serves us (no NOAUTH, not LOADING) */
 };
 
 /* One command on the wire. It lives until the transport reports it (reply
@@ -41,7 +41,7 @@ enum rdl_req_kind {
 typedef struct rdl_req {
     struct redlease_lock *lk; /* holds a reference; NULL for handshake */
     int kind;
-    int script;      /* RDL_SCRIPT_* or -1 */
+    int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
     int64_t t0;      /* monotonic time before sending */
     uint64_t epoch;  /* connection it went out on */
@@ -50,15 +50,11 @@ typedef struct rdl_req {
 enum rdl_conn_state {
     RDL_CONN_IDLE,      /* no loop yet */
     RDL_CONN_CONNECTING,
-    RDL_CONN_HANDSHAKE, /* AUTH / SELECT / SCRIPT LOAD in flight */
+    RDL_CONN_HANDSHAKE, /* AUTH / SELECT / PING in flight */
     RDL_CONN_READY,
     RDL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
     RDL_CONN_BACKOFF    /* waiting to reconnect */
 };
-
-/* The fencing counter's key is the lock's key with this appended. */
-#define RDL_FENCE_SUFFIX ":fence"
-#define RDL_FENCE_SUFFIX_LEN (sizeof RDL_FENCE_SUFFIX - 1)
 
 enum rdl_lock_state {
     RDL_LOCK_ACQUIRING,
@@ -81,6 +77,7 @@ struct redlease_lock {
     int state;          /* enum rdl_lock_state */
     unsigned notify;    /* RDL_NOTIFY_* bits owed */
     int release_called;
+    int ended;          /* ended by redlease_client_free() */
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
     redlease_lost_cb on_lost;
@@ -95,12 +92,21 @@ struct redlease_lock {
     rdl_backoff backoff;
     int attempts;
     int64_t budget_end; /* no attempt starts after this */
+    int maybe_set;      /* an attempt may have written our key (sent, no answer
+                           or an answer not used): later attempts reclaim it,
+                           an acquire ending without a lease deletes it */
+    int last_status;    /* outcome of the last attempt that ended, or 0 */
+    int64_t last_rtt;   /* round trip of the last answered attempt, or 0 */
 
     /* the operation in progress (acquire attempt, renewal, release) */
     int op;             /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
     int64_t op_deadline;
+    int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
+                           acquire, the first deadline of a release */
+    int op_cut;         /* op_deadline is op_limit, before a command timeout */
+    int release_retry;  /* a release waits for its retry (c->release_retries) */
     rdl_req *req;        /* the op's request on the wire, or NULL */
-    int drop_pending;   /* a key with our token may exist that nobody owns */
+    int drop_pending;   /* a compare-and-delete of our key is to be sent */
     int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
 
     /* held */
@@ -109,9 +115,9 @@ struct redlease_lock {
     uint64_t fence;
 
     char token[RDL_TOKEN_LEN + 1];
-    char *fence_key; /* points into key[] storage, or NULL; keylen + RDL_FENCE_SUFFIX_LEN bytes */
-    size_t keylen;   /* key may hold any byte, NUL included: lengths, never strlen */
-    char key[]; /* prefix + resource, NUL, then fence key if fencing */
+    char *fence_key;     /* points into key[] storage, or NULL */
+    size_t keylen, fence_keylen; /* keys may hold any byte, NUL included */
+    char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */
 };
 
 struct redlease_client {
@@ -143,8 +149,12 @@ struct redlease_client {
     int hs_pending;     /* handshake replies awaited */
     uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
     int hs_failed;      /* status, or 0 */
+    int conn_error;     /* why the last connection failed; 0 once one is ready */
+    int conn_definite;  /* that failure will not heal by retrying (EAUTH...) */
+    int drop_status;    /* a reply said this connection is no use: drop it */
+    uint64_t release_retries; /* releases waiting to retry (close waits for them) */
     int flush_needed;   /* became ready: send what waited */
-    char sha[RDL_SCRIPT_COUNT][41]; /* "" when unknown on this connection */
+    char sha[RDL_SCRIPT_COUNT][41]; /* the scripts' SHA-1, for EVALSHA */
     char errstr[128];
 
     /* locks */
@@ -155,6 +165,7 @@ struct redlease_client {
     /* lifetime */
     int depth;          /* nested entries into the library */
     int dead;           /* redlease_client_free() called */
+    int freeing;        /* redlease_client_free() is ending the handles */
     int closing;        /* redlease_client_close() called */
     int close_check;    /* a reply came while closing: see if it is done */
     int64_t close_deadline;
@@ -173,6 +184,8 @@ void rdl_enter(redlease_client *c);
 void rdl_leave(redlease_client *c);
 void rdl_emit(redlease_client *c, const redlease_event *ev);
 void rdl_set_errstr(redlease_client *c, const char *s, size_t n);
+/* The status an operation that could not be sent reports. */
+int rdl_client_conn_status(const redlease_client *c);
 /* Sends argv on the connection for req; 0 or a status (req not sent). */
 int rdl_client_submit(redlease_client *c, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* A command sent at sent_at is still unanswered at now, past its timeout
@@ -187,8 +200,11 @@ void rdl_client_set_transport_factory(redlease_client *c,
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* Nonzero when req was sent again (NOSCRIPT -> EVAL) and lives on. */
-int rdl_lock_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r, int64_t now);
+int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now);
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
+/* The server refused the connection for good (credentials, database): ops
+ * waiting for a connection fail with status. */
+void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now);
 void rdl_lock_deliver(struct redlease_lock *lk);
 void rdl_lock_end_by_client(struct redlease_lock *lk);
 void rdl_lock_close(struct redlease_lock *lk, int64_t now);

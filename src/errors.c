@@ -54,7 +54,7 @@ static int starts_with(const char *text, size_t n, const char *p)
 
 rdl_error_class rdl_error_classify(const char *text, size_t n)
 {
-    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0};
+    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0};
     if (!text) return e;
     size_t code_len = 0;
     while (code_len < n && text[code_len] != ' ') code_len++;
@@ -63,6 +63,7 @@ rdl_error_class rdl_error_classify(const char *text, size_t n)
             e.status = table[i].status;
             e.transient = table[i].transient;
             e.reconnect = table[i].reconnect;
+            e.wrongtype = strcmp(table[i].code, "WRONGTYPE") == 0;
             return e;
         }
     }

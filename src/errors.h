@@ -11,6 +11,7 @@ typedef struct rdl_error_class {
                       release until their deadline); 0: definite */
     int reconnect; /* 1: the connection is no use any more (a replica,
                       lost its authentication): drop it and reconnect */
+    int wrongtype; /* 1: the key holds another type, so not our token */
 } rdl_error_class;
 
 /* Classifies an error reply by its code (first word): text of n bytes. */

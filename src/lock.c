@@ -11,16 +11,20 @@
  * (lk->req). Requests it stopped waiting for (timed out, cancelled) stay on
  * the wire as stale: their replies are recognised and never move the state
  * backwards. A stale OK is adopted only while still acquiring and still
- * locally valid; otherwise the key is handed to a best-effort
- * compare-and-delete ("drop"). A drop is only ever queued when no acquire
- * attempt of this handle can still be ahead of it or follow it on the wire,
- * so it can never delete a key this handle is about to report as held.
+ * locally valid. An attempt that may have set the key without it being
+ * used (unanswered, answered too late) makes every later attempt a script
+ * that reclaims a key holding our own token; an acquire that ends without
+ * a lease then sends a best-effort compare-and-delete ("drop") behind its
+ * attempts. A drop is only ever queued once no attempt of the handle will
+ * follow it, so it can never delete a key the handle reports as held.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "client.h"
+#include "errors.h"
+#include "keys.h"
 #include "lease_math.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -49,6 +53,21 @@ static void owe(struct redlease_lock *lk, unsigned bit)
     if (!rdl_list_linked(&lk->notify_link)) rdl_list_push_back(&lk->c->notify, &lk->notify_link);
 }
 
+/* The text that goes with a failure status in an event: Redis's or the
+ * connection's (c->errstr, set when the failure was seen). */
+static const char *detail_for(const redlease_client *c, int status)
+{
+    switch (status) {
+    case REDLEASE_OK:
+    case REDLEASE_EBUSY:
+    case REDLEASE_ECANCELED:
+    case REDLEASE_ENOTHELD:
+    case REDLEASE_ENOMEM: return NULL;
+    case REDLEASE_ETIMEDOUT: return "no reply in time";
+    default: return c->errstr[0] ? c->errstr : NULL;
+    }
+}
+
 static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, int64_t retry_in,
                  int64_t now)
 {
@@ -56,11 +75,10 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
     if (!c->event_cb || c->dead) return;
     int64_t remaining = -1;
     if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
-    int error = status < 0 && status != REDLEASE_EBUSY && status != REDLEASE_ECANCELED;
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->attempts,
-                         .detail = error && c->errstr[0] ? c->errstr : NULL,
+                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(c, status),
                          .key_len = lk->keylen};
     rdl_emit(c, &ev);
 }
@@ -68,6 +86,8 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
 /* The op's request goes stale: it stays on the wire, nobody waits for it. */
 static void abandon_op(struct redlease_lock *lk)
 {
+    /* An attempt we stop waiting for may still set our key. */
+    if (lk->op == RDL_REQ_ACQUIRE && lk->req) lk->maybe_set = 1;
     lk->op = 0;
     lk->req = NULL;
     if (!lk->drop_pending) rdl_list_remove(&lk->wait_link);
@@ -97,21 +117,58 @@ void rdl_lock_unref(struct redlease_lock *lk)
     maybe_free(lk);
 }
 
+/* 1 if r is an error saying the key holds another type: not our token. */
+static int is_wrongtype(const rdl_reply *r)
+{
+    return r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).wrongtype;
+}
+
+/* The status of a reply that is not one of the expected answers, with
+ * Redis's text kept for events and redlease_client_errstr(). *definite:
+ * retrying cannot help (src/errors.c says which errors). */
+static int reply_failure(redlease_client *c, const rdl_reply *r, int *definite)
+{
+    *definite = 0;
+    if (!r) return REDLEASE_ECONN;
+    if (r->type == RDL_REPLY_ERROR) {
+        rdl_set_errstr(c, r->str, r->len);
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        *definite = !e.transient;
+        return e.status;
+    }
+    *definite = 1; /* a reply of the wrong kind will not change */
+    return REDLEASE_EPROTO;
+}
+
 /* ------------------------------------------------------------ sending */
 
-/* Builds the command for req from its lock and submits it. EVALSHA when the
- * server gave us the script's SHA1 on this connection, EVAL otherwise. */
+/* Which script a request runs, or -1 for the plain SET NX PX. */
+static int script_for(const struct redlease_lock *lk, int kind)
+{
+    switch (kind) {
+    case RDL_REQ_ACQUIRE:
+        if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
+        /* Only a later attempt can meet a key of its own making. */
+        return lk->attempts > 1 ? RDL_SCRIPT_ACQUIRE : -1;
+    case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
+    default: return RDL_SCRIPT_RELEASE; /* the release and drops */
+    }
+}
+
+/* Builds the command for req from its lock and submits it: EVALSHA under
+ * the script's SHA-1, or EVAL once the server said NOSCRIPT. */
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
-    char ttl[24];
+    char ttl[24], counter_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl);
-    const char *argv[8];
-    size_t lens[8];
+    const char *argv[9];
+    size_t lens[9];
     int n = 0;
-#define ARG(s, l) (argv[n] = (s), lens[n] = (l), n++)
-    if (req->kind == RDL_REQ_ACQUIRE && !lk->fencing) {
+    int s = req->script;
+#define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
+    if (s < 0) {
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
@@ -119,23 +176,23 @@ static int req_submit(rdl_req *req)
         ARG("PX", 2);
         ARG(ttl, strlen(ttl));
     } else {
-        int s = req->kind == RDL_REQ_ACQUIRE ? RDL_SCRIPT_ACQUIRE_FENCED
-              : req->kind == RDL_REQ_RENEW   ? RDL_SCRIPT_RENEW
-                                            : RDL_SCRIPT_RELEASE;
-        req->script = s;
-        if (!req->sent_eval && c->sha[s][0]) {
-            ARG("EVALSHA", 7);
-            ARG(c->sha[s], 40);
-        } else {
-            req->sent_eval = 1;
+        if (req->sent_eval) {
             ARG("EVAL", 4);
             ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
+        } else {
+            ARG("EVALSHA", 7);
+            ARG(c->sha[s], 40);
         }
         ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
-        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->keylen + RDL_FENCE_SUFFIX_LEN);
+        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
         if (s != RDL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
+        if (s == RDL_SCRIPT_ACQUIRE_FENCED) {
+            snprintf(counter_ttl, sizeof counter_ttl, "%lld",
+                     (long long)(lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
+            ARG(counter_ttl, strlen(counter_ttl));
+        }
     }
 #undef ARG
     return rdl_client_submit(c, req, n, argv, lens);
@@ -148,7 +205,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     if (!req) return REDLEASE_ENOMEM;
     req->lk = lk;
     req->kind = kind;
-    req->script = -1;
+    req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
     req->epoch = c->epoch;
     int rc = req_submit(req);
@@ -161,7 +218,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     return REDLEASE_OK;
 }
 
-static void op_failed(struct redlease_lock *lk, int status, int64_t now);
+static void op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 
 /* Sends what the lock has to send (a pending drop first, then its op's
  * request), or parks it on c->waiting until the connection is ready. */
@@ -183,24 +240,40 @@ static void pump(struct redlease_lock *lk, int64_t now)
     if (want_op) {
         int rc = send_req(lk, lk->op, now);
         if (rc == REDLEASE_ECONN) goto park;
-        if (rc) op_failed(lk, rc, now);
+        if (rc) op_failed(lk, rc, 1, 0, now);
     }
     return;
 park:
     if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&c->waiting, &lk->wait_link);
 }
 
+/* A compare-and-delete of our key, behind everything this handle sent. */
+static void queue_drop(struct redlease_lock *lk, int64_t now)
+{
+    lk->drop_pending = 1;
+    pump(lk, now);
+}
+
 static void start_op(struct redlease_lock *lk, int op, int64_t now)
 {
+    redlease_client *c = lk->c;
+    int64_t natural = now + c->command_timeout;
     lk->op = op;
-    lk->op_deadline = now + lk->c->command_timeout;
+    lk->op_cut = lk->op_limit < natural;
+    lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
     lk->next_action = RDL_NEVER;
+    if (lk->release_retry) {
+        lk->release_retry = 0;
+        c->release_retries--;
+    }
     if (op == RDL_REQ_ACQUIRE) {
         lk->attempts++;
-        lk->c->stats.attempts++;
+        c->stats.attempts++;
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
     pump(lk, now);
+    /* The server refused us for good: no use waiting for a connection. */
+    if (lk->op == op && !lk->req && c->conn_definite) rdl_lock_on_refused(lk, c->conn_error, now);
 }
 
 /* ---------------------------------------------------------- acquiring */
@@ -212,39 +285,60 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
     lk->acquire_status = status;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     lk->c->stats.acquire_failed++;
-    /* No attempt follows: a key an uncertain attempt may have set goes now. */
-    if (lk->drop_pending) pump(lk, now);
+    /* No attempt follows: a key an attempt of ours may have set (or may
+     * still set: the drop goes behind it on the wire) goes now. */
+    if (lk->maybe_set) queue_drop(lk, now);
     emit(lk, REDLEASE_EV_ACQUIRE_FAILED, status, -1, -1, now);
 }
 
-/* Contention or an error: retry inside the budget, else report the last
- * outcome (REDLEASE_EBUSY if it was contention). */
-static void retry_or_fail(struct redlease_lock *lk, int status, int64_t now)
+/* The latest an attempt may start and still be answered inside the wait
+ * budget, going by the last round trip. */
+static int64_t last_start(const struct redlease_lock *lk)
 {
-    if ((lk->max_attempts && lk->attempts >= lk->max_attempts) || now >= lk->budget_end) {
-        finish_acquire(lk, status, now);
-        return;
+    if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
+    return lk->budget_end - (lk->last_rtt > 1 ? lk->last_rtt : 1);
+}
+
+/* An attempt ended without the lease: contention (EBUSY) or a failure.
+ * Retried after a backoff while the budget and max_attempts allow and the
+ * failure is not definite; otherwise on_acquire gets the outcome. An
+ * attempt cut short by the budget (cut) reports the outcome of the one
+ * before it, if any: "busy" says more than "no answer in the last ms". */
+static void attempt_ended(struct redlease_lock *lk, int status, int definite, int cut, int64_t now)
+{
+    redlease_client *c = lk->c;
+    int busy = status == REDLEASE_EBUSY;
+    int64_t latest = last_start(lk);
+    int out = definite || (lk->max_attempts && lk->attempts >= lk->max_attempts) || now >= latest;
+    int64_t next = RDL_NEVER;
+    if (!out) {
+        int64_t d = rdl_backoff_next(&lk->backoff, &c->rng);
+        if (d < 1) d = 1; /* always progress in time */
+        next = min64(now + d, latest);
     }
-    int64_t d = rdl_backoff_next(&lk->backoff, &lk->c->rng);
-    if (d < 1) d = 1; /* always progress in time */
-    lk->next_action = min64(now + d, lk->budget_end);
-    if (status == REDLEASE_EBUSY) {
-        lk->c->stats.contended++;
-        emit(lk, REDLEASE_EV_CONTENDED, status, -1, lk->next_action - now, now);
-    }
+    if (busy) c->stats.contended++;
+    emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
+         out ? -1 : next - now, now);
+    int report = cut && lk->last_status ? lk->last_status : status;
+    lk->last_status = status;
+    if (c->dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
+    if (out)
+        finish_acquire(lk, report, now);
+    else
+        lk->next_action = next;
 }
 
 static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t fence, int64_t now)
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
-    lk->drop_pending = 0; /* the key with our token is ours on purpose now */
     rdl_list_remove(&lk->wait_link);
     lk->state = RDL_LOCK_HELD;
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
     lk->confirm_epoch = req->epoch;
     lk->fence = fence;
+    lk->op_limit = RDL_NEVER; /* renewals run to the validity deadline */
     lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
     lk->acquire_status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
@@ -253,71 +347,52 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
-static int reply_error(redlease_client *c, const rdl_reply *r)
-{
-    if (!r) return REDLEASE_ECONN;
-    if (r->type == RDL_REPLY_ERROR) {
-        rdl_set_errstr(c, r->str, r->len);
-        return REDLEASE_EREDIS;
-    }
-    return REDLEASE_EPROTO;
-}
-
 /* 1 acquired (*fence set), 0 held by someone else, or a negative status. */
-static int acquire_outcome(struct redlease_lock *lk, const rdl_reply *r, uint64_t *fence)
+static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
+                           uint64_t *fence, int *definite)
 {
     *fence = 0;
-    if (r && !lk->fencing) {
+    *definite = 0;
+    if (r && req->script < 0) { /* SET NX PX */
         if (r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) return 1;
         if (r->type == RDL_REPLY_NIL) return 0;
     } else if (r && r->type == RDL_REPLY_INTEGER) {
         if (r->integer > 0) {
-            *fence = (uint64_t)r->integer;
+            if (lk->fencing) *fence = (uint64_t)r->integer;
             return 1;
         }
         if (r->integer == 0) return 0;
     }
-    return reply_error(lk->c, r);
+    return reply_failure(lk->c, r, definite);
 }
 
 static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
                           int current, int64_t now)
 {
     uint64_t fence;
-    int res = acquire_outcome(lk, r, &fence);
+    int definite;
+    int res = acquire_outcome(lk, req, r, &fence, &definite);
     int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
+    int may_have_set = res == 1 || res == REDLEASE_ECONN; /* NULL: the link broke */
     if (!current) {
         if (lk->state == RDL_LOCK_HELD) return; /* ours already */
         if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh) {
             become_held(lk, req, fence, now); /* a late OK still worth having */
-        } else if (res == 1 && lk->state != RDL_LOCK_ACQUIRING) {
-            lk->drop_pending = 1; /* nobody wants it: free it for others now */
-            pump(lk, now);
-        } else if (res == REDLEASE_ECONN && lk->state != RDL_LOCK_ACQUIRING) {
-            lk->drop_pending = 1; /* it may have been set before the link broke */
-            pump(lk, now);
-        } else if (res == REDLEASE_ECONN) {
-            lk->drop_pending = 1; /* every request of the dead link failed: sent first on the next */
+        } else if (may_have_set) {
+            lk->maybe_set = 1; /* the next attempt reclaims the key */
+            if (lk->state != RDL_LOCK_ACQUIRING) queue_drop(lk, now); /* nobody wants it */
         }
-        /* A stale OK no longer valid while acquiring expires by itself within
-         * the drift; a drop now could delete the key a later attempt sets. */
         return;
     }
     lk->op = 0;
+    if (r) lk->last_rtt = now - req->t0;
     if (res == 1 && fresh) {
         become_held(lk, req, fence, now);
-    } else if (res == 1) {
-        retry_or_fail(lk, REDLEASE_ETIMEDOUT, now); /* answered too late to use */
-        if (lk->state == RDL_LOCK_DONE) {
-            lk->drop_pending = 1; /* no attempt follows: free it for others */
-            pump(lk, now);
-        }
-    } else if (res == 0) {
-        retry_or_fail(lk, REDLEASE_EBUSY, now);
-    } else {
-        if (res == REDLEASE_ECONN) lk->drop_pending = 1; /* maybe set: clear before retrying */
-        retry_or_fail(lk, res, now);
+        return;
     }
+    if (may_have_set) lk->maybe_set = 1;
+    if (res == 1) res = REDLEASE_ETIMEDOUT; /* answered after its own validity */
+    attempt_ended(lk, res == 0 ? REDLEASE_EBUSY : res, definite, 0, now);
 }
 
 /* -------------------------------------------------------------- held */
@@ -333,11 +408,8 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
     c->stats.lost++;
     c->stats.held_now--;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
-    if (reason != REDLEASE_LOST_NOT_OWNER) {
-        /* Stop holding it in Redis too, so the next holder need not wait. */
-        lk->drop_pending = 1;
-        pump(lk, now);
-    }
+    /* Stop holding it in Redis too, so the next holder need not wait. */
+    if (reason != REDLEASE_LOST_NOT_OWNER && !c->dead) queue_drop(lk, now);
 }
 
 static void renew_failed(struct redlease_lock *lk, int status, int64_t now)
@@ -363,15 +435,20 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
         if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
         lk->c->stats.renewed++;
         emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
-    } else if (r && r->type == RDL_REPLY_INTEGER && r->integer == 0) {
+    } else if ((r && r->type == RDL_REPLY_INTEGER && r->integer == 0) || is_wrongtype(r)) {
         /* Replies come in order, so even a stale "not ours" is the truth. */
         lose(lk, REDLEASE_LOST_NOT_OWNER, now);
     } else if (current) {
-        renew_failed(lk, reply_error(lk->c, r), now);
+        int definite; /* renewals are retried to the deadline whatever the error */
+        renew_failed(lk, reply_failure(lk->c, r, &definite), now);
     }
 }
 
 /* ----------------------------------------------------------- release */
+
+/* How often a release that met a transient error is retried (at most
+ * halfway to its deadline each time, rdl_renew_retry_at). */
+#define RDL_RELEASE_RETRY_MS 50
 
 static void finish_release(struct redlease_lock *lk, int status, int64_t now)
 {
@@ -383,52 +460,89 @@ static void finish_release(struct redlease_lock *lk, int status, int64_t now)
     emit(lk, REDLEASE_EV_RELEASED, status, -1, -1, now);
 }
 
+/* Compare-and-delete is safe to repeat: a transient failure is retried
+ * until the release's deadline (command_timeout_ms from the call). */
+static void release_failed(struct redlease_lock *lk, int status, int definite, int64_t now)
+{
+    redlease_client *c = lk->c;
+    int64_t at = rdl_renew_retry_at(now, 4 * RDL_RELEASE_RETRY_MS, lk->op_limit);
+    int retry = !definite && at < lk->op_limit;
+    emit(lk, REDLEASE_EV_RELEASE_FAILED, status, -1, retry ? at - now : -1, now);
+    if (c->dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
+    if (!retry) {
+        finish_release(lk, status, now);
+        return;
+    }
+    lk->op = 0;
+    lk->next_action = at;
+    lk->release_retry = 1;
+    c->release_retries++; /* a close waits for it */
+}
+
 static void release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now)
 {
     if (!r && now < lk->op_deadline) {
-        pump(lk, now); /* link broke: compare-and-delete is safe to repeat */
+        pump(lk, now); /* link broke: resent on the next connection */
         return;
     }
-    int st;
-    if (r && r->type == RDL_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
-        st = r->integer ? REDLEASE_OK : REDLEASE_ENOTHELD;
-    else
-        st = reply_error(lk->c, r);
-    finish_release(lk, st, now);
+    if (r && r->type == RDL_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
+        finish_release(lk, r->integer ? REDLEASE_OK : REDLEASE_ENOTHELD, now);
+    } else if (is_wrongtype(r)) {
+        finish_release(lk, REDLEASE_ENOTHELD, now); /* another type: not our token */
+    } else {
+        int definite;
+        int st = reply_failure(lk->c, r, &definite);
+        release_failed(lk, st, definite, now);
+    }
 }
 
 /* --------------------------------------------------- driven by client.c */
 
-static void op_failed(struct redlease_lock *lk, int status, int64_t now)
+static void op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now)
 {
     int op = lk->op;
     lk->op = 0;
-    if (op == RDL_REQ_ACQUIRE)
-        retry_or_fail(lk, status, now);
-    else if (op == RDL_REQ_RENEW)
+    if (op == RDL_REQ_ACQUIRE) {
+        attempt_ended(lk, status, definite, cut, now);
+    } else if (op == RDL_REQ_RENEW) {
         renew_failed(lk, status, now);
-    else if (op == RDL_REQ_RELEASE)
-        finish_release(lk, status, now);
+    } else if (op == RDL_REQ_RELEASE) {
+        lk->op = op;
+        release_failed(lk, status, definite, now);
+    }
+}
+
+void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now)
+{
+    /* Only what waits for a connection; renewals run to the deadline. */
+    if (!lk->op || lk->req || lk->op == RDL_REQ_RENEW) return;
+    int op = lk->op;
+    abandon_op(lk);
+    lk->op = op;
+    op_failed(lk, status, 1, 0, now);
+    reschedule(lk);
 }
 
 void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 {
+    redlease_client *c = lk->c;
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_client_note_timeout(lk->c, lk->req->t0, now);
+        if (lk->req) rdl_client_note_timeout(c, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
-        int status = lk->req ? REDLEASE_ETIMEDOUT : REDLEASE_ECONN;
-        if (lk->req) {
-            lk->c->stats.timeouts++;
-            rdl_client_note_timeout(lk->c, lk->req->t0, now);
+        int sent = lk->req != NULL;
+        int status = sent ? REDLEASE_ETIMEDOUT : rdl_client_conn_status(c);
+        if (sent) {
+            c->stats.timeouts++;
+            rdl_client_note_timeout(c, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
-        op_failed(lk, status, now);
+        op_failed(lk, status, !sent && c->conn_definite, lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
         if (lk->state == RDL_LOCK_ACQUIRING)
             start_op(lk, RDL_REQ_ACQUIRE, now);
@@ -458,19 +572,16 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
     }
 }
 
-int rdl_lock_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r, int64_t now)
+int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
         memcmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* The script cache was flushed: EVAL from now on this connection. */
-        c->sha[req->script][0] = '\0';
-        if (req->kind == RDL_REQ_DROP && lk->state == RDL_LOCK_ACQUIRING) {
-            /* Sent again now it would land behind the attempt that followed
-             * it and could delete the key that attempt sets. Given up: a key
-             * of ours left by the uncertain attempt just expires by its TTL. */
-            return 0;
-        }
+        /* A cold or flushed script cache: EVAL this once, which fills it,
+         * and EVALSHA goes on working. Resent, it lands behind whatever the
+         * handle sent since, which is harmless: a late acquire OK is handled
+         * as any stale one (dropped once the acquire is over), a renewal
+         * never re-creates a key, compare-and-delete can repeat. */
         req->sent_eval = 1;
         if (req_submit(req) == 0) return 1;
         r = NULL;
@@ -513,10 +624,17 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
     if (!c->dead) maybe_free(lk);
 }
 
-void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, 0); }
+void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, lk->ended); }
+
+/* What on_release says for a handle with nothing left in Redis to delete. */
+static int done_release_status(const struct redlease_lock *lk)
+{
+    return lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK;
+}
 
 void rdl_lock_end_by_client(struct redlease_lock *lk)
 {
+    lk->ended = 1;
     if (lk->state == RDL_LOCK_ACQUIRING || (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE))) {
         lk->acquire_status = REDLEASE_ECANCELED;
         owe(lk, RDL_NOTIFY_ACQUIRE);
@@ -525,10 +643,12 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
         owe(lk, RDL_NOTIFY_LOST);
     }
     /* Released by the user (user_ref: on_release not delivered yet) with
-     * no outcome owed yet: releasing, or freed by a hook in the middle of
-     * redlease_release() itself. */
+     * no outcome owed yet: a release under way is cut short (ECANCELED);
+     * one asked for during this free, or by a hook in the middle of
+     * redlease_release() itself, ends as on any finished handle. */
     if (lk->release_called && lk->user_ref && !(lk->notify & RDL_NOTIFY_RELEASE)) {
-        lk->release_status = REDLEASE_ECANCELED;
+        lk->release_status = lk->state == RDL_LOCK_RELEASING ? REDLEASE_ECANCELED
+                                                             : done_release_status(lk);
         owe(lk, RDL_NOTIFY_RELEASE);
     }
     if (lk->state == RDL_LOCK_HELD) lk->c->stats.held_now--;
@@ -545,8 +665,7 @@ static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
     lk->state = RDL_LOCK_DONE;
     lk->c->stats.held_now--;
     lk->acquire_status = REDLEASE_ECANCELED;
-    lk->drop_pending = 1;
-    pump(lk, now);
+    queue_drop(lk, now);
 }
 
 void rdl_lock_close(struct redlease_lock *lk, int64_t now)
@@ -589,9 +708,10 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     if (rc) return rc;
     if (c->dead || c->closing) return REDLEASE_ECANCELED;
 
-    size_t keylen = c->prefix_len + rlen;
-    size_t extra = o->fencing ? keylen + RDL_FENCE_SUFFIX_LEN + 1 : 0;
-    struct redlease_lock *lk = rdl_calloc(1, sizeof *lk + keylen + 1 + extra);
+    size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
+    size_t fence_keylen = o->fencing ? rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
+    struct redlease_lock *lk =
+        rdl_calloc(1, sizeof *lk + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0));
     if (!lk) return REDLEASE_ENOMEM;
     if (rdl_token_new(lk->token) != 0) {
         rdl_free(lk);
@@ -602,13 +722,12 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         rdl_free(lk);
         return REDLEASE_ENOMEM;
     }
-    memcpy(lk->key, c->prefix, c->prefix_len);
-    memcpy(lk->key + c->prefix_len, resource, rlen);
+    rdl_key_write(lk->key, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     lk->keylen = keylen;
     if (o->fencing) {
         lk->fence_key = lk->key + keylen + 1;
-        memcpy(lk->fence_key, lk->key, keylen);
-        memcpy(lk->fence_key + keylen, RDL_FENCE_SUFFIX, RDL_FENCE_SUFFIX_LEN + 1);
+        rdl_key_write(lk->fence_key, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE);
+        lk->fence_keylen = fence_keylen;
     }
     lk->c = c;
     rdl_list_init(&lk->link);
@@ -626,6 +745,9 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->fencing = o->fencing != 0;
     rdl_backoff_init(&lk->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
     lk->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
+    /* With a budget, on_acquire comes by its end whatever the timeouts;
+     * a single attempt (wait_ms 0) keeps its command timeout. */
+    lk->op_limit = o->wait_ms > 0 ? lk->budget_end : RDL_NEVER;
     lk->next_action = now; /* the first attempt goes out from the loop */
     lk->valid_until = lk->hold_until = RDL_NEVER;
     rdl_list_push_back(&c->locks, &lk->link);
@@ -640,7 +762,19 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
 {
     if (!lk || lk->release_called) return REDLEASE_EINVAL;
     redlease_client *c = lk->c;
-    if (c->dead) return REDLEASE_ECANCELED;
+    if (c->dead && !c->freeing) return REDLEASE_ECANCELED; /* from close's done callback */
+    if (c->dead) {
+        /* During redlease_client_free(): the handle ends with the client,
+         * and on_release runs before free returns, as it does after a close. */
+        lk->release_called = 1;
+        lk->on_release = on_release;
+        lk->release_arg = arg;
+        if (lk->ended && lk->user_ref) { /* else ending it will owe it */
+            lk->release_status = done_release_status(lk);
+            owe(lk, RDL_NOTIFY_RELEASE);
+        }
+        return REDLEASE_OK;
+    }
     rdl_enter(c);
     int64_t now = rdl_now(c);
     lk->release_called = 1;
@@ -664,10 +798,11 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
         c->stats.held_now--;
         lk->state = RDL_LOCK_RELEASING;
+        lk->op_limit = now + c->command_timeout; /* retries end there */
         start_op(lk, RDL_REQ_RELEASE, now);
         break;
     default: /* DONE: failed, cancelled or lost */
-        finish_release(lk, lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK, now);
+        finish_release(lk, done_release_status(lk), now);
         break;
     }
     if (!c->dead) reschedule(lk);
@@ -684,7 +819,7 @@ int redlease_lock_held(const redlease_lock *lk)
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {
-    if (!lk || lk->state != RDL_LOCK_HELD) return 0;
+    if (!redlease_lock_held(lk)) return 0; /* one rule for both */
     int64_t left = lk->valid_until - rdl_now(lk->c);
     return left > 0 ? left : 0;
 }

@@ -1,20 +1,40 @@
 #include "scripts.h"
 
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
-    /* Acquire with a fencing token. The counter lives beside the key and has
-     * no TTL. If it is missing (first use, or a restart without persistence
-     * lost it), it starts from the server clock in microseconds, so a fence
-     * never goes backwards across such a restart. The counter is minted
-     * before the lock key is written: a script error (a foreign value at the
-     * counter: WRONGTYPE) must not leave a lock key nobody was told about,
-     * since Redis does not undo a script's writes. */
+    /* Every attempt after an acquire's first (the first is a plain SET NX
+     * PX). An earlier attempt of this handle may have set the key after all
+     * (it timed out, its link broke, its answer came too late): the key then
+     * holds our own token, and the lease is ours from this attempt's send,
+     * its TTL restarted. GET, not EXISTS: a key of another type is an error
+     * (WRONGTYPE), never mistaken for a holder. */
+    [RDL_SCRIPT_ACQUIRE] =
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v == ARGV[1] then\n"
+        "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+        "  return 1\n"
+        "end\n"
+        "if v then return 0 end\n"
+        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+        "return 1\n",
+    /* Acquire with a fencing token; a key holding our own token is
+     * reclaimed as above, with a new fence. The counter shares the key's
+     * hash slot. If it is missing (first use, expired, or a restart without
+     * persistence lost it), it starts from the server clock in
+     * microseconds, so a fence never goes backwards across that; it is
+     * kept for the lease's TTL plus RDL_FENCE_COUNTER_EXTRA_MS after each
+     * acquire, so counters of names used once do not pile up. The counter
+     * is minted before the lock key is written: a script error (a foreign
+     * value at the counter: WRONGTYPE) must not leave a lock key nobody was
+     * told about, since Redis does not undo a script's writes. */
     [RDL_SCRIPT_ACQUIRE_FENCED] =
-        "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v and v ~= ARGV[1] then return 0 end\n"
         "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
         "  local t = redis.call('TIME')\n"
         "  redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))\n"
         "end\n"
         "local fence = redis.call('INCR', KEYS[2])\n"
+        "redis.call('PEXPIRE', KEYS[2], ARGV[3])\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return fence\n",
     /* Strict compare-and-pexpire: never re-creates a missing key. */

@@ -1,16 +1,22 @@
-/* The Lua scripts a lease needs. Each is sent by EVALSHA with the SHA1 the
- * server returned for SCRIPT LOAD on this connection, and by EVAL when the
- * server answers NOSCRIPT (script cache flushed) or the load failed. */
+/* The Lua scripts a lease needs. Each goes by EVALSHA under its SHA-1
+ * (computed by the client, src/sha1.c), and by EVAL once when the server
+ * answers NOSCRIPT (cold or flushed script cache; EVAL fills it). */
 #ifndef REDLEASE_SCRIPTS_H
 #define REDLEASE_SCRIPTS_H
 
 enum rdl_script {
-    RDL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl -> fence or 0 */
+    RDL_SCRIPT_ACQUIRE,        /* KEYS: key; ARGV: token, ttl -> 1 ours now, 0 held by another */
+    RDL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl, counter ttl
+                                  -> fence, or 0 held by another */
     RDL_SCRIPT_RENEW,          /* KEYS: key; ARGV: token, ttl -> 1 extended, 0 not ours */
     RDL_SCRIPT_RELEASE,        /* KEYS: key; ARGV: token -> 1 deleted, 0 not ours */
     RDL_SCRIPT_COUNT
 };
 
 extern const char *const rdl_script_src[RDL_SCRIPT_COUNT];
+
+/* How long the fence counter outlives the last acquire that used it, beyond
+ * the lease's TTL (ms): see RDL_SCRIPT_ACQUIRE_FENCED. */
+#define RDL_FENCE_COUNTER_EXTRA_MS 600000
 
 #endif

@@ -78,7 +78,7 @@ worker_done() {
 }
 
 worker_lost() {
-    local key=lock:$2 status
+    local key="lock:{$2}" status
     "${run_prefix[@]}" "$@" >"$out" 2>&1 &
     local pid=$!
     wait_for_line "$out" '\] step 3/' "$pid" || echo "never reached step 3" >>"$out"
@@ -93,7 +93,7 @@ worker_lost() {
 }
 
 worker_sigterm() {
-    local key=lock:$2 status
+    local key="lock:{$2}" status
     "${run_prefix[@]}" "$@" >"$out" 2>&1 &
     local pid=$!
     wait_for_line "$out" '\] step 3/' "$pid" || echo "never reached step 3" >>"$out"

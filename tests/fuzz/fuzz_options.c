@@ -113,6 +113,8 @@ static enum verdict client_verdict(const redlease_client_options *o)
     }
     if (o->db < 0) return INVALID;
     if (o->username && !o->password) return INVALID; /* AUTH needs the password */
+    if (o->key_prefix && (strlen(o->key_prefix) > 256 || strpbrk(o->key_prefix, "{}")))
+        return INVALID; /* no hash-tag braces, at most 256 bytes (man 3 redlease, KEYS) */
     if (o->connect_timeout_ms <= 0 || o->command_timeout_ms <= 0 ||
         o->reconnect_min_ms <= 0 || o->reconnect_max_ms < o->reconnect_min_ms)
         return INVALID;
@@ -214,8 +216,12 @@ static void run_lock(fuzz_input *in, const redlease_client_options *co)
     } else {
         const char *prefix = co && co->key_prefix ? co->key_prefix : co ? "" : "lock:";
         const char *key = redlease_lock_key(lk);
-        EXPECT(strncmp(key, prefix, strlen(prefix)) == 0);
-        EXPECT(strcmp(key + strlen(prefix), resource) == 0);
+        static char want[HUGE_LEN + 64];
+        size_t want_len;
+        EXPECT(redlease_key(prefix, resource, strlen(resource), REDLEASE_KEY_LOCK, want, sizeof want,
+                            &want_len) == REDLEASE_OK);
+        EXPECT(redlease_lock_key_len(lk) == want_len && memcmp(key, want, want_len) == 0);
+        EXPECT(strncmp(key, prefix, strlen(prefix)) == 0 && key[strlen(prefix)] == '{');
         fake_run(&F);
         check_acquire_command(key, o && o->fencing);
         if (o && o->fencing)

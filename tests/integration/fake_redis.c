@@ -2,6 +2,8 @@
  * pipe and up to FR_CONNS connections; counters are read by the main thread
  * under a mutex. Writes use MSG_NOSIGNAL: the client may be gone. */
 #include "fake_redis.h"
+#include "scripts.h"
+#include "sha1.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -34,13 +36,12 @@ struct fake_redis {
     fr_conn conns[FR_CONNS];
 };
 
-static const char fake_sha_reply[] = "$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
-
 static const char *default_reply(int kind)
 {
     switch (kind) {
-    case FR_LOAD: return fake_sha_reply;
+    case FR_PING: return "+PONG\r\n";
     case FR_FENCED: return ":5\r\n";
+    case FR_ACQUIRE: return ":1\r\n";
     case FR_RENEW:
     case FR_RELEASE: return ":1\r\n";
     case FR_OTHER: return "-ERR unknown command\r\n";
@@ -60,11 +61,15 @@ static int classify(const redisReply *r, int *eval)
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) return FR_OTHER;
     if (arg_is(r, 0, "AUTH")) return FR_AUTH;
     if (arg_is(r, 0, "SELECT")) return FR_SELECT;
-    if (arg_is(r, 0, "SCRIPT")) return FR_LOAD;
+    if (arg_is(r, 0, "PING")) return FR_PING;
     if (arg_is(r, 0, "SET")) return FR_SET;
     *eval = arg_is(r, 0, "EVAL");
     if (!*eval && !arg_is(r, 0, "EVALSHA")) return FR_OTHER;
     if (arg_is(r, 2, "2")) return FR_FENCED;
+    /* the retry's acquire and the renewal have the same shape: by script */
+    char sha[41];
+    rdl_sha1_hex(rdl_script_src[RDL_SCRIPT_ACQUIRE], strlen(rdl_script_src[RDL_SCRIPT_ACQUIRE]), sha);
+    if (arg_is(r, 1, *eval ? rdl_script_src[RDL_SCRIPT_ACQUIRE] : sha)) return FR_ACQUIRE;
     return r->elements == 6 ? FR_RENEW : FR_RELEASE; /* script sha 1 key token [ttl] */
 }
 

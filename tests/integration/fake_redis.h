@@ -16,8 +16,9 @@ enum fr_then {
 
 /* The commands redlease sends, told apart by name and shape. */
 enum fr_kind {
-    FR_AUTH, FR_SELECT, FR_LOAD, /* the handshake */
-    FR_SET,                      /* plain acquire: SET key token NX PX ttl */
+    FR_AUTH, FR_SELECT, FR_PING, /* the handshake */
+    FR_SET,                      /* first acquire attempt: SET key token NX PX ttl */
+    FR_ACQUIRE,                  /* later attempts: the acquire script (1 key) */
     FR_FENCED,                   /* fenced acquire script (2 keys) */
     FR_RENEW,                    /* renew script (1 key, token, ttl) */
     FR_RELEASE,                  /* release / drop script (1 key, token) */

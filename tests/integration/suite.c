@@ -59,6 +59,19 @@ static void cmd_free(const char *fmt, const char *arg)
     if (r) freeReplyObject(r);
 }
 
+/* The key of resource under the default prefix (redlease_key()); four
+ * rotating buffers, so a few can be used in one expression. */
+static const char *key_of(const char *resource, int kind)
+{
+    static char bufs[4][256];
+    static int next;
+    char *b = bufs[next++ % 4];
+    size_t len;
+    if (redlease_key("lock:", resource, strlen(resource), kind, b, sizeof bufs[0], &len) != REDLEASE_OK)
+        b[0] = '\0';
+    return b;
+}
+
 /* The value of key, or "" if missing. */
 static const char *get(const char *key)
 {
@@ -244,8 +257,8 @@ static void test_sequential_holders(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     CHECK(a.acted);
-    CHECK_STR(get("lock:seq"), redlease_lock_token(a.lk));
-    long long t = pttl("lock:seq");
+    CHECK_STR(get(key_of("seq", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    long long t = pttl(key_of("seq", REDLEASE_KEY_LOCK));
     CHECK(t > 4000 && t <= 5000);
     acquire(&b, "seq", lopts(5000, 0));
     run_until(&b.acquired, 2000);
@@ -253,7 +266,7 @@ static void test_sequential_holders(void)
     release(&b);
     release(&a);
     CHECK_EQ(a.rel_status, REDLEASE_OK);
-    CHECK_STR(get("lock:seq"), "");
+    CHECK_STR(get(key_of("seq", REDLEASE_KEY_LOCK)), "");
     holder c = {.c = b.c};
     acquire(&c, "seq", lopts(5000, 0));
     run_until(&c.acquired, 2000);
@@ -329,7 +342,7 @@ static void test_renewal_keeps_lease_past_ttls(void)
     }
     CHECK(always);
     CHECK_EQ(a.lost, 0);
-    CHECK_STR(get("lock:long"), redlease_lock_token(a.lk));
+    CHECK_STR(get(key_of("long", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
     redlease_stats st;
     redlease_client_stats(a.c, &st);
     CHECK(st.renewed >= 10);
@@ -346,17 +359,17 @@ static void test_key_deleted_or_overwritten_is_not_owner(void)
         acquire(&a, "victim", lopts(600, 0));
         run_until(&a.acquired, 2000);
         CHECK_EQ(a.acq_status, REDLEASE_OK);
-        cmd_free(how[i], "lock:victim");
+        cmd_free(how[i], key_of("victim", REDLEASE_KEY_LOCK));
         run_until(&a.lost, 1000);
         CHECK_EQ(a.lost, 1);
         CHECK_EQ(a.lost_reason, REDLEASE_LOST_NOT_OWNER);
         CHECK(a.t_lost - a.t_acq < 450); /* at the first renewal (200 ms), not at expiry */
-        if (i == 1) CHECK_STR(get("lock:victim"), "intruder"); /* never deleted */
+        if (i == 1) CHECK_STR(get(key_of("victim", REDLEASE_KEY_LOCK)), "intruder"); /* never deleted */
         run_for(400);
-        if (i == 0) CHECK_STR(get("lock:victim"), ""); /* never re-created */
+        if (i == 0) CHECK_STR(get(key_of("victim", REDLEASE_KEY_LOCK)), ""); /* never re-created */
         release(&a);
         CHECK_EQ(a.rel_status, REDLEASE_ENOTHELD);
-        cmd_free("DEL %s", "lock:victim");
+        cmd_free("DEL %s", key_of("victim", REDLEASE_KEY_LOCK));
         free_and_check_loop_empty(a.c);
     }
 }
@@ -464,7 +477,7 @@ static void test_fencing_tokens_strictly_increase(void)
     o.fencing = 1;
     uint64_t last = 0;
     for (int i = 0; i < 4; i++) {
-        if (i == 3) cmd_free("DEL %s", "lock:fenced:fence"); /* a restart lost the counter */
+        if (i == 3) cmd_free("DEL %s", key_of("fenced", REDLEASE_KEY_FENCE)); /* a restart lost the counter */
         holder h = {.c = c};
         acquire(&h, "fenced", o);
         run_until(&h.acquired, 2000);
@@ -511,7 +524,7 @@ static void test_tcp_and_cancel_in_flight(void)
     redlease_release(d.lk, h_rel, &d);
     run_until(&d.released, 2000);
     run_for(100);
-    CHECK_STR(get("lock:tcp2"), "");
+    CHECK_STR(get(key_of("tcp2", REDLEASE_KEY_LOCK)), "");
     release(&b);
     free_and_check_loop_empty(a.c);
 }
@@ -532,7 +545,7 @@ static void test_auth_and_wrong_password(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     cmd_free("SELECT 2", NULL);
-    CHECK_STR(get("lock:authed"), redlease_lock_token(a.lk));
+    CHECK_STR(get(key_of("authed", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
     cmd_free("SELECT 0", NULL);
     release(&a);
     free_and_check_loop_empty(c);
@@ -544,7 +557,7 @@ static void test_auth_and_wrong_password(void)
     holder b = {.c = c};
     acquire(&b, "authed", lopts(5000, 0));
     run_until(&b.acquired, 3000);
-    CHECK_EQ(b.acq_status, REDLEASE_ECONN);
+    CHECK_EQ(b.acq_status, REDLEASE_EAUTH); /* refused for good: at once, not ECONN */
     CHECK(strstr(redlease_client_errstr(c), "WRONGPASS") != NULL);
     CHECK(strstr(redlease_client_errstr(c), "Zx9") == NULL); /* never the password */
     release(&b);
@@ -565,12 +578,12 @@ static void test_graceful_close_deletes_keys(void)
     holder a = {.c = c};
     acquire(&a, "closing", lopts(30000, 0));
     run_until(&a.acquired, 2000);
-    CHECK_STR(get("lock:closing"), redlease_lock_token(a.lk));
+    CHECK_STR(get(key_of("closing", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
     redlease_client_close(c, on_closed, NULL);
     run_until(&closed, 2000);
     CHECK_EQ(closed, 1);
     CHECK_EQ(a.lost_reason, REDLEASE_LOST_CLOSED);
-    CHECK_STR(get("lock:closing"), "");
+    CHECK_STR(get(key_of("closing", REDLEASE_KEY_LOCK)), "");
     CHECK(loop_empties());
 }
 
@@ -735,9 +748,9 @@ static void test_free_inside_callbacks(void)
         CHECK_EQ(h[i].lost, 0);
         CHECK(loop_empties());
     }
-    cmd_free("DEL %s", "lock:free-cb");
-    cmd_free("DEL %s", "lock:free-ev0");
-    cmd_free("DEL %s", "lock:free-ev1");
+    cmd_free("DEL %s", key_of("free-cb", REDLEASE_KEY_LOCK));
+    cmd_free("DEL %s", key_of("free-ev0", REDLEASE_KEY_LOCK));
+    cmd_free("DEL %s", key_of("free-ev1", REDLEASE_KEY_LOCK));
 }
 
 /* A peer that resets the connection (RST, not FIN) while the client waits

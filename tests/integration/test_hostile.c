@@ -266,7 +266,8 @@ static void test_acquire_redis_errors(void)
             fr_script s = {0};
             s.steps[fencing ? FR_FENCED : FR_SET][0].bytes = redis_errors[i].bytes;
             scenario_begin();
-            acquire_expect(&s, fencing, REDLEASE_EREDIS, redis_errors[i].name);
+            int noauth = strcmp(redis_errors[i].name, "NOAUTH") == 0;
+            acquire_expect(&s, fencing, noauth ? REDLEASE_EAUTH : REDLEASE_EREDIS, redis_errors[i].name);
             scenario_end(fencing ? "fenced acquire" : "acquire", redis_errors[i].name);
         }
     }
@@ -379,7 +380,7 @@ static void test_peer_not_redis(void)
     s.banner = "\xff\xfe\x00\x01garbage\r\n";
     not_redis(&s);
     memset(&s, 0, sizeof s); /* an HTTP server answers the first request */
-    s.steps[FR_LOAD][0] = (fr_step){"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 0, FR_CLOSE};
+    s.steps[FR_PING][0] = (fr_step){"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 0, FR_CLOSE};
     not_redis(&s);
     memset(&s, 0, sizeof s); /* a banner, then silence */
     s.banner = "SSH-2.0-OpenSSH_9.2\r\n";
@@ -436,8 +437,13 @@ static void test_renewal_errors_are_retried_not_lost(void)
         s.steps[FR_RENEW][1].bytes = noscript ? redis_errors[i].bytes : ":1\r\n";
         s.steps[FR_RENEW][2].bytes = ":1\r\n";
         scenario_begin();
-        /* NOSCRIPT: resent as EVAL at once; that EVAL fails too, then the retry is fine */
-        renew_expect(&s, 1, 0, REDLEASE_EREDIS);
+        /* NOSCRIPT: resent as EVAL at once; that EVAL fails too, then the retry is fine.
+         * WRONGTYPE: the key holds another type, so not our token: lost.
+         * NOAUTH: the connection is replaced, the renewal retried. */
+        if (strcmp(redis_errors[i].name, "WRONGTYPE") == 0)
+            renew_expect(&s, 0, REDLEASE_LOST_NOT_OWNER, 0);
+        else
+            renew_expect(&s, 1, 0, strcmp(redis_errors[i].name, "NOAUTH") == 0 ? REDLEASE_EAUTH : REDLEASE_EREDIS);
         scenario_end("renewal", redis_errors[i].name);
     }
 }
@@ -494,8 +500,14 @@ static void test_release_errors(void)
     for (size_t i = 0; i < NERR; i++) {
         fr_script s = {0};
         s.steps[FR_RELEASE][0].bytes = redis_errors[i].bytes;
+        s.steps[FR_RELEASE][1].bytes = ":1\r\n";
         scenario_begin();
-        release_expect(&s, REDLEASE_EREDIS);
+        /* transient errors are retried within the release's deadline; the
+         * definite ones end it: NOAUTH, and WRONGTYPE (not our token) */
+        const char *n = redis_errors[i].name;
+        release_expect(&s, strcmp(n, "NOAUTH") == 0       ? REDLEASE_EAUTH
+                           : strcmp(n, "WRONGTYPE") == 0 ? REDLEASE_ENOTHELD
+                                                         : REDLEASE_OK);
         scenario_end("release", redis_errors[i].name);
     }
     for (size_t i = 0; i < NWRONG; i++) {
@@ -517,16 +529,21 @@ static void test_release_errors(void)
 
 /* ----------------------------------------------------------- handshake */
 
-/* The handshake fails every time: the client never connects, reports
- * ECONN with the server's error text, and never leaks the password. */
+/* The handshake fails every time: the client never connects; a waiting
+ * acquire ends with the refusal's own status when retrying cannot cure it
+ * (EAUTH, ECONFIG: at once), else with ECONN when its budget ends; the
+ * server's error text is kept, the password never shows. */
 static void handshake_expect_fail(const fr_script *s, int db, int hs_status, const char *want_err)
 {
     fake_redis *f = fr_start(s);
     obs o = {0};
     redlease_client *c = client_at(fr_path(f), &o, PASSWORD, db);
     acquire(c, &o, "res", lopts(1000, 200, 0));
+    int64_t t0 = mono_ms();
     run_until(&o.acq, 3000, o.lk);
-    CHECK_EQ(o.acq_st, REDLEASE_ECONN);
+    int definite = hs_status == REDLEASE_EAUTH || hs_status == REDLEASE_ECONFIG;
+    CHECK_EQ(o.acq_st, definite ? hs_status : REDLEASE_ECONN);
+    if (definite) CHECK(mono_ms() - t0 < 150 * S); /* not at the budget's end */
     CHECK_EQ(o.events[REDLEASE_EV_CONNECTED], 0);
     CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
     CHECK_EQ(o.last_status[REDLEASE_EV_DISCONNECTED], hs_status);
@@ -545,47 +562,54 @@ static void test_handshake_errors(void)
         fr_script s = {0};
         s.steps[FR_AUTH][0].bytes = redis_errors[i].bytes;
         scenario_begin();
-        handshake_expect_fail(&s, 0, REDLEASE_EREDIS, redis_errors[i].name);
+        /* src/errors.c: what is not transient, AUTH says of the credentials */
+        const char *n = redis_errors[i].name;
+        int transient = strcmp(n, "NOAUTH") != 0 && strcmp(n, "WRONGTYPE") != 0;
+        handshake_expect_fail(&s, 0, transient ? REDLEASE_EREDIS : REDLEASE_EAUTH, n);
         scenario_end("AUTH", redis_errors[i].name);
     }
     fr_script s = {0};
     s.steps[FR_AUTH][0].bytes = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
-    handshake_expect_fail(&s, 0, REDLEASE_EREDIS, "WRONGPASS");
+    handshake_expect_fail(&s, 0, REDLEASE_EAUTH, "WRONGPASS");
     memset(&s, 0, sizeof s);
     s.steps[FR_AUTH][0].bytes = ":1\r\n"; /* not a status */
     handshake_expect_fail(&s, 0, REDLEASE_EPROTO, NULL);
     memset(&s, 0, sizeof s);
     s.steps[FR_SELECT][0].bytes = "-ERR DB index is out of range\r\n";
-    handshake_expect_fail(&s, 3, REDLEASE_EREDIS, "out of range");
+    handshake_expect_fail(&s, 3, REDLEASE_ECONFIG, "out of range");
     memset(&s, 0, sizeof s);
     s.steps[FR_SELECT][0].bytes = redis_errors[2].bytes; /* LOADING */
     handshake_expect_fail(&s, 3, REDLEASE_EREDIS, "LOADING");
     memset(&s, 0, sizeof s);
-    s.steps[FR_LOAD][0] = (fr_step){"$40\r\n0123", 0, FR_SILENCE};
+    s.steps[FR_PING][0] = (fr_step){"$40\r\n0123", 0, FR_SILENCE};
     handshake_expect_fail(&s, 0, REDLEASE_ETIMEDOUT, "handshake timed out");
+    memset(&s, 0, sizeof s);
+    s.steps[FR_PING][0].bytes = "-NOAUTH Authentication required.\r\n"; /* a password is wanted */
+    handshake_expect_fail(&s, 0, REDLEASE_EAUTH, "NOAUTH");
 }
 
-/* SCRIPT LOAD refused (or answered with nonsense): the client connects
- * anyway and sends the scripts' text with EVAL. */
-static void test_script_load_refused_uses_eval(void)
+/* No SCRIPT LOAD: scripts go by EVALSHA under their SHA-1; a cold cache
+ * (NOSCRIPT) gets the script's text by EVAL once, and EVALSHA after that. */
+static void test_noscript_once_then_evalsha(void)
 {
-    static const char *answers[] = {"-NOSCRIPT No matching script\r\n", "-BUSY busy\r\n", ":1\r\n",
-                                    "$3\r\nabc\r\n"};
-    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
-        fr_script s = {0};
-        s.steps[FR_LOAD][0].bytes = answers[i];
-        fake_redis *f = fr_start(&s);
-        obs o = {0};
-        redlease_client *c = client_at(fr_path(f), &o, NULL, 0);
-        acquire(c, &o, "res", lopts(1000, 0, 1));
-        run_until(&o.acq, 3000, NULL);
-        CHECK_EQ(o.acq_st, REDLEASE_OK);
-        CHECK_EQ(redlease_lock_fence(o.lk), 5);
-        CHECK_EQ(fr_evals(f), 1);
-        release(&o, NULL);
-        finish(c, &o);
-        fr_stop(f);
+    fr_script s = {0};
+    s.steps[FR_FENCED][0].bytes = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
+    s.steps[FR_FENCED][1].bytes = ":5\r\n";
+    fake_redis *f = fr_start(&s);
+    obs o = {0};
+    redlease_client *c = client_at(fr_path(f), &o, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        obs a = {0};
+        acquire(c, &a, "res", lopts(1000, 0, 1));
+        run_until(&a.acq, 3000, NULL);
+        CHECK_EQ(a.acq_st, REDLEASE_OK);
+        CHECK_EQ(redlease_lock_fence(a.lk), 5);
+        release(&a, NULL);
     }
+    CHECK_EQ(fr_count(f, FR_FENCED), 3); /* EVALSHA, EVAL, EVALSHA */
+    CHECK_EQ(fr_evals(f), 1);
+    finish(c, &o);
+    fr_stop(f);
 }
 
 
@@ -631,16 +655,17 @@ static void hold_real(redlease_client *c, obs *o, const char *res, redlease_lock
     CHECK_EQ(o->acq_st, REDLEASE_OK);
 }
 
-/* Binary resource names: the key in Redis is exactly prefix + the bytes,
+/* Binary resource names: the key in Redis is prefix "{" the bytes "}",
  * and the fence key beside it; a NUL does not cut the name short. */
 static void test_binary_resource_names(void)
 {
     static const char res[] = "a\0b\r\nc d'\"]]--%s{}\xff\xfe;redis.call('FLUSHALL')\n*1\r\n$4\r\nPING";
     size_t rlen = sizeof res - 1;
     char key[256];
-    memcpy(key, "lock:", 5);
-    memcpy(key + 5, res, rlen);
-    size_t klen = 5 + rlen;
+    memcpy(key, "lock:{", 6);
+    memcpy(key + 6, res, rlen);
+    key[6 + rlen] = '}';
+    size_t klen = 7 + rlen;
     for (int fencing = 0; fencing <= 1; fencing++) {
         obs o = {0};
         redlease_client *c = real_client(&o, NULL);
@@ -652,7 +677,7 @@ static void test_binary_resource_names(void)
         CHECK(memcmp(redlease_lock_key(o.lk), key, klen) == 0);
         CHECK_EQ(redlease_lock_key(o.lk)[klen], '\0');
         CHECK_STR(get_bin(key, klen), redlease_lock_token(o.lk));
-        CHECK_STR(get_bin("lock:a", 6), ""); /* not cut at the NUL */
+        CHECK_STR(get_bin("lock:{a}", 8), ""); /* not cut at the NUL */
         if (fencing) {
             char fkey[300];
             memcpy(fkey, key, klen);
@@ -664,8 +689,8 @@ static void test_binary_resource_names(void)
         /* the same bytes through redlease_acquire stop at the NUL: "a" */
         obs o2 = {0};
         hold_real(c, &o2, res, lopts(5000, 0, 0));
-        CHECK_EQ(redlease_lock_key_len(o2.lk), 6);
-        CHECK_STR(get_bin("lock:a", 6), redlease_lock_token(o2.lk));
+        CHECK_EQ(redlease_lock_key_len(o2.lk), 8);
+        CHECK_STR(get_bin("lock:{a}", 8), redlease_lock_token(o2.lk));
         release(&o2, NULL);
         release(&o, NULL);
         CHECK_EQ(o.rel_st, REDLEASE_OK);
@@ -693,50 +718,55 @@ static void test_binary_resource_names(void)
     finish(c, &o);
 }
 
-/* WRONGTYPE: a hash at the lock's key. SET NX does not look at the type:
- * the key exists, so the acquire is contended (EBUSY). A renewal or a
- * release that meets the hash gets WRONGTYPE: the renewal is retried and
- * the lease expires by its deadline; the release reports EREDIS. */
+/* WRONGTYPE: a hash at the lock's key. The first attempt's SET NX does
+ * not look at the type (EBUSY with wait 0); a later attempt's script does,
+ * and ends the wait at once with EREDIS. A renewal or a release that meets
+ * the hash knows the key is not ours: lost (NOT_OWNER), ENOTHELD. */
 static void test_real_wrongtype(void)
 {
-    ADM("HSET lock:wt f v");
+    ADM("HSET lock:{wt} f v");
     obs a = {0};
     redlease_client *c = real_client(&a, NULL);
     acquire(c, &a, "wt", lopts(1000, 0, 0));
     run_until(&a.acq, 3000, a.lk);
     CHECK_EQ(a.acq_st, REDLEASE_EBUSY);
     release(&a, a.lk);
+    obs w = {0};
+    int64_t t0 = mono_ms();
+    acquire(c, &w, "wt", lopts(1000, 2000, 0));
+    run_until(&w.acq, 3000, w.lk);
+    CHECK_EQ(w.acq_st, REDLEASE_EREDIS);
+    CHECK(mono_ms() - t0 < 1000 * S); /* definite: not at the budget's end */
+    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+    release(&w, w.lk);
 
     obs b = {0};
     redlease_lock_options lo = lopts(400, 0, 0);
     lo.renew_interval_ms = 100 * S;
     hold_real(c, &b, "wt2", lo);
-    ADM("DEL lock:wt2");
-    ADM("HSET lock:wt2 f v");
+    ADM("DEL lock:{wt2}");
+    ADM("HSET lock:{wt2} f v");
     run_until(&b.lost, 3000, NULL);
-    CHECK_EQ(b.lost_reason, REDLEASE_LOST_EXPIRED);
-    CHECK(a.events[REDLEASE_EV_RENEW_FAILED] >= 2); /* retried (the client's events go to a) */
-    CHECK_EQ(a.last_status[REDLEASE_EV_RENEW_FAILED], REDLEASE_EREDIS);
+    CHECK_EQ(b.lost_reason, REDLEASE_LOST_NOT_OWNER);
     release(&b, b.lk);
     CHECK_EQ(b.rel_st, REDLEASE_ENOTHELD);
 
     obs d = {0};
     hold_real(c, &d, "wt3", lopts(5000, 0, 0));
-    ADM("DEL lock:wt3");
-    ADM("HSET lock:wt3 f v");
+    ADM("DEL lock:{wt3}");
+    ADM("HSET lock:{wt3} f v");
     release(&d, d.lk);
-    CHECK_EQ(d.rel_st, REDLEASE_EREDIS);
-    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+    CHECK_EQ(d.rel_st, REDLEASE_ENOTHELD);
 
     /* a hash at the fence key: the fenced acquire fails whole, and leaves
      * no lock key behind that would block others for the TTL */
-    ADM("HSET lock:wt4:fence f v");
+    ADM("HSET lock:{wt4}:fence f v");
     obs e = {0};
     acquire(c, &e, "wt4", lopts(5000, 0, 1));
     run_until(&e.acq, 3000, e.lk);
     CHECK_EQ(e.acq_st, REDLEASE_EREDIS);
     CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
-    CHECK_STR(get_bin("lock:wt4", 8), "");
+    CHECK_STR(get_bin("lock:{wt4}", 10), "");
     release(&e, e.lk);
     finish(c, &a);
     ADM("FLUSHALL");
@@ -747,11 +777,12 @@ static void test_real_wrongtype(void)
 static void test_real_noauth_and_wrong_password(void)
 {
     ADM("CONFIG SET requirepass %s", PASSWORD);
-    obs a = {0}; /* no password: SCRIPT LOAD refused (tolerated), then SET */
+    obs a = {0}; /* no password: the handshake's PING gets NOAUTH */
     redlease_client *c = client_at(sock_path, &a, NULL, 0);
     acquire(c, &a, "na", lopts(1000, 0, 0));
     run_until(&a.acq, 3000, a.lk);
-    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK_EQ(a.acq_st, REDLEASE_EAUTH);
+    CHECK_EQ(redlease_client_connected(c), 0);
     CHECK(strstr(redlease_client_errstr(c), "NOAUTH") != NULL);
     release(&a, a.lk);
     finish(c, &a);
@@ -760,9 +791,9 @@ static void test_real_noauth_and_wrong_password(void)
     c = client_at(sock_path, &b, "wrong-" PASSWORD, 0);
     acquire(c, &b, "na", lopts(1000, 200, 0));
     run_until(&b.acq, 3000, b.lk);
-    CHECK_EQ(b.acq_st, REDLEASE_ECONN);
+    CHECK_EQ(b.acq_st, REDLEASE_EAUTH);
     CHECK(strstr(redlease_client_errstr(c), "WRONGPASS") != NULL);
-    CHECK_EQ(b.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EREDIS);
+    CHECK_EQ(b.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EAUTH);
     CHECK(!has_password(redlease_client_errstr(c), strlen(redlease_client_errstr(c))));
     release(&b, b.lk);
     finish(c, &b); /* checks no event carried the password */
@@ -820,7 +851,10 @@ static void test_real_readonly(void)
     CHECK(strstr(redlease_client_errstr(c), "READONLY") != NULL);
     release(&a, a.lk);
     release(&held, NULL);
-    CHECK_EQ(held.rel_st, REDLEASE_EREDIS);
+    /* READONLY is transient: retried (on new connections, each of which
+     * meets it again) until the release's deadline */
+    CHECK(held.rel_st == REDLEASE_EREDIS || held.rel_st == REDLEASE_ECONN);
+    CHECK(held.events[REDLEASE_EV_RELEASE_FAILED] >= 2);
     ADM("REPLICAOF NO ONE");
     finish(c, &held);
     ADM("FLUSHALL");
@@ -878,7 +912,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_renewal_wrong_reply_types),
         TEST_CASE(test_release_errors),
         TEST_CASE(test_handshake_errors),
-        TEST_CASE(test_script_load_refused_uses_eval),
+        TEST_CASE(test_noscript_once_then_evalsha),
         TEST_CASE(test_binary_resource_names),
         TEST_CASE(test_real_wrongtype),
         TEST_CASE(test_real_noauth_and_wrong_password),

@@ -1,4 +1,5 @@
 #include "fake.h"
+#include "sha1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +124,7 @@ void fake_attach(fake *f, const redlease_client_options *o)
 const char *fake_sha(int i)
 {
     static char sha[RDL_SCRIPT_COUNT][41];
-    memset(sha[i], 'a' + i, 40);
-    sha[i][40] = '\0';
+    rdl_sha1_hex(rdl_script_src[i], strlen(rdl_script_src[i]), sha[i]);
     return sha[i];
 }
 
@@ -139,14 +139,7 @@ void fake_answer_handshake(fake *f)
 {
     while (fake_peek(f)) {
         fake_cmd *cmd = fake_peek(f);
-        if (strcmp(cmd->argv[0], "SCRIPT") == 0) {
-            int i;
-            for (i = 0; i < RDL_SCRIPT_COUNT; i++)
-                if (strcmp(cmd->argv[2], rdl_script_src[i]) == 0) break;
-            fake_reply_str(f, fake_sha(i));
-        } else {
-            fake_reply_status(f, "OK");
-        }
+        fake_reply_status(f, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     }
 }
 

@@ -37,10 +37,10 @@ typedef struct fake {
 void fake_start(fake *f, const redlease_client_options *o);
 /* Same without connecting. */
 void fake_attach(fake *f, const redlease_client_options *o);
-/* Finish the connect and answer the handshake (AUTH/SELECT OK, SCRIPT LOAD). */
+/* Finish the connect and answer the handshake (AUTH/SELECT OK, PING PONG). */
 void fake_connect(fake *f);
-/* Answer every pending command as the handshake's (SCRIPT LOAD: its SHA,
- * others OK), without running the timer. */
+/* Answer every pending command as the handshake's (PING: PONG, others
+ * OK), without running the timer. */
 void fake_answer_handshake(fake *f);
 /* Finish the connect, leaving the handshake commands for the test to answer. */
 void fake_connect_raw(fake *f);
@@ -71,7 +71,7 @@ void fake_break(fake *f);
 /* Free the client (and the fake's commands). */
 void fake_free(fake *f);
 
-/* The fake SHA1 the handshake hands out for script i. */
+/* The SHA-1 EVALSHA names script i by. */
 const char *fake_sha(int i);
 
 /* Counting allocator: live allocations, and failing the Nth from now. */

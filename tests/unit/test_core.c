@@ -95,6 +95,23 @@ static int cmd_is(fake *f, const char *a0, const char *a1)
     return !a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0);
 }
 
+/* The pending command is an acquire attempt: the first one's SET NX PX,
+ * or the script of every later one. */
+static int is_attempt(fake *f)
+{
+    return cmd_is(f, "SET", NULL) || cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)) ||
+           cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED));
+}
+
+/* Answers the pending attempt "held by someone else", in its own form. */
+static void reply_busy(fake *f)
+{
+    if (cmd_is(f, "SET", NULL))
+        fake_reply_nil(f);
+    else
+        fake_reply_int(f, 0);
+}
+
 /* Acquire res with o, reply OK to the SET; returns the send time t0. */
 static int64_t hold(fake *f, rec *r, const char *res, redlease_lock_options o)
 {
@@ -303,14 +320,14 @@ static void test_acquire_is_one_set_nx_px(void)
     if (!cmd) return;
     CHECK_EQ(cmd->argc, 6);
     CHECK_STR(cmd->argv[0], "SET");
-    CHECK_STR(cmd->argv[1], "lock:res");
+    CHECK_STR(cmd->argv[1], "lock:{res}");
     CHECK_STR(cmd->argv[2], redlease_lock_token(r.lk));
     CHECK_EQ(strlen(cmd->argv[2]), 32);
     CHECK(strspn(cmd->argv[2], "0123456789abcdef") == 32);
     CHECK_STR(cmd->argv[3], "NX");
     CHECK_STR(cmd->argv[4], "PX");
     CHECK_STR(cmd->argv[5], "3000");
-    CHECK_STR(redlease_lock_key(r.lk), "lock:res");
+    CHECK_STR(redlease_lock_key(r.lk), "lock:{res}");
     CHECK(!redlease_lock_held(r.lk));
     fake_advance(&f, 7);
     fake_reply_status(&f, "OK");
@@ -329,7 +346,7 @@ static void test_acquire_is_one_set_nx_px(void)
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_cmd *rel = fake_peek(&f);
     CHECK_STR(rel->argv[2], "1");
-    CHECK_STR(rel->argv[3], "lock:res");
+    CHECK_STR(rel->argv[3], "lock:{res}");
     CHECK_STR(rel->argv[4], redlease_lock_token(r.lk));
     fake_reply_int(&f, 1);
     CHECK_EQ(r.rel_calls, 0);
@@ -364,12 +381,15 @@ static void test_contention_backoff_times_and_budget(void)
     o.retry_max_ms = 1000;
     start_lock(&f, &r, "busy", &o);
     int64_t start = f.now;
-    int64_t want[] = {0, 100, 300, 700, 1500, 2000}; /* the last clamped to the budget */
+    /* The last is clamped to start a round trip (at least 1 ms) before
+     * the budget's end, so its answer can come inside it. */
+    int64_t want[] = {0, 100, 300, 700, 1500, 1999};
     for (int i = 0; i < 6; i++) {
         fake_until(&f, start + want[i]);
-        CHECK(cmd_is(&f, "SET", NULL));
+        CHECK(is_attempt(&f));
+        CHECK(i == 0 ? cmd_is(&f, "SET", NULL) : cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)));
         if (!fake_peek(&f)) break;
-        fake_reply_nil(&f);
+        reply_busy(&f);
         fake_run(&f);
         if (i < 5) {
             CHECK_EQ(r.acq_calls, 0);
@@ -379,11 +399,11 @@ static void test_contention_backoff_times_and_budget(void)
     }
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
-    CHECK_EQ(r.acq_at, start + 2000); /* never past the budget */
+    CHECK_EQ(r.acq_at, start + 1999); /* never past the budget */
     redlease_stats st;
     redlease_client_stats(f.c, &st);
     CHECK_EQ(st.attempts, 6);
-    CHECK_EQ(st.contended, 5);
+    CHECK_EQ(st.contended, 6);
     CHECK_EQ(st.acquire_failed, 1);
     end(&f);
 }
@@ -421,8 +441,8 @@ static void test_max_attempts_caps_retries(void)
     int64_t start = f.now;
     for (int i = 0; i < 3; i++) {
         fake_run(&f);
-        CHECK(cmd_is(&f, "SET", NULL));
-        fake_reply_nil(&f);
+        CHECK(is_attempt(&f));
+        reply_busy(&f);
         fake_advance(&f, 1);
     }
     CHECK_EQ(r.acq_calls, 1);
@@ -446,10 +466,10 @@ static void test_errors_retried_last_error_reported(void)
     fake_run(&f);
     CHECK_EQ(r.acq_calls, 0); /* an error inside the budget is retried */
     fake_advance(&f, 100);
-    CHECK(cmd_is(&f, "SET", NULL));
-    fake_reply_nil(&f);
-    fake_advance(&f, 50);
-    CHECK(cmd_is(&f, "SET", NULL)); /* last attempt at the budget's end */
+    CHECK(is_attempt(&f));
+    reply_busy(&f);
+    fake_advance(&f, 49);
+    CHECK(is_attempt(&f)); /* the last attempt, a round trip before the budget's end */
     fake_reply_err(&f, "READONLY You can't write against a read only replica.");
     fake_run(&f);
     CHECK_EQ(r.acq_calls, 1);
@@ -485,7 +505,7 @@ static void test_renewal_at_interval_extends_from_send_time(void)
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     if (!cmd) return;
     CHECK_STR(cmd->argv[2], "1");
-    CHECK_STR(cmd->argv[3], "lock:job");
+    CHECK_STR(cmd->argv[3], "lock:{job}");
     CHECK_STR(cmd->argv[4], redlease_lock_token(r.lk));
     CHECK_STR(cmd->argv[5], "3000");
     int64_t t1 = f.now;
@@ -820,8 +840,8 @@ static void test_release_outcomes(void)
  * token, fence, client) stays readable until the handle ends. */
 static void check_identity(rec *r, redlease_client *c, uint64_t fence)
 {
-    CHECK_STR(redlease_lock_key(r->lk), "lock:x");
-    CHECK_EQ(redlease_lock_key_len(r->lk), 6);
+    CHECK_STR(redlease_lock_key(r->lk), "lock:{x}");
+    CHECK_EQ(redlease_lock_key_len(r->lk), 8);
     CHECK_EQ(strlen(redlease_lock_token(r->lk)), 32);
     CHECK_EQ(redlease_lock_fence(r->lk), fence);
     CHECK(redlease_lock_client(r->lk) == c);
@@ -866,9 +886,9 @@ static void test_accessors_in_every_state(void)
     fake_advance(&f, 1000); /* renewal in flight: still held */
     CHECK(cmd_is(&f, "EVALSHA", NULL));
     CHECK_EQ(redlease_lock_held(r.lk), 1);
-    fake_break(&f); /* the link that confirmed it is gone: not held, time left */
+    fake_break(&f); /* the link that confirmed it is gone: not held, so no time left to use */
     CHECK_EQ(redlease_lock_held(r.lk), 0);
-    CHECK(redlease_lock_remaining_ms(r.lk) > 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
     fake_advance(&f, 60);
     fake_connect(&f); /* reconnected: held only once a renewal confirms */
     CHECK_EQ(redlease_lock_held(r.lk), 0);
@@ -1124,7 +1144,7 @@ static void test_free_in_hook_during_release_of_acquiring(void)
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
     CHECK_EQ(r.rel_calls, 1);
-    CHECK_EQ(r.rel_status, REDLEASE_ECANCELED);
+    CHECK_EQ(r.rel_status, REDLEASE_OK); /* nothing was held: as on any finished handle */
     CHECK_STR(r.order, "AR");
     f.c = c;
     fake_run(&f); /* the deferred teardown */
@@ -1275,18 +1295,23 @@ static void uncertain_then_reconnect(fake *f, rec *r)
     fake_advance(f, 1);
 }
 
-static void test_uncertain_acquire_cleared_before_retry(void)
+/* The attempt whose link broke may have set our key: the next attempt is
+ * the script that takes a key holding our own token as ours (nothing is
+ * deleted first), and the lease runs from that attempt's send. */
+static void test_uncertain_acquire_reclaimed_by_retry(void)
 {
     fake f;
     rec r = {0};
     uncertain_then_reconnect(&f, &r);
-    /* first our own possible key is deleted (token-checked), then SET again */
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
-    fake_reply_int(&f, 1);
-    CHECK(cmd_is(&f, "SET", "lock:x"));
-    fake_reply_status(&f, "OK");
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)));
+    fake_cmd *cmd = fake_peek(&f);
+    if (cmd) CHECK_STR(cmd->argv[3], "lock:{x}");
+    int64_t t0 = cmd ? cmd->sent_at : 0;
+    fake_reply_int(&f, 1); /* found our token: PEXPIREd, ours */
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), t0 + 5000 - 52 - f.now);
+    CHECK_EQ(fake_pending(&f), 0); /* no drop ever */
     end(&f);
 }
 
@@ -1343,8 +1368,8 @@ static void test_fencing_acquire_script(void)
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED)));
     if (!cmd) return;
     CHECK_STR(cmd->argv[2], "2");
-    CHECK_STR(cmd->argv[3], "lock:acct");
-    CHECK_STR(cmd->argv[4], "lock:acct:fence");
+    CHECK_STR(cmd->argv[3], "lock:{acct}");
+    CHECK_STR(cmd->argv[4], "lock:{acct}:fence");
     CHECK_STR(cmd->argv[5], redlease_lock_token(r.lk));
     CHECK_STR(cmd->argv[6], "3000");
     fake_reply_int(&f, 1700000000123457LL);
@@ -1384,18 +1409,30 @@ static void test_handshake_auth_select_then_commands(void)
     rec early = {0};
     start_lock(&f, &early, "y", &o); /* asked for during the handshake */
     fake_run(&f);
-    CHECK_EQ(fake_pending(&f), 2 + RDL_SCRIPT_COUNT); /* nothing jumps the handshake */
+    CHECK_EQ(fake_pending(&f), 3); /* AUTH, SELECT, PING: nothing jumps the handshake */
+    CHECK_STR(f.cmds[f.head + 2].argv[0], "PING");
     fake_reply_err(&f, "WRONGPASS invalid username-password pair");
-    while (fake_peek(&f)) fake_reply_str(&f, fake_sha(0));
+    while (fake_peek(&f)) fake_reply_err(&f, "NOAUTH Authentication required.");
     fake_run(&f);
     CHECK(strstr(redlease_client_errstr(f.c), "WRONGPASS") != NULL);
     CHECK(strstr(redlease_client_errstr(f.c), "s3cret") == NULL);
     CHECK(!redlease_client_connected(f.c));
     CHECK_EQ(fake_pending(&f), 0); /* no lock command went out */
+    /* Credentials retrying cannot fix: the waiting acquires end at once. */
+    CHECK_EQ(r.acq_status, REDLEASE_EAUTH);
+    CHECK_EQ(early.acq_status, REDLEASE_EAUTH);
+    rec later = {0};
+    start_lock(&f, &later, "z", &o); /* asked for while refused: the same */
+    fake_run(&f);
+    CHECK_EQ(later.acq_status, REDLEASE_EAUTH);
     fake_advance(&f, 100);
-    CHECK_EQ(f.connects, 2); /* it reconnects */
+    CHECK_EQ(f.connects, 2); /* it reconnects all the same (the password may be fixed) */
     fake_connect(&f);
-    CHECK(cmd_is(&f, "SET", "lock:x")); /* the waiting attempt goes out */
+    CHECK(redlease_client_connected(f.c));
+    rec ok = {0};
+    start_lock(&f, &ok, "x", &o);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "SET", "lock:{x}"));
     end(&f);
 }
 
@@ -1457,7 +1494,12 @@ static void test_graceful_close_releases_held(void)
     CHECK_EQ(done, 0);
     fake_reply_nil(&f); /* b's SET: busy */
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
-    fake_reply_int(&f, 1);
+    fake_reply_int(&f, 1); /* a deleted */
+    /* b's SET was unanswered when cancelled: a compare-and-delete follows it */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    fake_cmd *cmd = fake_peek(&f);
+    if (cmd) CHECK_STR(cmd->argv[3], "lock:{b}");
+    fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(done, 1);
     CHECK_EQ(f.detached, 1);
@@ -1716,7 +1758,7 @@ static void test_econn_final_attempt_drop_never_sent(void)
     redlease_lock_options o = opts(5000); /* wait_ms 0: one attempt */
     start_lock(&f, &r, "x", &o);
     fake_run(&f);
-    CHECK(cmd_is(&f, "SET", "lock:x"));
+    CHECK(cmd_is(&f, "SET", "lock:{x}"));
     fake_break(&f); /* the SET may have run */
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_ECONN);
@@ -1736,30 +1778,29 @@ static void test_econn_final_attempt_drop_never_sent(void)
     end(&f);
 }
 
-/* A drop sent before a retry and answered NOSCRIPT must not be sent again:
- * it would land behind the retry's SET and delete the key this handle then
- * reports as held. */
-
-static void test_noscript_drop_resent_after_retry_set(void)
+/* A cold script cache: the reclaiming attempt is answered NOSCRIPT, resent
+ * once by EVAL (which fills the cache), and the next script command goes
+ * by EVALSHA again. Nothing of the handle ever deletes the key it holds. */
+static void test_noscript_resent_by_eval_then_evalsha_again(void)
 {
     fake f;
     rec r = {0};
     uncertain_then_reconnect(&f, &r);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* the drop */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)));
     fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
-    CHECK(cmd_is(&f, "SET", "lock:x"));
-    fake_reply_status(&f, "OK"); /* the retry sets our key */
+    CHECK(cmd_is(&f, "EVAL", rdl_script_src[RDL_SCRIPT_ACQUIRE]));
+    fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
     CHECK(redlease_lock_held(r.lk));
-    /* nothing of ours may now delete that key */
-    int deletes_after = 0;
-    for (int i = f.head; i < f.ncmds; i++)
-        if (f.cmds[i].argc >= 5 && strcmp(f.cmds[i].argv[0], "EVAL") == 0 &&
-            strcmp(f.cmds[i].argv[1], rdl_script_src[RDL_SCRIPT_RELEASE]) == 0 &&
-            strcmp(f.cmds[i].argv[4], redlease_lock_token(r.lk)) == 0)
-            deletes_after++;
-    CHECK_EQ(deletes_after, 0);
+    fake_advance(&f, 5000 / 3); /* the renewal */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    int deletes = 0;
+    for (int i = 0; i < f.ncmds; i++)
+        if (f.cmds[i].argc >= 2 && (strcmp(f.cmds[i].argv[1], fake_sha(RDL_SCRIPT_RELEASE)) == 0 ||
+                                    strcmp(f.cmds[i].argv[1], rdl_script_src[RDL_SCRIPT_RELEASE]) == 0))
+            deletes++;
+    CHECK_EQ(deletes, 0);
     end(&f);
 }
 
@@ -1856,7 +1897,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_reconnect_idle_lease_reverified_at_once),
         TEST_CASE(test_no_reconnect_means_expired),
         TEST_CASE(test_ready_then_broken_before_flush_does_not_spin),
-        TEST_CASE(test_uncertain_acquire_cleared_before_retry),
+        TEST_CASE(test_uncertain_acquire_reclaimed_by_retry),
         TEST_CASE(test_confirmation_after_a_stall_is_too_late),
         TEST_CASE(test_noscript_falls_back_to_eval),
         TEST_CASE(test_fencing_acquire_script),
@@ -1870,7 +1911,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_events_carry_lease_facts),
         TEST_CASE(test_allocation_failure_everywhere),
         TEST_CASE(test_econn_final_attempt_drop_never_sent),
-        TEST_CASE(test_noscript_drop_resent_after_retry_set),
+        TEST_CASE(test_noscript_resent_by_eval_then_evalsha_again),
         TEST_CASE(test_zero_backoff_after_connect_timeout_still_reconnects),
         TEST_CASE(test_renew_off_reverify_does_not_loop),
     };

@@ -1,0 +1,241 @@
+/* The pure tables of the core, no client needed: the key scheme
+ * (src/keys.c: one-to-one, one hash slot per resource), the error
+ * classification (src/errors.c: the table man 3 redlease documents) and
+ * the SHA-1 that names the scripts for EVALSHA (src/sha1.c). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../testutil.h"
+#include "errors.h"
+#include "keys.h"
+#include "redlease.h"
+#include "scripts.h"
+#include "sha1.h"
+
+/* --------------------------------------------------------------- keys */
+
+/* Redis Cluster's slot of a key: CRC16/XMODEM of its hash tag (the text
+ * between the first "{" and the first "}" after it, when not empty) or of
+ * the whole key, mod 16384. Written from the Cluster spec, not from ours. */
+static unsigned crc16(const char *p, size_t n)
+{
+    unsigned crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (unsigned)(unsigned char)p[i] << 8;
+        for (int b = 0; b < 8; b++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+        crc &= 0xffff;
+    }
+    return crc;
+}
+
+static unsigned slot(const char *key, size_t n)
+{
+    const char *open = memchr(key, '{', n);
+    if (open) {
+        size_t from = (size_t)(open - key) + 1;
+        const char *close = memchr(key + from, '}', n - from);
+        if (close && close > key + from) return crc16(key + from, (size_t)(close - key) - from) % 16384;
+    }
+    return crc16(key, n) % 16384;
+}
+
+static void test_slot_function_matches_redis(void)
+{
+    /* values from the Redis Cluster specification and CLUSTER KEYSLOT */
+    CHECK_EQ(crc16("123456789", 9), 0x31C3);
+    CHECK_EQ(slot("foo", 3), 12182);
+    CHECK_EQ(slot("{user1000}.following", 20), slot("user1000", 8));
+    CHECK_EQ(slot("foo{}{bar}", 10), slot("foo{}{bar}", 10)); /* empty tag: whole key */
+    CHECK(slot("foo{}{bar}", 10) != slot("bar", 3));
+}
+
+typedef struct built {
+    char key[64];
+    size_t len;
+} built;
+
+static int build(const char *prefix, const char *res, size_t rlen, int kind, built *b)
+{
+    return redlease_key(prefix, res, rlen, kind, b->key, sizeof b->key, &b->len);
+}
+
+/* Names built to collide: with the fence suffix, with braces that move
+ * the hash tag or empty it, with the escape character itself. */
+static const char *const names[] = {
+    "a", "a:fence", "a}:fence", "a}", "}", "}a", "\\}a", "\\\\}a", "\\", "\\a", "{a}", "a{",
+    "{", "{}", "}{", "x}y", "}:fence", "a:fence:fence", "\\}", ":fence",
+};
+#define NNAMES (sizeof names / sizeof names[0])
+
+static void test_keys_are_one_to_one(void)
+{
+    static const char *const prefixes[] = {"lock:", "", "app:"};
+    for (size_t p = 0; p < 3; p++) {
+        built all[2 * NNAMES];
+        for (size_t i = 0; i < NNAMES; i++)
+            for (int k = 0; k < 2; k++)
+                CHECK_EQ(build(prefixes[p], names[i], strlen(names[i]),
+                               k ? REDLEASE_KEY_FENCE : REDLEASE_KEY_LOCK, &all[2 * i + k]),
+                         REDLEASE_OK);
+        for (size_t i = 0; i < 2 * NNAMES; i++)
+            for (size_t j = i + 1; j < 2 * NNAMES; j++)
+                if (all[i].len == all[j].len && memcmp(all[i].key, all[j].key, all[i].len) == 0)
+                    printf("# collision: %s (%s) and %s (%s)\n", names[i / 2], i % 2 ? "fence" : "lock",
+                           names[j / 2], j % 2 ? "fence" : "lock"),
+                        t_fails++;
+    }
+}
+
+static void test_keys_of_a_resource_share_a_slot(void)
+{
+    for (size_t i = 0; i < NNAMES; i++) {
+        built lock, fence;
+        build("lock:", names[i], strlen(names[i]), REDLEASE_KEY_LOCK, &lock);
+        build("lock:", names[i], strlen(names[i]), REDLEASE_KEY_FENCE, &fence);
+        if (slot(lock.key, lock.len) != slot(fence.key, fence.len))
+            printf("# %s: lock %s and counter %s in different slots\n", names[i], lock.key, fence.key),
+                t_fails++;
+        /* the tag is never empty: the first "{" is ours, not followed by "}" */
+        CHECK(lock.key[5] == '{' && lock.key[6] != '}');
+    }
+    /* binary names too */
+    static const char bin[] = "}\0\r\n\xff{";
+    built lock, fence;
+    build("lock:", bin, sizeof bin - 1, REDLEASE_KEY_LOCK, &lock);
+    build("lock:", bin, sizeof bin - 1, REDLEASE_KEY_FENCE, &fence);
+    CHECK_EQ(slot(lock.key, lock.len), slot(fence.key, fence.len));
+}
+
+static void test_key_scheme_as_documented(void)
+{
+    built b;
+    CHECK_EQ(build("lock:", "job:42", 6, REDLEASE_KEY_LOCK, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "lock:{job:42}");
+    CHECK_EQ(b.len, 13);
+    CHECK_EQ(build("lock:", "job:42", 6, REDLEASE_KEY_FENCE, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "lock:{job:42}:fence");
+    CHECK_EQ(build("lock:", "}x", 2, REDLEASE_KEY_LOCK, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "lock:{\\}x}");
+    CHECK_EQ(build(NULL, "a", 1, REDLEASE_KEY_LOCK, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "{a}");
+    /* length query, and a buffer too small is left alone */
+    size_t len = 0;
+    CHECK_EQ(redlease_key("lock:", "abc", 3, REDLEASE_KEY_LOCK, NULL, 0, &len), REDLEASE_OK);
+    CHECK_EQ(len, 10);
+    char small[4] = "xyz";
+    CHECK_EQ(redlease_key("lock:", "abc", 3, REDLEASE_KEY_LOCK, small, sizeof small, &len), REDLEASE_OK);
+    CHECK_STR(small, "xyz");
+    /* refused */
+    CHECK_EQ(redlease_key("lo{ck:", "a", 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock}", "a", 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", 0, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", NULL, 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", 1, 3, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, NULL), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", REDLEASE_MAX_RESOURCE + 1, REDLEASE_KEY_LOCK, NULL, 0, &len),
+             REDLEASE_EINVAL);
+    /* and a client with such a prefix is refused up front */
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    o.key_prefix = "{app}:";
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_EINVAL);
+    CHECK(c == NULL);
+}
+
+/* ------------------------------------------------------------- errors */
+
+static void test_error_table(void)
+{
+    static const struct {
+        const char *text;
+        int status, transient, reconnect, wrongtype;
+    } rows[] = {
+        {"LOADING Redis is loading the dataset in memory", REDLEASE_EREDIS, 1, 0, 0},
+        {"BUSY Redis is busy running a script.", REDLEASE_EREDIS, 1, 0, 0},
+        {"MASTERDOWN Link with MASTER is down", REDLEASE_EREDIS, 1, 0, 0},
+        {"TRYAGAIN Multiple keys request during rehashing of slot", REDLEASE_EREDIS, 1, 0, 0},
+        {"CLUSTERDOWN The cluster is down", REDLEASE_EREDIS, 1, 0, 0},
+        {"OOM command not allowed when used memory > 'maxmemory'.", REDLEASE_EREDIS, 1, 0, 0},
+        {"MISCONF Redis is configured to save RDB snapshots", REDLEASE_EREDIS, 1, 0, 0},
+        {"NOREPLICAS Not enough good replicas to write.", REDLEASE_EREDIS, 1, 0, 0},
+        {"NOSCRIPT No matching script. Please use EVAL.", REDLEASE_EREDIS, 1, 0, 0},
+        {"ERR max number of clients reached", REDLEASE_EREDIS, 1, 0, 0},
+        {"READONLY You can't write against a read only replica.", REDLEASE_EREDIS, 1, 1, 0},
+        {"NOAUTH Authentication required.", REDLEASE_EAUTH, 0, 1, 0},
+        {"WRONGPASS invalid username-password pair or user is disabled.", REDLEASE_EAUTH, 0, 0, 0},
+        {"ERR AUTH <password> called without any password configured", REDLEASE_EAUTH, 0, 0, 0},
+        {"ERR invalid password", REDLEASE_EAUTH, 0, 0, 0},
+        {"NOPERM User u has no permissions to run the 'set' command", REDLEASE_EPERM, 0, 0, 0},
+        {"NOPERM No permissions to access a key", REDLEASE_EPERM, 0, 0, 0},
+        {"ERR DB index is out of range", REDLEASE_ECONFIG, 0, 0, 0},
+        {"WRONGTYPE Operation against a key holding the wrong kind of value", REDLEASE_EREDIS, 0, 0, 1},
+        {"ERR unknown command 'EVALSHA'", REDLEASE_EREDIS, 0, 0, 0},
+        {"ERR Error running script (call to f_x): @user_script:1: oops", REDLEASE_EREDIS, 0, 0, 0},
+        {"MOVED 3999 127.0.0.1:6381", REDLEASE_EREDIS, 0, 0, 0},
+        {"SOMETHINGNEW nobody foresaw this", REDLEASE_EREDIS, 0, 0, 0},
+        {"LOADINGX not LOADING", REDLEASE_EREDIS, 0, 0, 0}, /* codes match whole */
+        {"", REDLEASE_EREDIS, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rdl_error_class e = rdl_error_classify(rows[i].text, strlen(rows[i].text));
+        if (e.status != rows[i].status || e.transient != rows[i].transient ||
+            e.reconnect != rows[i].reconnect || e.wrongtype != rows[i].wrongtype)
+            printf("# \"%s\": status %d transient %d reconnect %d wrongtype %d\n", rows[i].text, e.status,
+                   e.transient, e.reconnect, e.wrongtype),
+                t_fails++;
+    }
+    rdl_error_class e = rdl_error_classify("LOADING", 4); /* "LOAD": not the code */
+    CHECK_EQ(e.transient, 0);
+    CHECK_EQ(rdl_error_classify(NULL, 0).status, REDLEASE_EREDIS);
+}
+
+static void test_new_status_strings(void)
+{
+    int codes[] = {REDLEASE_EAUTH, REDLEASE_EPERM, REDLEASE_ECONFIG};
+    for (size_t i = 0; i < 3; i++) CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
+    CHECK_EQ(REDLEASE_EAUTH, -11);
+    CHECK_EQ(REDLEASE_EPERM, -12);
+    CHECK_EQ(REDLEASE_ECONFIG, -13);
+}
+
+/* -------------------------------------------------------------- SHA-1 */
+
+static void test_sha1(void)
+{
+    char hex[41];
+    rdl_sha1_hex("", 0, hex);
+    CHECK_STR(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    rdl_sha1_hex("abc", 3, hex);
+    CHECK_STR(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
+    static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 56 bytes */
+    rdl_sha1_hex(two, sizeof two - 1, hex);
+    CHECK_STR(hex, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+    static char million[1000000];
+    memset(million, 'a', sizeof million);
+    rdl_sha1_hex(million, sizeof million, hex);
+    CHECK_STR(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+    for (int i = 0; i < RDL_SCRIPT_COUNT; i++) { /* every script has its own name */
+        char a[41], b[41];
+        rdl_sha1_hex(rdl_script_src[i], strlen(rdl_script_src[i]), a);
+        for (int j = i + 1; j < RDL_SCRIPT_COUNT; j++) {
+            rdl_sha1_hex(rdl_script_src[j], strlen(rdl_script_src[j]), b);
+            CHECK(strcmp(a, b) != 0);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_slot_function_matches_redis),
+        TEST_CASE(test_keys_are_one_to_one),
+        TEST_CASE(test_keys_of_a_resource_share_a_slot),
+        TEST_CASE(test_key_scheme_as_documented),
+        TEST_CASE(test_error_table),
+        TEST_CASE(test_new_status_strings),
+        TEST_CASE(test_sha1),
+    };
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
