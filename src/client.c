@@ -406,6 +406,11 @@ void rdl_core_on_reply(redlease_client *c, void *p, const rdl_reply *r)
     /* A request comes back without a reply only when the link is gone: stop
      * calling it ready before any lock (or event hook) looks at it. */
     if (!r && c->conn == RDL_CONN_READY) c->conn = RDL_CONN_DOWN;
+    if (r) { /* how short a round trip can be: wait budgets end by it */
+        int64_t rtt = rdl_now(c) - req->t0;
+        if (req->epoch != c->rtt_epoch || rtt < c->rtt_floor) c->rtt_floor = rtt;
+        c->rtt_epoch = req->epoch;
+    }
     if (r && c->conn == RDL_CONN_READY && c->stall_since >= 0) { /* the link is alive */
         c->stall_since = -1;
         schedule_conn(c, RDL_NEVER);

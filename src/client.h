@@ -96,7 +96,6 @@ struct redlease_lock {
                            or an answer not used): later attempts reclaim it,
                            an acquire ending without a lease deletes it */
     int last_status;    /* outcome of the last attempt that ended, or 0 */
-    int64_t last_rtt;   /* round trip of the last answered attempt, or 0 */
 
     /* the operation in progress (acquire attempt, renewal, release) */
     int op;             /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
@@ -148,6 +147,10 @@ struct redlease_client {
     rdl_backoff reconnect;
     int hs_pending;     /* handshake replies awaited */
     uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
+    int64_t rtt_floor;  /* shortest round trip on this connection, from its
+                           handshake on (a stalled reply says nothing of the
+                           path), or 0 */
+    uint64_t rtt_epoch; /* the connection rtt_floor was measured on */
     int hs_failed;      /* status, or 0 */
     int conn_error;     /* why the last connection failed; 0 once one is ready */
     int conn_definite;  /* that failure will not heal by retrying (EAUTH...) */

@@ -292,11 +292,12 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 }
 
 /* The latest an attempt may start and still be answered inside the wait
- * budget, going by the last round trip. */
+ * budget, going by the connection's shortest round trip (client.c). */
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
-    return lk->budget_end - (lk->last_rtt > 1 ? lk->last_rtt : 1);
+    int64_t rtt = lk->c->rtt_floor;
+    return lk->budget_end - (rtt > 1 ? rtt : 1);
 }
 
 /* An attempt ended without the lease: contention (EBUSY) or a failure.
@@ -385,7 +386,6 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         return;
     }
     lk->op = 0;
-    if (r) lk->last_rtt = now - req->t0;
     if (res == 1 && fresh) {
         become_held(lk, req, fence, now);
         return;

@@ -1748,6 +1748,289 @@ static void test_events_carry_lease_facts(void)
     end(&f);
 }
 
+/* ------------------------------------------------- what Redis answers */
+
+static int count_events(int type)
+{
+    int n = 0;
+    for (int i = 0; i < nseen; i++) n += seen[i].type == type;
+    return n;
+}
+
+static const redlease_event *last_event(int type)
+{
+    for (int i = nseen - 1; i >= 0; i--)
+        if (seen[i].type == type) return &seen[i];
+    return NULL;
+}
+
+/* CLIENT PAUSE longer than the TTL: the first attempt times out, the pause
+ * ends and Redis runs it (our token, a whole TTL from then), the retry
+ * behind it finds our own token: that is the lease, from the retry's send. */
+static void test_own_key_from_a_stalled_attempt_is_ours(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_zero, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(1500);
+    o.wait_ms = 4000;
+    start_lock(&f, &r, "p", &o);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    CHECK(cmd_is(&f, "SET", "lock:{p}"));
+    fake_until(&f, t0 + 2000); /* command timeout: the SET goes stale */
+    fake_advance(&f, 1);       /* the retry, behind it on the wire */
+    CHECK_EQ(fake_pending(&f), 2);
+    fake_cmd *retry = &f.cmds[f.head + 1];
+    CHECK_STR(retry->argv[0], "EVALSHA");
+    CHECK_STR(retry->argv[1], fake_sha(RDL_SCRIPT_ACQUIRE));
+    int64_t t1 = retry->sent_at;
+    fake_until(&f, t0 + 3500);    /* the pause ends */
+    fake_reply_status(&f, "OK"); /* the stale SET: set, too late to use */
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0);
+    fake_reply_int(&f, 1); /* the retry ran after the pause too: ours, but its */
+    fake_run(&f);          /* answer comes after its own validity (t1 + 1483) */
+    CHECK_EQ(r.acq_calls, 0);
+    (void)t1;
+    fake_advance(&f, 1); /* the next attempt reclaims the key at once */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)));
+    int64_t t2 = fake_peek(&f) ? fake_peek(&f)->sent_at : 0;
+    fake_advance(&f, 2);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK(redlease_lock_held(r.lk));
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), t2 + 1500 - 17 - f.now); /* from its own send */
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* wait_ms is an upper bound: the attempt still out at the budget's end is
+ * abandoned, on_acquire comes then, and a compare-and-delete goes behind
+ * the attempt so that what it may still set does not block others. */
+static void test_budget_end_abandons_attempt_and_deletes_behind_it(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f.c, record_event, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(1500);
+    o.wait_ms = 1000; /* below the 2000 ms command timeout */
+    start_lock(&f, &r, "b", &o);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_until(&f, t0 + 999);
+    CHECK_EQ(r.acq_calls, 0);
+    fake_until(&f, t0 + 1000);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ETIMEDOUT);
+    CHECK_EQ(r.acq_at, t0 + 1000);
+    const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
+    CHECK(ev && ev->status == REDLEASE_ETIMEDOUT && ev->retry_in_ms == -1);
+    CHECK_EQ(fake_pending(&f), 2);
+    fake_cmd *drop = &f.cmds[f.head + 1];
+    CHECK_STR(drop->argv[1], fake_sha(RDL_SCRIPT_RELEASE));
+    CHECK_STR(drop->argv[3], "lock:{b}");
+    CHECK_STR(drop->argv[4], redlease_lock_token(r.lk));
+    fake_reply_status(&f, "OK"); /* it did land */
+    fake_reply_int(&f, 1);       /* and was deleted */
+    fake_run(&f);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* No connection at all: the budget, not the connect timeout, decides. */
+static void test_budget_end_without_a_connection(void)
+{
+    fake f;
+    fake_attach(&f, NULL); /* connecting for ever */
+    rec r = {0};
+    redlease_lock_options o = opts(1500);
+    o.wait_ms = 700;
+    start_lock(&f, &r, "n", &o);
+    int64_t t0 = f.now;
+    fake_until(&f, t0 + 700);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECONN);
+    CHECK_EQ(r.acq_at, t0 + 700);
+    end(&f);
+}
+
+/* A definite error ends even a wait for ever, at once, and says why. */
+static void test_definite_error_ends_wait_forever(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f.c, record_event, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(1500);
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    start_lock(&f, &r, "acl", &o);
+    fake_run(&f);
+    fake_reply_err(&f, "NOPERM No permissions to access a key");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_EPERM);
+    const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
+    CHECK(ev != NULL);
+    if (ev) {
+        CHECK_EQ(ev->status, REDLEASE_EPERM);
+        CHECK_EQ(ev->retry_in_ms, -1);
+        CHECK(ev->detail && strstr(ev->detail, "NOPERM"));
+    }
+    CHECK_EQ(fake_pending(&f), 0); /* nothing set: nothing to delete */
+    end(&f);
+}
+
+/* A transient error is retried, and every failed attempt is an event
+ * carrying Redis's text; the connection stays. */
+static void test_transient_errors_are_events_and_retried(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_max, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f.c, record_event, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(1500);
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    o.retry_base_ms = 10;
+    start_lock(&f, &r, "t", &o);
+    static const char *const errs[] = {"LOADING Redis is loading the dataset in memory",
+                                       "OOM command not allowed when used memory > 'maxmemory'.",
+                                       "MISCONF Redis is configured to save RDB snapshots"};
+    for (int i = 0; i < 3; i++) {
+        fake_run(&f);
+        CHECK(is_attempt(&f));
+        fake_reply_err(&f, errs[i]);
+        fake_run(&f);
+        const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
+        CHECK(ev && ev->status == REDLEASE_EREDIS && ev->retry_in_ms >= 1 && ev->detail &&
+              strncmp(ev->detail, errs[i], 4) == 0);
+        fake_advance(&f, ev ? ev->retry_in_ms : 1);
+    }
+    CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT_FAILED), 3);
+    CHECK_EQ(r.acq_calls, 0);
+    CHECK(redlease_client_connected(f.c));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* READONLY: the server is a replica now. The connection is dropped (from
+ * the timer) and a new one made; the attempt is retried on it. NOAUTH: the
+ * same, and the acquire ends with EAUTH. */
+static void test_readonly_and_noauth_replace_the_connection(void)
+{
+    for (int noauth = 0; noauth <= 1; noauth++) {
+        fake f;
+        fake_start(&f, NULL);
+        redlease_client_set_rng(f.c, rng_zero, NULL);
+        rec r = {0};
+        redlease_lock_options o = opts(1500);
+        o.wait_ms = 5000;
+        start_lock(&f, &r, "ro", &o);
+        fake_run(&f);
+        CHECK_EQ(f.connects, 1);
+        fake_reply_err(&f, noauth ? "NOAUTH Authentication required."
+                                  : "READONLY You can't write against a read only replica.");
+        CHECK_EQ(redlease_client_connected(f.c), 0); /* at once, before anyone looks */
+        fake_run(&f);
+        CHECK_EQ(f.connected, 0); /* closed */
+        fake_advance(&f, 1);
+        CHECK_EQ(f.connects, 2); /* and replaced */
+        if (noauth) {
+            CHECK_EQ(r.acq_status, REDLEASE_EAUTH);
+        } else {
+            CHECK_EQ(r.acq_calls, 0);
+            fake_connect(&f);
+            fake_advance(&f, 1);
+            CHECK(is_attempt(&f));
+            fake_reply_int(&f, 1);
+            fake_run(&f);
+            CHECK_EQ(r.acq_status, REDLEASE_OK);
+        }
+        end(&f);
+    }
+}
+
+/* A release that meets a transient error is retried until its deadline. */
+static void test_release_retried_on_transient_error(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f.c, record_event, NULL);
+    rec r = {0};
+    hold(&f, &r, "rel", opts(30000));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_reply_err(&f, "BUSY Redis is busy running a script.");
+    fake_run(&f);
+    const redlease_event *ev = last_event(REDLEASE_EV_RELEASE_FAILED);
+    CHECK(ev && ev->retry_in_ms == 50 && ev->detail && strstr(ev->detail, "BUSY"));
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_until(&f, t0 + 49);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_until(&f, t0 + 50);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+
+    /* the same error every time: retried, at most halfway to the deadline,
+     * then on_release gets it at the deadline (2000 ms after release()) */
+    fake_start(&f, NULL);
+    rec q = {0};
+    hold(&f, &q, "rel2", opts(30000));
+    CHECK_EQ(release(&q), REDLEASE_OK);
+    t0 = f.now;
+    int sent = 0;
+    while (q.rel_calls == 0 && f.now < t0 + 5000) {
+        fake_run(&f);
+        if (fake_peek(&f)) {
+            sent++;
+            fake_reply_err(&f, "MISCONF Redis is configured to save RDB snapshots");
+        }
+        fake_advance(&f, 1);
+    }
+    CHECK_EQ(q.rel_status, REDLEASE_EREDIS);
+    CHECK(q.rel_at <= t0 + 2000);
+    CHECK(sent >= 30);
+    end(&f);
+}
+
+/* EV_CONNECTED says nothing of the connection before it. */
+static void test_connected_event_has_no_stale_detail(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f.c, record_event, NULL);
+    fake_break(&f);
+    const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
+    CHECK(ev && ev->detail && strstr(ev->detail, "reset"));
+    fake_advance(&f, 100);
+    fake_connect(&f);
+    ev = last_event(REDLEASE_EV_CONNECTED);
+    CHECK(ev != NULL);
+    if (ev) CHECK(ev->detail == NULL);
+    end(&f);
+}
+
 static void test_econn_final_attempt_drop_never_sent(void)
 {
     fake_alloc_install();
@@ -1914,6 +2197,14 @@ int main(int argc, char **argv)
         TEST_CASE(test_noscript_resent_by_eval_then_evalsha_again),
         TEST_CASE(test_zero_backoff_after_connect_timeout_still_reconnects),
         TEST_CASE(test_renew_off_reverify_does_not_loop),
+        TEST_CASE(test_own_key_from_a_stalled_attempt_is_ours),
+        TEST_CASE(test_budget_end_abandons_attempt_and_deletes_behind_it),
+        TEST_CASE(test_budget_end_without_a_connection),
+        TEST_CASE(test_definite_error_ends_wait_forever),
+        TEST_CASE(test_transient_errors_are_events_and_retried),
+        TEST_CASE(test_readonly_and_noauth_replace_the_connection),
+        TEST_CASE(test_release_retried_on_transient_error),
+        TEST_CASE(test_connected_event_has_no_stale_detail),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
