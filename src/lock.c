@@ -64,6 +64,7 @@ static const char *detail_for(const redlease_client *c, int status)
     case REDLEASE_ENOTHELD:
     case REDLEASE_ENOMEM: return NULL;
     case REDLEASE_ETIMEDOUT: return "no reply in time";
+    case REDLEASE_EPROTO: return "a reply of an unexpected type";
     default: return c->errstr[0] ? c->errstr : NULL;
     }
 }

@@ -1724,12 +1724,18 @@ static void record_event(redlease_client *c, const redlease_event *ev, void *arg
     if (nseen < 64) seen[nseen++] = *ev;
 }
 
+/* A connected client on the fake whose events are recorded in seen[]. */
+static void start_recording(fake *f)
+{
+    fake_start(f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f->c, record_event, NULL);
+}
+
 static void test_events_carry_lease_facts(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    nseen = 0;
-    redlease_client_set_event_cb(f.c, record_event, NULL);
+    start_recording(&f);
     rec r = {0};
     int64_t t0 = hold(&f, &r, "job", opts(3000));
     fake_until(&f, t0 + 1000);
@@ -1818,9 +1824,7 @@ static void test_own_key_from_a_stalled_attempt_is_ours(void)
 static void test_budget_end_abandons_attempt_and_deletes_behind_it(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    nseen = 0;
-    redlease_client_set_event_cb(f.c, record_event, NULL);
+    start_recording(&f);
     rec r = {0};
     redlease_lock_options o = opts(1500);
     o.wait_ms = 1000; /* below the 2000 ms command timeout */
@@ -1870,9 +1874,7 @@ static void test_budget_end_without_a_connection(void)
 static void test_definite_error_ends_wait_forever(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    nseen = 0;
-    redlease_client_set_event_cb(f.c, record_event, NULL);
+    start_recording(&f);
     rec r = {0};
     redlease_lock_options o = opts(1500);
     o.wait_ms = REDLEASE_WAIT_FOREVER;
@@ -1969,9 +1971,7 @@ static void test_readonly_and_noauth_replace_the_connection(void)
 static void test_release_retried_on_transient_error(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    nseen = 0;
-    redlease_client_set_event_cb(f.c, record_event, NULL);
+    start_recording(&f);
     rec r = {0};
     hold(&f, &r, "rel", opts(30000));
     CHECK_EQ(release(&r), REDLEASE_OK);
@@ -2017,9 +2017,7 @@ static void test_release_retried_on_transient_error(void)
 static void test_connected_event_has_no_stale_detail(void)
 {
     fake f;
-    fake_start(&f, NULL);
-    nseen = 0;
-    redlease_client_set_event_cb(f.c, record_event, NULL);
+    start_recording(&f);
     fake_break(&f);
     const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
     CHECK(ev && ev->detail && strstr(ev->detail, "reset"));
