@@ -106,6 +106,7 @@ struct redlease_lock {
     int release_retry;  /* a release waits for its retry (c->release_retries) */
     rdl_req *req;        /* the op's request on the wire, or NULL */
     int drop_pending;   /* a compare-and-delete of our key is to be sent */
+    int64_t drop_until; /* after this the key has expired by itself */
     int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
 
     /* held */

@@ -39,6 +39,7 @@ static int64_t wake_at(const struct redlease_lock *lk)
     else
         at = lk->next_action;
     if (lk->state == RDL_LOCK_HELD) at = min64(at, min64(lk->valid_until, lk->hold_until));
+    if (lk->drop_pending) at = min64(at, lk->drop_until);
     return at;
 }
 
@@ -248,9 +249,15 @@ park:
     if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&c->waiting, &lk->wait_link);
 }
 
-/* A compare-and-delete of our key, behind everything this handle sent. */
+/* A compare-and-delete of our key, behind everything this handle sent.
+ * Sent again on the next connection if a broken link takes it, until the
+ * key must have expired by itself: whatever the handle sent on a link that
+ * broke can no longer run, so nothing of ours lives past now + TTL (plus
+ * the drift margin). */
 static void queue_drop(struct redlease_lock *lk, int64_t now)
 {
+    int64_t until = now + lk->ttl + rdl_drift(lk->ttl);
+    if (until > lk->drop_until) lk->drop_until = until;
     lk->drop_pending = 1;
     pump(lk, now);
 }
@@ -527,6 +534,11 @@ void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now)
 void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 {
     redlease_client *c = lk->c;
+    if (lk->drop_pending && now >= lk->drop_until) {
+        /* Never got a link to go out on: the key has expired by itself. */
+        lk->drop_pending = 0;
+        if (!(lk->op && !lk->req)) rdl_list_remove(&lk->wait_link);
+    }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
         if (lk->req) rdl_client_note_timeout(c, lk->req->t0, now);
@@ -555,6 +567,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
             lk->next_action = RDL_NEVER;
     }
     reschedule(lk);
+    maybe_free(lk); /* a released handle whose drop expired */
 }
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
@@ -595,7 +608,12 @@ int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     case RDL_REQ_RELEASE:
         if (current) release_reply(lk, r, now);
         break;
-    default: break; /* drops: best effort, nobody waits */
+    default: /* drops: nobody waits; one the link took goes out again */
+        if (!r && now < lk->drop_until) {
+            lk->drop_pending = 1;
+            pump(lk, now);
+        }
+        break;
     }
     reschedule(lk);
     return 0;

@@ -40,9 +40,12 @@
  *   - close and free: every live handle got on_acquire, every release
  *     its on_release, every held lease on_lost; the close callback runs
  *     once, also when a free cuts the close short (then inside the free);
- *     calls from callbacks inside free return ECANCELED;
- * and at the end (after releasing everything and letting the client
- * settle): every release answered, no handle left, no allocation left. */
+ *     inside free a callback's acquire returns ECANCELED and its release
+ *     OK, with on_release before free returns;
+ * while the client settles at the end, each time all it sent has run: no
+ * key holds the token of a lease whose acquire failed (unless Redis
+ * refused that delete); and at the end (after releasing everything):
+ * every release answered, no handle left, no allocation left. */
 #include "model.h"
 
 #include <stdarg.h>
@@ -92,6 +95,7 @@ typedef struct lease {
     redlease_lock *lk;
     int alive, acq, acq_ok, lost, rel, release_called, in_call;
     int saw_busy, saw_acquire_error, saw_renew_zero; /* replies delivered to it */
+    int delete_failed;    /* a compare-and-delete of its token was answered an error */
     int64_t ttl;
     int64_t deadline;     /* the local deadline its events reported, or -1 */
     int64_t exec_until;   /* what its confirmations executed so far could give */
@@ -218,6 +222,10 @@ static void execute(void)
         next_error = 0;
         if (e == N_ERRORS - 1 && !sha) e = 0;
         *r = (reply){REP_ERR, 0, errors[e]};
+        int s = script_of(c);
+        if (s == RDL_SCRIPT_RELEASE) /* a delete refused: the key may stay to its TTL */
+            for (int i = 0; i < NL; i++)
+                if (strcmp(L[i].token, token_of(c, s)) == 0) L[i].delete_failed = 1;
         model_reached.error_replies++;
         return;
     }
@@ -670,6 +678,22 @@ static void step(void)
     settle();
 }
 
+/* An acquire that ended without a lease deleted whatever its attempts set
+ * (behind them on the wire): once all it sent has run, no key holds its
+ * token, unless Redis refused that delete. */
+static void check_no_orphan_keys(void)
+{
+    for (int i = 0; i < NL; i++) {
+        const lease *l = &L[i];
+        if (!l->acq || l->acq_ok || l->delete_failed || !l->token[0]) continue;
+        for (int k = 0; k < 16; k++)
+            if (db[k].used && db[k].exp > F.now && strcmp(db[k].val, l->token) == 0) {
+                violation("lease %d: its acquire failed and left %s holding its token", i, db[k].key);
+                return;
+            }
+    }
+}
+
 static void reset(void)
 {
     bad = 0;
@@ -710,6 +734,9 @@ int model_run(const model_driver *d)
     for (int k = 0; k < 200 && F.c; k++) {
         if (!F.connected && F.connecting) reconnect();
         while (fake_peek(&F)) execute_and_deliver();
+        fake_run(&F);
+        while (fake_peek(&F)) execute_and_deliver(); /* what the timer sent */
+        if (F.connected) check_no_orphan_keys();
         advance(50);
         check_held();
     }
