@@ -83,7 +83,11 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         return cli_usage_error("%s: a password on the command line would show in ps; "
                                "use REDLEASE_PASSWORD or --password-file FILE", a->name);
     case OPT_PREFIX:
-        s->prefix = a->value; /* "" is allowed: the key is RESOURCE itself */
+        /* "" is allowed: the key is {RESOURCE}. Braces would move the hash
+         * tag: the library refuses them (man 3 redlease, KEYS). */
+        if (strpbrk(a->value, "{}") || strlen(a->value) > 256)
+            return cli_usage_error("%s: at most 256 bytes and no '{' or '}'", a->name);
+        s->prefix = a->value;
         return 0;
     case OPT_TIMEOUT:
         if (cli_args_number(a, 1, MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;

@@ -1,7 +1,8 @@
 /* redlease status: is RESOURCE held, and for how much longer? The library
  * has no inspect call, so this asks Redis itself with hiredis's
- * synchronous API, for the key the library uses: PREFIX + RESOURCE, with
- * its fencing counter at KEY:fence (src/lock.c). */
+ * synchronous API, for the keys the library uses: redlease_key() names
+ * the lock and its fencing counter (man 3 redlease, KEYS). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,24 @@ static int parse(status_query *q, int argc, char **argv)
     return cli_server_finish(&q->server);
 }
 
+/* Errors go to stderr unless --quiet: the exit status says it all. */
 static int unavailable(const status_query *q, const char *what, const char *why)
 {
-    cli_error("Redis at %s: %s%s%s", q->server.where, what, what[0] ? ": " : "", why);
+    if (cli_verbosity > CLI_QUIET)
+        cli_error("Redis at %s: %s%s%s", q->server.where, what, what[0] ? ": " : "", why);
     return CLI_EXIT_UNAVAILABLE;
+}
+
+/* Why a synchronous call failed; hiredis says "Resource temporarily
+ * unavailable" for a read that timed out. */
+static const char *failure(const status_query *q, const redisContext *ctx)
+{
+    static char why[64];
+    if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        snprintf(why, sizeof why, "no reply within %lld ms", (long long)q->server.timeout_ms);
+        return why;
+    }
+    return ctx->errstr;
 }
 
 /* Runs one command; NULL after reporting a failure or an error reply. */
@@ -77,7 +92,7 @@ static redisReply *command(const status_query *q, redisContext *ctx, int argc, c
 {
     redisReply *rep = redisCommandArgv(ctx, argc, argv, NULL);
     if (!rep) {
-        unavailable(q, argv[0], ctx->errstr);
+        unavailable(q, argv[0], failure(q, ctx));
         return NULL;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
@@ -142,7 +157,7 @@ static int ask(const status_query *q, redisContext *ctx, const char *key, const 
     for (int i = 0; i < replies; i++) {
         freeReplyObject(rep);
         rep = NULL;
-        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) return unavailable(q, "", ctx->errstr);
+        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) return unavailable(q, "", failure(q, ctx));
         if (rep->type == REDIS_REPLY_ERROR) {
             int rc = unavailable(q, "", rep->str);
             freeReplyObject(rep);
@@ -186,18 +201,16 @@ int cli_status(int argc, char **argv)
         cli_server_free(&q.server);
         return rc < 0 ? 0 : rc;
     }
-    size_t plen = strlen(q.server.prefix), rlen = strlen(q.resource);
-    static const char fence_suffix[] = ":fence"; /* as the library names it */
-    char *key = malloc(plen + rlen + sizeof fence_suffix);
-    char *fence_key = malloc(plen + rlen + sizeof fence_suffix);
-    if (!key || !fence_key) {
+    size_t rlen = strlen(q.resource), klen = 0, flen = 0;
+    redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, NULL, 0, &klen);
+    redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, NULL, 0, &flen);
+    char *key = malloc(klen + 1), *fence_key = malloc(flen + 1);
+    if (!key || !fence_key || !klen || !flen) {
         cli_error("out of memory");
         rc = CLI_EXIT_FAILED;
     } else {
-        memcpy(key, q.server.prefix, plen);
-        memcpy(key + plen, q.resource, rlen + 1);
-        memcpy(fence_key, key, plen + rlen);
-        memcpy(fence_key + plen + rlen, fence_suffix, sizeof fence_suffix);
+        redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, key, klen + 1, &klen);
+        redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, fence_key, flen + 1, &flen);
         redisContext *ctx = connect_and_login(&q);
         rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
         if (ctx) redisFree(ctx);

@@ -171,14 +171,14 @@ check "REDLEASE_PORT and REDLEASE_HOST are ignored with a socket (REDLEASE_SOCKE
 # ------------------------------------------------------------ exit statuses
 rl run st0 -- true
 check "COMMAND exits 0 => 0, and the key is gone afterwards" \
-    eval '[ "$st" -eq 0 ] && [ "$(rcli EXISTS lock:st0)" = 0 ]'
+    eval '[ "$st" -eq 0 ] && [ "$(rcli EXISTS lock:{st0})" = 0 ]'
 rl run st3 -- sh -c 'exit 3'
 check "COMMAND exits 3 => 3" eval '[ "$st" -eq 3 ]'
 rl run stterm -- sh -c 'kill -TERM $$'
 check "COMMAND killed by SIGTERM => 143" eval '[ "$st" -eq 143 ]'
 rl run stkill -- sh -c 'kill -KILL $$'
 check "COMMAND killed by SIGKILL => 137, and the key is gone afterwards" \
-    eval '[ "$st" -eq 137 ] && [ "$(rcli EXISTS lock:stkill)" = 0 ]'
+    eval '[ "$st" -eq 137 ] && [ "$(rcli EXISTS lock:{stkill})" = 0 ]'
 # A shell acts on its child's death by ^C (bash ends a loop), not on an exit
 # 130: redlease dies of INT, QUIT, TERM and HUP as COMMAND did. perl's
 # system() tells a death ($? & 127) from an exit ($? >> 8).
@@ -191,11 +191,11 @@ for sig in INT QUIT TERM HUP USR1; do
 done
 rl run dieint -- sh -c 'kill -INT $$'
 check "COMMAND died of SIGINT => \$? is $st, kill -l says $(kill -l "$st")" \
-    eval '[ "$st" -eq 130 ] && [ "$(kill -l "$st")" = INT ] && [ "$(rcli EXISTS lock:dieint)" = 0 ]'
+    eval '[ "$st" -eq 130 ] && [ "$(kill -l "$st")" = INT ] && [ "$(rcli EXISTS lock:{dieint})" = 0 ]'
 rl run stnf -- redlease-test-no-such-command
 check "COMMAND not found => 127 with a message" \
     eval '[ "$st" -eq 127 ] && grep -q "redlease-test-no-such-command" <<<"$err" &&
-          [ "$(rcli EXISTS lock:stnf)" = 0 ]'
+          [ "$(rcli EXISTS lock:{stnf})" = 0 ]'
 printf '#!/bin/sh\nexit 0\n' >"$tmp/not-executable"
 chmod 644 "$tmp/not-executable"
 rl run stne -- "$tmp/not-executable"
@@ -210,7 +210,7 @@ rl run env1 -- sh -c 'printf "%s|%s|%s|%s\n" "$REDLEASE_KEY" "$REDLEASE_TOKEN" \
 unset REDLEASE_FENCE
 IFS='|' read -r key token fence stored <<<"$out"
 check "COMMAND gets REDLEASE_KEY and the REDLEASE_TOKEN stored in Redis, no REDLEASE_FENCE" \
-    eval '[ "$st" -eq 0 ] && [ "$key" = lock:env1 ] && [ ${#token} -ge 16 ] &&
+    eval '[ "$st" -eq 0 ] && [ "$key" = lock:{env1} ] && [ ${#token} -ge 16 ] &&
           [ "$token" = "$stored" ] && [ "$fence" = unset ]'
 rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
 f1=$out
@@ -218,9 +218,9 @@ rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
 f2=$out
 check "REDLEASE_FENCE is a number that increases across runs ($f1 < $f2)" \
     eval '[[ "$f1" =~ ^[0-9]+$ ]] && [[ "$f2" =~ ^[0-9]+$ ]] && [ "$f1" -lt "$f2" ]'
-rl run --prefix job/ pfx -- sh -c 'echo "$REDLEASE_KEY"; "$0" -s "$1" EXISTS job/pfx' \
+rl run --prefix job/ pfx -- sh -c 'echo "$REDLEASE_KEY"; "$0" -s "$1" EXISTS "job/{pfx}"' \
     "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
-check "--prefix: the key is PREFIX+RESOURCE" eval '[ "$st" -eq 0 ] && [ "$out" = "job/pfx
+check "--prefix: the key is PREFIX{RESOURCE}" eval '[ "$st" -eq 0 ] && [ "$out" = "job/{pfx}
 1" ]'
 # No descriptor of redlease's own (the Redis socket, libev's) reaches COMMAND.
 # ls sees what it inherited, plus the directory it reads: the same either way.
@@ -280,7 +280,7 @@ check "concurrent runs of one resource never overlap (9 runs, $done_count done)"
     eval '[ "$done_count" -eq 9 ] && ! grep -qE "OVERLAP|FAILED" "$tmp/ov/log"'
 
 # ------------------------------------------------------------ contention
-rcli SET lock:busy someone-else PX 20000 >/dev/null
+rcli SET lock:{busy} someone-else PX 20000 >/dev/null
 rm -f "$tmp/ran"
 rl run --no-wait busy -- touch "$tmp/ran"
 check "--no-wait on a held lock => 75 in ${ms} ms, with a message, nothing run" \
@@ -292,8 +292,8 @@ rl run --wait 400 busy -- touch "$tmp/ran"
 check "--wait 400 on a held lock => 75 after ${ms} ms, nothing run" \
     eval '[ "$st" -eq 75 ] && [ "$ms" -ge 400 ] && [ "$ms" -lt $((3000 * slow)) ] &&
           [ ! -e "$tmp/ran" ]'
-check "the other holder's key is untouched" eval '[ "$(rcli GET lock:busy)" = someone-else ]'
-rcli SET lock:soon someone-else PX 300 >/dev/null
+check "the other holder's key is untouched" eval '[ "$(rcli GET lock:{busy})" = someone-else ]'
+rcli SET lock:{soon} someone-else PX 300 >/dev/null
 rl run --wait 5000 soon -- touch "$tmp/ran"
 check "--wait long enough: runs once the other holder's lease expires (${ms} ms)" \
     eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ] && [ "$ms" -ge 200 ]'
@@ -304,14 +304,14 @@ rm -f "$tmp/pid"
     >/dev/null 2>"$tmp/lost1.err" &
 rlpid=$!
 wait_for_file "$tmp/pid"
-rcli DEL lock:lost1 >/dev/null
+rcli DEL lock:{lost1} >/dev/null
 t0=$(now_ms)
 wait_bounded "$rlpid"
 ms=$(($(now_ms) - t0))
 err=$(<"$tmp/lost1.err")
 check "key deleted under COMMAND => SIGTERM to COMMAND, 124 in ${ms} ms, reason printed" \
     eval '[ "$st" -eq 124 ] && is_dead "$(cat "$tmp/pid")" && [ "$ms" -lt $((3000 * slow)) ] &&
-          grep -q "lost the lease on lock:lost1 (key gone" <<<"$err"'
+          grep -q "lost the lease on lock:{lost1} (key gone" <<<"$err"'
 
 rm -f "$tmp/pid"
 rl run --max-hold 300 --grace 400 lost2 -- sh -c 'trap "" TERM; echo $$ >"$1"; exec sleep 30' \
@@ -319,26 +319,26 @@ rl run --max-hold 300 --grace 400 lost2 -- sh -c 'trap "" TERM; echo $$ >"$1"; e
 check "--max-hold: COMMAND ignoring SIGTERM gets SIGKILL after --grace, 124 (${ms} ms)" \
     eval '[ "$st" -eq 124 ] && [ "$ms" -ge 700 ] && is_dead "$(cat "$tmp/pid")" &&
           grep -q "maximum hold time" <<<"$err" && grep -q SIGKILL <<<"$err" &&
-          [ "$(rcli EXISTS lock:lost2)" = 0 ]'
+          [ "$(rcli EXISTS lock:{lost2})" = 0 ]'
 
 # The key taken between two renewals: only the release notices.
-rl run -q taken -- sh -c '"$0" -s "$1" DEL lock:taken >/dev/null
-    "$0" -s "$1" SET lock:taken someone-else >/dev/null' \
+rl run -q taken -- sh -c '"$0" -s "$1" DEL lock:{taken} >/dev/null
+    "$0" -s "$1" SET lock:{taken} someone-else >/dev/null' \
     "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
 check "key taken while COMMAND ran, unnoticed until release => 124, said even with --quiet" \
     eval '[ "$st" -eq 124 ] && grep -q "no longer ours" <<<"$err" &&
-          [ "$(rcli GET lock:taken)" = someone-else ]'
+          [ "$(rcli GET lock:{taken})" = someone-else ]'
 # Redis paused (writes) as COMMAND ends: the release times out.
 if redis_harness_version_at_least 6 2; then
     rl run -q --timeout 200 unreleased -- sh -c '"$0" -s "$1" CLIENT PAUSE 2000 WRITE >/dev/null
         exit 3' "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
     rcli CLIENT UNPAUSE >/dev/null
     check "release failed after COMMAND => COMMAND's status 3, said even with --quiet" \
-        eval '[ "$st" -eq 3 ] && grep -q "could not release lock:unreleased" <<<"$err"'
+        eval '[ "$st" -eq 3 ] && grep -q "could not release lock:{unreleased}" <<<"$err"'
 else
     n=$((n + 1)); echo "ok $n - release failed after COMMAND # SKIP CLIENT PAUSE WRITE needs Redis 6.2"
 fi
-rcli DEL lock:unreleased >/dev/null
+rcli DEL lock:{unreleased} >/dev/null
 
 rm -f "$tmp/pid"
 rl run --max-hold 200 --grace 0 lost3 -- sh -c 'echo $$ >"$1"; exec sleep 30' sh "$tmp/pid"
@@ -360,9 +360,9 @@ wait_bounded "$rlpid"
 err=$(<"$tmp/sig1.err")
 check "SIGUSR1 and SIGTERM to redlease reach COMMAND; its status 7 stands; key released" \
     eval '[ "$st" -eq 7 ] && [ "$(cat "$tmp/got" | tr "\n" " ")" = "USR1 TERM " ] &&
-          [ "$(rcli EXISTS lock:sig1)" = 0 ]'
+          [ "$(rcli EXISTS lock:{sig1})" = 0 ]'
 
-rcli SET lock:sig2 someone-else PX 20000 >/dev/null
+rcli SET lock:{sig2} someone-else PX 20000 >/dev/null
 rm -f "$tmp/ran"
 "${RL[@]}" run -v sig2 -- touch "$tmp/ran" >/dev/null 2>"$tmp/sig2.err" &
 rlpid=$!
@@ -375,7 +375,7 @@ wait_bounded "$rlpid"
 ms=$(($(now_ms) - t0))
 check "SIGTERM while waiting for the lock => 143 in ${ms} ms, nothing run, other key kept" \
     eval '[ "$st" -eq 143 ] && [ ! -e "$tmp/ran" ] && [ "$ms" -lt $((1000 * slow)) ] &&
-          [ "$(rcli GET lock:sig2)" = someone-else ]'
+          [ "$(rcli GET lock:{sig2})" = someone-else ]'
 err=$(<"$tmp/sig2.err")
 check "SIGWINCH while waiting: not passed on, and said so (-v)" \
     eval 'grep -q "SIGWINCH not passed on: COMMAND is not running yet" <<<"$err" &&
@@ -410,7 +410,7 @@ if command -v setsid >/dev/null && [ -r /proc/self/stat ]; then
         >/dev/null 2>"$tmp/lostgc.err" &
     rlpid=$!
     wait_for_file "$tmp/pid"
-    rcli DEL lock:lostgc >/dev/null
+    rcli DEL lock:{lostgc} >/dev/null
     wait_bounded "$rlpid"
     grandchild=$(cat "$tmp/pid")
     wait_until is_dead "$grandchild"
@@ -433,7 +433,7 @@ if [ "$(uname -s)" = Linux ]; then
     child=$(cat "$tmp/pid")
     for i in $(seq 1 20); do is_dead "$child" && break; sleep 0.05; done
     check "redlease killed by SIGKILL: COMMAND dies with it (PR_SET_PDEATHSIG)" is_dead "$child"
-    rcli DEL lock:orphan >/dev/null
+    rcli DEL lock:{orphan} >/dev/null
 else
     n=$((n + 1)); echo "ok $n - COMMAND dies with redlease # SKIP Linux only"
 fi
@@ -443,20 +443,52 @@ fi
 rlpid=$!
 wait_for_file "$tmp/stat-started" || touch "$tmp/stat-started"
 rl status stat1
-token=$(rcli GET lock:stat1)
+token=$(rcli GET lock:{stat1})
 check "status of a held resource: 0, \"held, N ms left\", no token" \
-    eval '[ "$st" -eq 0 ] && [[ "$out" =~ ^lock:stat1:\ held,\ [0-9]+\ ms\ left$ ]] &&
+    eval '[ "$st" -eq 0 ] && [[ "$out" =~ ^lock:\{stat1\}:\ held,\ [0-9]+\ ms\ left$ ]] &&
           [ -n "$token" ] && ! grep -qF "$token" <<<"$out"'
 rl status --show-token stat1
 check "status --show-token prints the token" eval '[ "$st" -eq 0 ] && grep -qF "token $token" <<<"$out"'
 kill -TERM "$rlpid"
 wait_bounded "$rlpid"
 rl status stat1
-check "status of a free resource: 1, \"free\"" eval '[ "$st" -eq 1 ] && [ "$out" = "lock:stat1: free" ]'
+check "status of a free resource: 1, \"free\"" eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{stat1}: free" ]'
 rl status -q stat1
 check "status --quiet prints nothing" eval '[ "$st" -eq 1 ] && [ -z "$out$err" ]'
 rl status fence1
 check "status shows the fence counter" eval '[ "$st" -eq 1 ] && grep -q "fence counter $f2" <<<"$out"'
+
+# Keys of one resource never reach another's (man 3 redlease, KEYS): a
+# fenced run of "kc" leaves its counter, which is not the lock of "kc:fence",
+# and expires.
+rl run --fence kc -- true
+rl status kc:fence
+check "a fenced run of kc leaves kc:fence free (status 1: '$out')" \
+    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{kc:fence}: free" ]'
+pttl=$(rcli PTTL "lock:{kc}:fence")
+check "the fence counter of kc expires (PTTL $pttl)" eval '[ "$pttl" -gt 0 ]'
+rl run --no-wait kc:fence -- true
+check "kc:fence can be taken after a fenced run of kc" eval '[ "$st" -eq 0 ]'
+rl run --prefix 'a{b' x -- true
+check "--prefix with a brace => 64" eval '[ "$st" -eq 64 ] && grep -q "prefix" <<<"$err"'
+# A server that accepts and does not answer (paused): status says so, and
+# nothing at all with --quiet.
+rcli CLIENT PAUSE $((3000 * slow)) ALL >/dev/null
+rl status --timeout 300 stat1
+check "status, no answer => 69 and 'no reply within 300 ms'" \
+    eval '[ "$st" -eq 69 ] && grep -q "no reply within 300 ms" <<<"$err"'
+rl status -q --timeout 300 stat1
+check "status --quiet, no answer => 69 and nothing printed" eval '[ "$st" -eq 69 ] && [ -z "$out$err" ]'
+rcli CLIENT UNPAUSE >/dev/null
+
+# ------------------------------------------------------------ installed
+# The command is linked with the library statically: it runs straight after
+# make install, before ldconfig knows libredlease.so.
+real=$bin # a libtool wrapper script stands for .libs/redlease
+head -c 4 "$bin" | grep -q ELF || real=$builddir/cli/.libs/redlease
+needed=$(readelf -d "$real" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+check "redlease needs no libredlease.so ($needed)" \
+    eval '[ -n "$needed" ] && ! grep -q libredlease <<<"$needed"'
 
 # ------------------------------------------------------------ unavailable
 rm -f "$tmp/ran"
@@ -482,7 +514,7 @@ check "wrong REDLEASE_PASSWORD => 69, and it is not printed" \
     eval '[ "$st" -eq 69 ] && ! grep -qF "$pw" <<<"$err"'
 REDLEASE_PASSWORD=$pw rl run -v auth1 -- true
 check "REDLEASE_PASSWORD => 0; --verbose never prints it" \
-    eval '[ "$st" -eq 0 ] && grep -q "acquired lock:auth1" <<<"$err" && ! grep -qF "$pw" <<<"$err"'
+    eval '[ "$st" -eq 0 ] && grep -q "acquired lock:{auth1}" <<<"$err" && ! grep -qF "$pw" <<<"$err"'
 (umask 077 && printf '%s\n' "$pw" >"$tmp/pw")
 rl run --password-file "$tmp/pw" auth2 -- true
 check "--password-file (mode 600, first line) => 0" eval '[ "$st" -eq 0 ]'

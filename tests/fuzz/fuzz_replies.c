@@ -139,7 +139,7 @@ static void cb_acq(redlease_lock *lk, int st, void *arg)
      * freed (free ends every handle before it returns, wherever it is). */
     EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && !l->acq && !l->rel);
-    EXPECT(st <= 0 && st >= REDLEASE_ESYS && st != REDLEASE_EINVAL &&
+    EXPECT(st <= 0 && st >= REDLEASE_ECONFIG && st != REDLEASE_EINVAL && st != REDLEASE_ESYS &&
            st != REDLEASE_ENOTHELD);
     l->acq = 1;
     l->acq_ok = st == REDLEASE_OK;
@@ -164,7 +164,7 @@ static void cb_rel(redlease_lock *lk, int st, void *arg)
     lease *l = arg;
     EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && l->acq && l->release_called && !l->rel);
-    EXPECT(st <= 0 && st >= REDLEASE_ESYS && st != REDLEASE_EINVAL);
+    EXPECT(st <= 0 && st >= REDLEASE_ECONFIG && st != REDLEASE_EINVAL && st != REDLEASE_ESYS);
     l->rel = 1;
     l->alive = 0;
 }
