@@ -39,6 +39,10 @@
  *
  * Threads: use the client only from the thread that runs the loop.
  *
+ * Strict C99 (-std=c99): <uv.h> needs POSIX declarations that plain C99
+ * hides; define _POSIX_C_SOURCE (200809L) before the first #include, or
+ * build with -std=gnu99 or later.
+ *
  * If attaching fails, nothing stays registered on the loop: REDLEASE_EINVAL
  * (c or loop NULL, or a loop already attached), REDLEASE_ENOMEM, or another
  * error of redlease_client_attach_loop(). The timer handle is then closed and

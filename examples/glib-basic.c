@@ -5,7 +5,7 @@
  * rival's, so storage that keeps the highest token seen can refuse a late
  * write from the rival. The release callback frees both clients and quits.
  *
- *   REDLEASE_SOCKET=/path/redis.sock ./glib-basic      (or REDLEASE_HOST /
+ *   REDLEASE_SOCKET=/path/to/redis.sock ./glib-basic      (or REDLEASE_HOST /
  *   REDLEASE_PORT; default 127.0.0.1:6379)
  */
 #include <stdio.h>
@@ -58,7 +58,7 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
 {
     (void)arg;
     if (status != REDLEASE_OK) {
-        printf("[waiter] acquire: %s\n", redlease_strerror(status));
+        printf("[waiter] acquire: %s\n", example_why(lk, status));
     } else if (redlease_lock_held(lk)) { /* never act without the lease */
         waiter_fence = redlease_lock_fence(lk);
         printf("[waiter] acquired, fence %llu: writing with it\n", waiter_fence);

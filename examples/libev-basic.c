@@ -2,7 +2,7 @@
  * release. A second client tries the same resource meanwhile and is told it
  * is busy.
  *
- *   REDLEASE_SOCKET=/path/redis.sock ./libev-basic     (or REDLEASE_HOST /
+ *   REDLEASE_SOCKET=/path/to/redis.sock ./libev-basic     (or REDLEASE_HOST /
  *   REDLEASE_PORT; default 127.0.0.1:6379)
  */
 #include <stdio.h>
@@ -85,7 +85,7 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
 {
     (void)arg;
     if (status != REDLEASE_OK) {
-        printf("[worker] acquire failed: %s\n", redlease_strerror(status));
+        printf("[worker] acquire failed: %s\n", example_why(lk, status));
         redlease_release(lk, on_released, NULL);
         return;
     }

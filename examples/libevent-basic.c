@@ -4,7 +4,7 @@
  * and releases it. A second client plays an instance that died mid-run just
  * before we started: its lease blocks round 1 until its TTL runs out.
  *
- *   REDLEASE_SOCKET=/path/redis.sock ./libevent-basic  (or REDLEASE_HOST /
+ *   REDLEASE_SOCKET=/path/to/redis.sock ./libevent-basic  (or REDLEASE_HOST /
  *   REDLEASE_PORT; default 127.0.0.1:6379)
  */
 #include <stdint.h>
@@ -46,7 +46,7 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
         printf("[job] round %d: another instance holds the lock, skipping\n", round);
         skipped++;
     } else if (status != REDLEASE_OK) {
-        printf("[job] round %d: acquire: %s\n", round, redlease_strerror(status));
+        printf("[job] round %d: acquire: %s\n", round, example_why(lk, status));
         failed++;
     } else if (redlease_lock_held(lk)) { /* never act without the lease */
         printf("[job] round %d: working (%lld ms of lease left)\n", round,

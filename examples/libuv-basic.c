@@ -5,7 +5,7 @@
  * held key (on_lost(CLOSED) tells the job); its callback closes our own
  * handles, so uv_run() returns by itself and uv_loop_close() succeeds.
  *
- *   REDLEASE_SOCKET=/path/redis.sock ./libuv-basic     (or REDLEASE_HOST /
+ *   REDLEASE_SOCKET=/path/to/redis.sock ./libuv-basic     (or REDLEASE_HOST /
  *   REDLEASE_PORT; default 127.0.0.1:6379)
  */
 #include <signal.h>
@@ -76,7 +76,7 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
     (void)arg;
     if (status == REDLEASE_ECANCELED) return; /* closed before it was ours */
     if (status != REDLEASE_OK) {
-        printf("[job] acquire: %s\n", redlease_strerror(status));
+        printf("[job] acquire: %s\n", example_why(lk, status));
         shut_down("no lease");
         return;
     }

@@ -2,7 +2,7 @@
  * the lease is lost.
  *
  *   worker [RESOURCE [STEPS]]      (default "job:nightly", 20 steps)
- *   REDLEASE_SOCKET=/path/redis.sock, or REDLEASE_HOST / REDLEASE_PORT
+ *   REDLEASE_SOCKET=/path/to/redis.sock, or REDLEASE_HOST / REDLEASE_PORT
  *   (default 127.0.0.1:6379)
  *
  * The lease has a 600 ms TTL, so it renews every 200 ms (ttl/3) while one
@@ -119,7 +119,7 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
     (void)arg;
     if (status == REDLEASE_ECANCELED) return; /* a signal closed us first */
     if (status != REDLEASE_OK) {
-        printf("[worker] could not acquire %s: %s\n", redlease_lock_key(lk), redlease_strerror(status));
+        printf("[worker] could not acquire %s: %s\n", redlease_lock_key(lk), example_why(lk, status));
         stop_work(EXIT_SETUP);
         redlease_release(lk, on_released, NULL);
         return;
