@@ -2,7 +2,10 @@
  * answers every error a lock can meet, replies of the wrong type, half
  * replies followed by silence or a close, and bytes that are not RESP; then
  * the errors that are cheap to cause for real on the harness's redis-server,
- * and binary resource names. Every scenario checks the exact status the
+ * binary resource names, and what a real Redis answers in the states
+ * production servers reach (a pause longer than the TTL, ACL NOPERM, OOM,
+ * READONLY, a password set later, a missing database, BUSY, a flushed
+ * script cache, a silent server, LOADING on a server of the test's own). Every scenario checks the exact status the
  * callback gets, that each callback runs exactly once, that nothing is
  * reported held wrongly, the stats, and (under ASan/valgrind) no leak.
  * Runs on the poll() loop of loop_poll.c; make check runs it through
@@ -13,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <redlease.h>
@@ -91,10 +96,15 @@ static int has_password(const char *s, size_t n)
     return s && memmem(s, n, PASSWORD, sizeof PASSWORD - 1) != NULL;
 }
 
+/* Events whose detail holds watch_text (a case sets it) are counted. */
+static const char *watch_text;
+static int watch_hits;
+
 static void o_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
     (void)c;
     obs *o = arg;
+    if (watch_text && ev->detail && strstr(ev->detail, watch_text)) watch_hits++;
     if (ev->type > 0 && ev->type < 16) {
         o->events[ev->type]++;
         o->last_status[ev->type] = ev->status;
@@ -126,7 +136,9 @@ static void run_for(int64_t ms, redlease_lock *lk_never)
     run_until(&never, ms, lk_never);
 }
 
-static redlease_client *client_at(const char *path, obs *o, const char *password, int db)
+/* The options every case starts from: short timeouts, so the cases run
+ * fast; a case needing the defaults sets them back. */
+static redlease_client_options copts(const char *path, const char *password, int db)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
@@ -137,11 +149,22 @@ static redlease_client *client_at(const char *path, obs *o, const char *password
     co.command_timeout_ms = 100 * S;
     co.reconnect_min_ms = 10 * S;
     co.reconnect_max_ms = 40 * S;
+    return co;
+}
+
+static redlease_client *client_with(const redlease_client_options *co, obs *o)
+{
     redlease_client *c = NULL;
-    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    CHECK_EQ(redlease_client_new(&c, co), REDLEASE_OK);
     redlease_client_set_event_cb(c, o_event, o);
     CHECK_EQ(testloop_attach(c), REDLEASE_OK);
     return c;
+}
+
+static redlease_client *client_at(const char *path, obs *o, const char *password, int db)
+{
+    redlease_client_options co = copts(path, password, db);
+    return client_with(&co, o);
 }
 
 static redlease_lock_options lopts(int64_t ttl, int64_t wait, int fencing)
@@ -149,7 +172,7 @@ static redlease_lock_options lopts(int64_t ttl, int64_t wait, int fencing)
     redlease_lock_options o;
     redlease_lock_options_init(&o);
     o.ttl_ms = ttl * S;
-    o.wait_ms = wait * S;
+    o.wait_ms = wait < 0 ? REDLEASE_WAIT_FOREVER : wait * S;
     o.retry_base_ms = 10 * S;
     o.retry_max_ms = 40 * S;
     o.fencing = fencing;
@@ -882,6 +905,342 @@ static void test_real_busy(void)
     finish(c, &a);
 }
 
+/* ------------------------------------------ what a real Redis answers */
+
+/* Waits until the client is connected (or ms pass). */
+static void wait_connected(redlease_client *c, int64_t ms)
+{
+    int64_t end = mono_ms() + ms * S;
+    while (!redlease_client_connected(c) && mono_ms() < end) testloop_run_once(5);
+}
+
+static long long admin_int(const char *cmd, const char *key)
+{
+    redisReply *r = adm(cmd, key);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99;
+    freeReplyObject(r);
+    return v;
+}
+
+/* A command from a connection of its own that does not wait for its
+ * reply (it would block this thread): a looping script. */
+static redisContext *send_aside(const char *fmt, const char *arg)
+{
+    redisContext *ctx = redisConnectUnix(sock_path);
+    redisAppendCommand(ctx, fmt, arg);
+    int done = 0;
+    while (!done && redisBufferWrite(ctx, &done) == REDIS_OK) {}
+    return ctx;
+}
+
+/* CLIENT PAUSE WRITE longer than the TTL while a handle acquires (issue
+ * 11, item 1). The stalled SET runs when the pause ends, with our token,
+ * for a whole TTL from then; the attempts behind it find our own token and
+ * the acquire succeeds; the release deletes the key. With a budget that
+ * ends during the pause, on_acquire comes by the budget and what the
+ * stalled attempt sets is deleted behind it. Default timeouts (2000 ms). */
+static void test_real_pause_longer_than_ttl(void)
+{
+    for (int short_budget = 0; short_budget <= 1; short_budget++) {
+        obs o = {0};
+        redlease_client_options co = copts(sock_path, NULL, 0);
+        co.connect_timeout_ms = co.command_timeout_ms = 2000 * S;
+        redlease_client *c = client_with(&co, &o);
+        wait_connected(c, 3000);
+        const char *res = short_budget ? "pause-b" : "pause-a";
+        char key[32];
+        size_t klen;
+        redlease_key("lock:", res, strlen(res), REDLEASE_KEY_LOCK, key, sizeof key, &klen);
+        char pause[64];
+        snprintf(pause, sizeof pause, "CLIENT PAUSE %lld WRITE", (long long)(3500 * S));
+        ADM(pause);
+        int64_t t0 = mono_ms();
+        acquire(c, &o, res, lopts(1500, short_budget ? 1000 : 4000, 0));
+        run_until(&o.acq, 6000, short_budget ? o.lk : NULL);
+        int64_t took = mono_ms() - t0;
+        if (!short_budget) {
+            CHECK_EQ(o.acq_st, REDLEASE_OK);
+            CHECK(took >= 3500 * S - 50); /* not before the pause ended */
+            CHECK_EQ(redlease_lock_held(o.lk), 1);
+            CHECK_STR(get_bin(key, klen), redlease_lock_token(o.lk));
+            release(&o, NULL);
+            CHECK_EQ(o.rel_st, REDLEASE_OK);
+            CHECK_EQ(admin_int("EXISTS %s", key), 0);
+        } else {
+            CHECK(o.acq_st == REDLEASE_ETIMEDOUT || o.acq_st == REDLEASE_ECONN);
+            CHECK(took <= 1000 * S + 300 * S); /* by the budget, not the timeouts */
+            release(&o, o.lk);
+            /* the pause ends, the stalled SET runs, the delete behind it too */
+            int64_t end = t0 + 3500 * S + 1000 * S;
+            while (admin_int("EXISTS %s", key) != 0 && mono_ms() < end) testloop_run_once(10);
+            CHECK_EQ(admin_int("EXISTS %s", key), 0);
+        }
+        finish(c, &o);
+        ADM("CLIENT UNPAUSE");
+    }
+    ADM("FLUSHALL");
+}
+
+/* An ACL user without access to the key, waiting for ever: ends at once
+ * with EPERM, and the failed attempt was an event with Redis's text. */
+static void test_real_noperm_ends_a_wait_for_ever(void)
+{
+    ADM("ACL SETUSER limited on >limited-pw ~other:* +@all");
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, "limited-pw", 0);
+    co.username = "limited";
+    redlease_client *c = client_with(&co, &o);
+    watch_text = "NOPERM";
+    watch_hits = 0;
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "acl", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_EPERM);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK_EQ(o.events[REDLEASE_EV_ATTEMPT_FAILED], 1);
+    CHECK_EQ(o.last_status[REDLEASE_EV_ATTEMPT_FAILED], REDLEASE_EPERM);
+    CHECK(watch_hits >= 1);
+    watch_text = NULL;
+    release(&o, o.lk);
+    finish(c, &o);
+    ADM("ACL DELUSER limited");
+}
+
+/* OOM is transient: every attempt of the wait is an event with Redis's
+ * text; it ends EREDIS by the budget, or succeeds once memory is back. */
+static void test_real_oom_retried_within_the_budget(void)
+{
+    ADM("CONFIG SET maxmemory-policy noeviction");
+    for (int freed = 0; freed <= 1; freed++) {
+        obs o = {0};
+        redlease_client *c = real_client(&o, NULL);
+        ADM("CONFIG SET maxmemory 1");
+        watch_text = "OOM";
+        watch_hits = 0;
+        acquire(c, &o, "oom-wait", lopts(1000, 800, freed));
+        if (freed) {
+            run_for(300, o.lk);
+            ADM("CONFIG SET maxmemory 0");
+        }
+        run_until(&o.acq, 3000, freed ? NULL : o.lk);
+        CHECK_EQ(o.acq_st, freed ? REDLEASE_OK : REDLEASE_EREDIS);
+        CHECK(o.events[REDLEASE_EV_ATTEMPT_FAILED] >= 2);
+        CHECK(watch_hits >= 2); /* each with Redis's text (the last may be cut by the budget) */
+        watch_text = NULL;
+        ADM("CONFIG SET maxmemory 0");
+        release(&o, NULL);
+        finish(c, &o);
+    }
+    ADM("FLUSHALL");
+}
+
+/* READONLY: the server became a replica. The client drops the connection
+ * and reconnects; the attempts go on; once it is a primary again the
+ * acquire succeeds within its budget. */
+static void test_real_readonly_reconnects_and_retries(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    redlease_stats before;
+    redlease_client_stats(c, &before);
+    ADM("REPLICAOF 127.0.0.1 1");
+    watch_text = "READONLY";
+    watch_hits = 0;
+    acquire(c, &o, "ro-wait", lopts(1000, 3000, 0));
+    run_for(500, o.lk);
+    ADM("REPLICAOF NO ONE");
+    run_until(&o.acq, 4000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    redlease_stats after;
+    redlease_client_stats(c, &after);
+    CHECK(after.connects >= before.connects + 2); /* replaced, more than once */
+    CHECK(o.events[REDLEASE_EV_ATTEMPT_FAILED] >= 1);
+    CHECK(watch_hits >= 2); /* in the attempts' and the disconnects' details */
+    watch_text = NULL;
+    release(&o, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_OK);
+    finish(c, &o);
+    ADM("FLUSHALL");
+}
+
+/* requirepass set while a client without a password is connected (Redis
+ * keeps that connection logged in), then the connection drops: the new
+ * one is refused (its PING gets NOAUTH), so the client is not connected
+ * (it was, with every command answered NOAUTH), the acquire ends with
+ * EAUTH at once, and the reconnects back off. */
+static void test_real_password_set_after_connect(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    CHECK(redlease_client_connected(c));
+    ADM("CONFIG SET requirepass %s", PASSWORD);
+    ADM("CLIENT KILL TYPE normal SKIPME yes");
+    run_for(100, NULL);
+    CHECK_EQ(redlease_client_connected(c), 0);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "late-pw", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_EAUTH);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    int reconnects = o.events[REDLEASE_EV_RECONNECTING];
+    run_for(1000, NULL);
+    CHECK_EQ(redlease_client_connected(c), 0);
+    CHECK_EQ(o.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EAUTH);
+    /* the backoff is not reset by a refused handshake: U[0, 40 ms] once it
+     * reached reconnect_max_ms, about 50 tries a second (a reset to
+     * reconnect_min_ms, U[0, 10 ms], would make about 200); and it goes on */
+    int tries = o.events[REDLEASE_EV_RECONNECTING] - reconnects;
+    printf("# %d reconnects in 1 s while refused\n", tries);
+    CHECK(tries >= 5 && tries <= 100 * S);
+    release(&o, o.lk);
+    finish(c, &o);
+    ADM("CONFIG SET requirepass %s", "");
+}
+
+/* SELECT of a database that does not exist: ECONFIG at once. */
+static void test_real_bad_database(void)
+{
+    obs o = {0};
+    redlease_client *c = client_at(sock_path, &o, NULL, 9999);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "db", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_ECONFIG);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK(strstr(redlease_client_errstr(c), "DB index") != NULL);
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* A release that meets BUSY (a script runs long) is retried within its
+ * deadline and deletes the key once the script is killed. */
+static void test_real_release_retried_while_busy(void)
+{
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, NULL, 0);
+    co.command_timeout_ms = 2000 * S;
+    redlease_client *c = client_with(&co, &o);
+    wait_connected(c, 3000);
+    hold_real(c, &o, "rel-busy", lopts(5000, 0, 0));
+    ADM("CONFIG SET busy-reply-threshold 20");
+    redisContext *looper = send_aside("EVAL %s 0", "while true do end");
+    run_for(100, NULL);
+    CHECK_EQ(redlease_release(o.lk, o_rel, &o), REDLEASE_OK);
+    run_for(300, NULL);
+    CHECK_EQ(o.rel, 0);
+    CHECK(o.events[REDLEASE_EV_RELEASE_FAILED] >= 1);
+    ADM("SCRIPT KILL");
+    run_until(&o.rel, 2000, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_OK);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{rel-busy}"), 0);
+    redisFree(looper);
+    ADM("CONFIG SET busy-reply-threshold 5000");
+    finish(c, &o);
+}
+
+/* After SCRIPT FLUSH, one NOSCRIPT per script is resent by EVAL, which
+ * fills the cache: the library goes back to EVALSHA. */
+static void test_real_script_flush_then_evalsha(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    hold_real(c, &o, "sf", lopts(5000, 0, 1));
+    release(&o, NULL);
+    ADM("SCRIPT FLUSH");
+    ADM("CONFIG RESETSTAT");
+    for (int i = 0; i < 5; i++) {
+        obs a = {0};
+        hold_real(c, &a, "sf", lopts(5000, 0, 1));
+        release(&a, NULL);
+        CHECK_EQ(a.rel_st, REDLEASE_OK);
+    }
+    redisReply *r = adm("INFO commandstats");
+    const char *info = r && r->type == REDIS_REPLY_STRING ? r->str : "";
+    long evalsha = 0, eval = 0;
+    const char *p = strstr(info, "cmdstat_evalsha:calls=");
+    if (p) evalsha = atol(p + strlen("cmdstat_evalsha:calls="));
+    p = strstr(info, "cmdstat_eval:calls=");
+    if (p) eval = atol(p + strlen("cmdstat_eval:calls="));
+    printf("# after SCRIPT FLUSH: %ld EVALSHA, %ld EVAL for 5 fenced acquire+release\n", evalsha, eval);
+    CHECK(evalsha >= 8);
+    CHECK(eval <= 2);
+    freeReplyObject(r);
+    finish(c, &o);
+    ADM("FLUSHALL");
+}
+
+/* wait_ms is an upper bound, whatever the connect timeout: a server that
+ * accepts and never answers (a paused one), default 2000 ms timeouts. */
+static void test_real_wait_is_an_upper_bound(void)
+{
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, NULL, 0);
+    co.connect_timeout_ms = co.command_timeout_ms = 2000 * S;
+    redlease_client *c = client_with(&co, &o);
+    char pause[64];
+    snprintf(pause, sizeof pause, "CLIENT PAUSE %lld ALL", (long long)(3000 * S));
+    ADM(pause);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "bound", lopts(1000, 1000, 0));
+    run_until(&o.acq, 3000, o.lk);
+    int64_t took = mono_ms() - t0;
+    printf("# on_acquire after %lld ms of a 1000 ms budget\n", (long long)took);
+    CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT);
+    CHECK(took >= 1000 * S - 5 && took <= 1000 * S + 300 * S);
+    ADM("CLIENT UNPAUSE");
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* Loading a dataset at startup: commands (and the handshake's PING) get
+ * LOADING, which is transient; the acquire succeeds once the data is in.
+ * A second redis-server of the test's own, started on a copy of a dump
+ * the harness's server saves, slowed with key-load-delay, stopped by pid. */
+static void test_real_loading_is_retried(void)
+{
+    const char *server = getenv("REDIS_SERVER");
+    const char *dir = getenv("REDLEASE_TEST_DIR");
+    if (!server || !dir) SKIP_TEST("REDIS_SERVER or REDLEASE_TEST_DIR not set");
+    ADM("DEBUG POPULATE 3000 loadkey 10");
+    ADM("SAVE");
+    char cmd[4096], sub[512], sock[600], pidfile[600];
+    snprintf(sub, sizeof sub, "%s/loading", dir);
+    snprintf(sock, sizeof sock, "%s/loading/redis.sock", dir);
+    snprintf(pidfile, sizeof pidfile, "%s/loading/redis.pid", dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && cp '%s/dump.rdb' '%s/dump.rdb' && '%s' --port 0 --unixsocket '%s' "
+             "--dir '%s' --save '' --appendonly no --key-load-delay %d --daemonize yes "
+             "--loading-process-events-interval-bytes 1024 "
+             "--pidfile '%s' --logfile '%s/redis.log'",
+             sub, dir, sub, server, sock, sub, (int)(500 * S), pidfile, sub);
+    CHECK_EQ(system(cmd), 0);
+    ADM("FLUSHALL");
+    /* 3000 keys x 0.5 ms: about 1.5 s of loading */
+    obs o = {0};
+    watch_text = "LOADING";
+    watch_hits = 0;
+    int64_t start = mono_ms();
+    while (access(sock, F_OK) != 0 && mono_ms() < start + 2000) testloop_run_once(1);
+    redlease_client *c = client_at(sock, &o, NULL, 0);
+    acquire(c, &o, "loaded", lopts(1000, 10000, 0));
+    run_until(&o.acq, 12000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    CHECK(watch_hits >= 1); /* LOADING was seen, and retried */
+    printf("# acquired after %lld ms; %d events said LOADING\n", (long long)(mono_ms() - start),
+           watch_hits);
+    watch_text = NULL;
+    release(&o, NULL);
+    finish(c, &o);
+    FILE *pf = fopen(pidfile, "r");
+    int pid = 0;
+    if (pf) {
+        if (fscanf(pf, "%d", &pid) != 1) pid = 0;
+        fclose(pf);
+    }
+    CHECK(pid > 0);
+    if (pid > 0) kill(pid, SIGKILL);
+}
+
 /* ------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -919,6 +1278,16 @@ int main(int argc, char **argv)
         TEST_CASE(test_real_oom),
         TEST_CASE(test_real_readonly),
         TEST_CASE(test_real_busy),
+        TEST_CASE(test_real_pause_longer_than_ttl),
+        TEST_CASE(test_real_noperm_ends_a_wait_for_ever),
+        TEST_CASE(test_real_oom_retried_within_the_budget),
+        TEST_CASE(test_real_readonly_reconnects_and_retries),
+        TEST_CASE(test_real_password_set_after_connect),
+        TEST_CASE(test_real_bad_database),
+        TEST_CASE(test_real_release_retried_while_busy),
+        TEST_CASE(test_real_script_flush_then_evalsha),
+        TEST_CASE(test_real_wait_is_an_upper_bound),
+        TEST_CASE(test_real_loading_is_retried),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     testloop_destroy();
