@@ -76,8 +76,17 @@ struct redlease_lock {
     int user_ref;       /* 1 until on_release has run (or the client ends) */
     int state;          /* enum rdl_lock_state */
     unsigned notify;    /* RDL_NOTIFY_* bits owed */
-    int release_called;
-    int ended;          /* ended by redlease_client_free() */
+    /* flags, one word for all (a client may hold a million handles) */
+    unsigned release_called : 1;
+    unsigned ended : 1;         /* ended by redlease_client_free() */
+    unsigned fencing : 1;       /* option: mint a fence */
+    unsigned maybe_set : 1;     /* an attempt may have written our key (sent,
+                                   no answer or an answer not used): later
+                                   attempts reclaim it, an acquire ending
+                                   without a lease deletes it */
+    unsigned op_cut : 1;        /* op_deadline is op_limit, before a command timeout */
+    unsigned release_retry : 1; /* a release waits for its retry (c->release_retries) */
+    unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
     redlease_lost_cb on_lost;
@@ -86,15 +95,12 @@ struct redlease_lock {
 
     /* options, validated */
     int64_t ttl, renew_interval, max_hold;
-    int max_attempts, fencing;
+    int max_attempts;
 
     /* acquiring */
     rdl_backoff backoff;
     int attempts;
     int64_t budget_end; /* no attempt starts after this */
-    int maybe_set;      /* an attempt may have written our key (sent, no answer
-                           or an answer not used): later attempts reclaim it,
-                           an acquire ending without a lease deletes it */
     int last_status;    /* outcome of the last attempt that ended, or 0 */
 
     /* the operation in progress (acquire attempt, renewal, release) */
@@ -102,11 +108,8 @@ struct redlease_lock {
     int64_t op_deadline;
     int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
                            acquire, the first deadline of a release */
-    int op_cut;         /* op_deadline is op_limit, before a command timeout */
-    int release_retry;  /* a release waits for its retry (c->release_retries) */
     rdl_req *req;        /* the op's request on the wire, or NULL */
-    int drop_pending;   /* a compare-and-delete of our key is to be sent */
-    int64_t drop_until; /* after this the key has expired by itself */
+    int64_t drop_until; /* a pending drop: after this the key has expired by itself */
     int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
 
     /* held */
@@ -116,7 +119,7 @@ struct redlease_lock {
 
     char token[RDL_TOKEN_LEN + 1];
     char *fence_key;     /* points into key[] storage, or NULL */
-    size_t keylen, fence_keylen; /* keys may hold any byte, NUL included */
+    uint32_t keylen, fence_keylen; /* keys may hold any byte, NUL included */
     char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */
 };
 
