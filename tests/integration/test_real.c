@@ -1,0 +1,581 @@
+/* What a real Redis answers, on the harness's redis-server, in the states
+ * production servers reach: binary resource names, a hash at the lock key
+ * (WRONGTYPE), NOAUTH and a wrong password, OOM, READONLY, BUSY, a pause
+ * longer than the TTL, ACL NOPERM, a password set later, a database that
+ * does not exist, a flushed script cache, a silent server, and LOADING (on
+ * a second redis-server the test starts itself and stops by pid). Each
+ * case checks the exact status, that each callback runs once, that nothing
+ * is held wrongly, and restores the server. Runs on the poll() loop of
+ * loop_poll.c through real.itest (run-integration.sh starts the server);
+ * tests/integration/rig.h has the observer and the helpers. */
+#define _GNU_SOURCE /* memmem, in rig.h */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rig.h"
+
+/* Binary resource names: the key in Redis is prefix "{" the bytes "}",
+ * and the fence key beside it; a NUL does not cut the name short. */
+static void test_binary_resource_names(void)
+{
+    static const char res[] = "a\0b\r\nc d'\"]]--%s{}\xff\xfe;redis.call('FLUSHALL')\n*1\r\n$4\r\nPING";
+    size_t rlen = sizeof res - 1;
+    char key[256];
+    memcpy(key, "lock:{", 6);
+    memcpy(key + 6, res, rlen);
+    key[6 + rlen] = '}';
+    size_t klen = 7 + rlen;
+    for (int fencing = 0; fencing <= 1; fencing++) {
+        obs o = {0};
+        redlease_client *c = real_client(&o, NULL);
+        redlease_lock_options lo = lopts(5000, 0, fencing);
+        CHECK_EQ(redlease_acquire_len(c, res, rlen, &lo, o_acq, o_lost, &o, &o.lk), REDLEASE_OK);
+        run_until(&o.acq, 3000, NULL);
+        CHECK_EQ(o.acq_st, REDLEASE_OK);
+        CHECK_EQ(redlease_lock_key_len(o.lk), klen);
+        CHECK(memcmp(redlease_lock_key(o.lk), key, klen) == 0);
+        CHECK_EQ(redlease_lock_key(o.lk)[klen], '\0');
+        CHECK_STR(get_bin(key, klen), redlease_lock_token(o.lk));
+        CHECK_STR(get_bin("lock:{a}", 8), ""); /* not cut at the NUL */
+        if (fencing) {
+            char fkey[300];
+            memcpy(fkey, key, klen);
+            memcpy(fkey + klen, ":fence", 6);
+            CHECK(strlen(get_bin(fkey, klen + 6)) > 0);
+            CHECK(redlease_lock_fence(o.lk) > 0);
+            ADM("DEL %b", fkey, klen + 6);
+        }
+        /* the same bytes through redlease_acquire stop at the NUL: "a" */
+        obs o2 = {0};
+        hold_real(c, &o2, res, lopts(5000, 0, 0));
+        CHECK_EQ(redlease_lock_key_len(o2.lk), 8);
+        CHECK_STR(get_bin("lock:{a}", 8), redlease_lock_token(o2.lk));
+        release(&o2, NULL);
+        release(&o, NULL);
+        CHECK_EQ(o.rel_st, REDLEASE_OK);
+        redisReply *r = adm("EXISTS %b", key, klen);
+        CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+        freeReplyObject(r);
+        r = adm("DBSIZE");
+        CHECK(r && r->integer == 0); /* the FLUSHALL in the name ran nowhere; nothing left */
+        freeReplyObject(r);
+        finish(c, &o);
+    }
+    /* acquire_len refuses what acquire refuses */
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    redlease_lock *lk = NULL;
+    static char big[REDLEASE_MAX_RESOURCE + 1];
+    CHECK_EQ(redlease_acquire_len(c, res, 0, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire_len(c, NULL, 3, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire_len(c, big, sizeof big, NULL, o_acq, NULL, &o, &lk), REDLEASE_EINVAL);
+    CHECK(lk == NULL);
+    CHECK_EQ(redlease_acquire_len(c, big, sizeof big - 1, NULL, o_acq, NULL, &o, &lk), REDLEASE_OK);
+    CHECK_EQ(redlease_release(lk, NULL, NULL), REDLEASE_OK);
+    CHECK_EQ(redlease_lock_key_len(NULL), 0);
+    run_for(20, NULL);
+    finish(c, &o);
+}
+
+/* WRONGTYPE: a hash at the lock's key. The first attempt's SET NX does
+ * not look at the type (EBUSY with wait 0); a later attempt's script does,
+ * and ends the wait at once with EREDIS. A renewal or a release that meets
+ * the hash knows the key is not ours: lost (NOT_OWNER), ENOTHELD. */
+static void test_real_wrongtype(void)
+{
+    ADM("HSET lock:{wt} f v");
+    obs a = {0};
+    redlease_client *c = real_client(&a, NULL);
+    acquire(c, &a, "wt", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EBUSY);
+    release(&a, a.lk);
+    obs w = {0};
+    int64_t t0 = mono_ms();
+    acquire(c, &w, "wt", lopts(1000, 2000, 0));
+    run_until(&w.acq, 3000, w.lk);
+    CHECK_EQ(w.acq_st, REDLEASE_EREDIS);
+    CHECK(mono_ms() - t0 < 1000 * S); /* definite: not at the budget's end */
+    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+    release(&w, w.lk);
+
+    obs b = {0};
+    redlease_lock_options lo = lopts(400, 0, 0);
+    lo.renew_interval_ms = 100 * S;
+    hold_real(c, &b, "wt2", lo);
+    ADM("DEL lock:{wt2}");
+    ADM("HSET lock:{wt2} f v");
+    run_until(&b.lost, 3000, NULL);
+    CHECK_EQ(b.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    release(&b, b.lk);
+    CHECK_EQ(b.rel_st, REDLEASE_ENOTHELD);
+
+    obs d = {0};
+    hold_real(c, &d, "wt3", lopts(5000, 0, 0));
+    ADM("DEL lock:{wt3}");
+    ADM("HSET lock:{wt3} f v");
+    release(&d, d.lk);
+    CHECK_EQ(d.rel_st, REDLEASE_ENOTHELD);
+
+    /* a hash at the fence key: the fenced acquire fails whole, and leaves
+     * no lock key behind that would block others for the TTL */
+    ADM("HSET lock:{wt4}:fence f v");
+    obs e = {0};
+    acquire(c, &e, "wt4", lopts(5000, 0, 1));
+    run_until(&e.acq, 3000, e.lk);
+    CHECK_EQ(e.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
+    CHECK_STR(get_bin("lock:{wt4}", 10), "");
+    release(&e, e.lk);
+    finish(c, &a);
+    ADM("FLUSHALL");
+}
+
+/* NOAUTH and a wrong password, on the real server; the password never
+ * shows in an event or the error text. */
+static void test_real_noauth_and_wrong_password(void)
+{
+    ADM("CONFIG SET requirepass %s", PASSWORD);
+    obs a = {0}; /* no password: the handshake's PING gets NOAUTH */
+    redlease_client *c = client_at(sock_path, &a, NULL, 0);
+    acquire(c, &a, "na", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EAUTH);
+    CHECK_EQ(redlease_client_connected(c), 0);
+    CHECK(strstr(redlease_client_errstr(c), "NOAUTH") != NULL);
+    release(&a, a.lk);
+    finish(c, &a);
+
+    obs b = {0}; /* wrong password: never connects */
+    c = client_at(sock_path, &b, "wrong-" PASSWORD, 0);
+    acquire(c, &b, "na", lopts(1000, 200, 0));
+    run_until(&b.acq, 3000, b.lk);
+    CHECK_EQ(b.acq_st, REDLEASE_EAUTH);
+    CHECK(strstr(redlease_client_errstr(c), "WRONGPASS") != NULL);
+    CHECK_EQ(b.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EAUTH);
+    CHECK(!has_password(redlease_client_errstr(c), strlen(redlease_client_errstr(c))));
+    release(&b, b.lk);
+    finish(c, &b); /* checks no event carried the password */
+
+    obs d = {0}; /* the right one */
+    c = real_client(&d, PASSWORD);
+    hold_real(c, &d, "na", lopts(1000, 0, 0));
+    release(&d, NULL);
+    CHECK_EQ(d.rel_st, REDLEASE_OK);
+    finish(c, &d);
+    ADM("CONFIG SET requirepass %s", "");
+}
+
+/* OOM: maxmemory 1 with noeviction. What Redis 7 does: SET and the fenced
+ * script's SET are refused (OOM), while a renewal (PEXPIRE) and a release
+ * (DEL) of a lease already held still run. */
+static void test_real_oom(void)
+{
+    obs held = {0};
+    redlease_client *c = real_client(&held, NULL);
+    redlease_lock_options lo = lopts(600, 0, 0);
+    lo.renew_interval_ms = 100 * S;
+    hold_real(c, &held, "oom-held", lo);
+    ADM("CONFIG SET maxmemory-policy noeviction");
+    ADM("CONFIG SET maxmemory 1");
+    for (int fencing = 0; fencing <= 1; fencing++) {
+        obs a = {0};
+        acquire(c, &a, "oom", lopts(1000, 0, fencing));
+        run_until(&a.acq, 3000, a.lk);
+        CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+        CHECK(strstr(redlease_client_errstr(c), "OOM") != NULL);
+        release(&a, a.lk);
+    }
+    int renewed = held.events[REDLEASE_EV_RENEWED];
+    run_for(300, NULL);
+    CHECK(held.events[REDLEASE_EV_RENEWED] > renewed);
+    CHECK_EQ(held.lost, 0);
+    release(&held, NULL);
+    CHECK_EQ(held.rel_st, REDLEASE_OK);
+    ADM("CONFIG SET maxmemory 0");
+    finish(c, &held);
+}
+
+/* READONLY: the server turned replica of a closed port. */
+static void test_real_readonly(void)
+{
+    obs held = {0};
+    redlease_client *c = real_client(&held, NULL);
+    hold_real(c, &held, "ro-held", lopts(5000, 0, 0));
+    ADM("REPLICAOF 127.0.0.1 1");
+    obs a = {0};
+    acquire(c, &a, "ro", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "READONLY") != NULL);
+    release(&a, a.lk);
+    release(&held, NULL);
+    /* READONLY is transient: retried (on new connections, each of which
+     * meets it again) until the release's deadline */
+    CHECK(held.rel_st == REDLEASE_EREDIS || held.rel_st == REDLEASE_ECONN);
+    CHECK(held.events[REDLEASE_EV_RELEASE_FAILED] >= 2);
+    ADM("REPLICAOF NO ONE");
+    finish(c, &held);
+    ADM("FLUSHALL");
+}
+
+/* BUSY: a script loops on another connection past busy-reply-threshold. */
+static void test_real_busy(void)
+{
+    obs a = {0};
+    redlease_client *c = real_client(&a, NULL);
+    ADM("CONFIG SET busy-reply-threshold 20");
+    redisContext *looper = redisConnectUnix(sock_path);
+    redisAppendCommand(looper, "EVAL %s 0", "while true do end");
+    int done = 0;
+    while (!done && redisBufferWrite(looper, &done) == REDIS_OK) {}
+    run_for(100, NULL);
+    acquire(c, &a, "busy", lopts(1000, 0, 0));
+    run_until(&a.acq, 3000, a.lk);
+    CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c), "BUSY") != NULL);
+    release(&a, a.lk);
+    ADM("SCRIPT KILL");
+    redisFree(looper);
+    ADM("CONFIG SET busy-reply-threshold 5000");
+    finish(c, &a);
+}
+
+/* CLIENT PAUSE WRITE longer than the TTL while a handle acquires (issue
+ * 11, item 1). The stalled SET runs when the pause ends, with our token,
+ * for a whole TTL from then; the attempts behind it find our own token and
+ * the acquire succeeds; the release deletes the key. With a budget that
+ * ends during the pause, on_acquire comes by the budget and what the
+ * stalled attempt sets is deleted behind it. Default timeouts (2000 ms). */
+static void test_real_pause_longer_than_ttl(void)
+{
+    for (int short_budget = 0; short_budget <= 1; short_budget++) {
+        obs o = {0};
+        redlease_client_options co = copts(sock_path, NULL, 0);
+        co.connect_timeout_ms = co.command_timeout_ms = 2000 * S;
+        redlease_client *c = client_with(&co, &o);
+        wait_connected(c, 3000);
+        const char *res = short_budget ? "pause-b" : "pause-a";
+        char key[32];
+        size_t klen;
+        redlease_key("lock:", res, strlen(res), REDLEASE_KEY_LOCK, key, sizeof key, &klen);
+        char pause[64];
+        snprintf(pause, sizeof pause, "CLIENT PAUSE %lld WRITE", (long long)(3500 * S));
+        ADM(pause);
+        int64_t t0 = mono_ms();
+        acquire(c, &o, res, lopts(1500, short_budget ? 1000 : 4000, 0));
+        run_until(&o.acq, 6000, short_budget ? o.lk : NULL);
+        int64_t took = mono_ms() - t0;
+        if (!short_budget) {
+            CHECK_EQ(o.acq_st, REDLEASE_OK);
+            CHECK(took >= 3500 * S - 50); /* not before the pause ended */
+            CHECK_EQ(redlease_lock_held(o.lk), 1);
+            CHECK_STR(get_bin(key, klen), redlease_lock_token(o.lk));
+            release(&o, NULL);
+            CHECK_EQ(o.rel_st, REDLEASE_OK);
+            CHECK_EQ(admin_int("EXISTS %s", key), 0);
+        } else {
+            CHECK(o.acq_st == REDLEASE_ETIMEDOUT || o.acq_st == REDLEASE_ECONN);
+            CHECK(took <= 1000 * S + 300 * S); /* by the budget, not the timeouts */
+            release(&o, o.lk);
+            /* the pause ends, the stalled SET runs, the delete behind it too */
+            int64_t end = t0 + 3500 * S + 1000 * S;
+            while (admin_int("EXISTS %s", key) != 0 && mono_ms() < end) testloop_run_once(10);
+            CHECK_EQ(admin_int("EXISTS %s", key), 0);
+        }
+        finish(c, &o);
+        ADM("CLIENT UNPAUSE");
+    }
+    ADM("FLUSHALL");
+}
+
+/* An ACL user without access to the key, waiting for ever: ends at once
+ * with EPERM, and the failed attempt was an event with Redis's text. */
+static void test_real_noperm_ends_a_wait_for_ever(void)
+{
+    ADM("ACL SETUSER limited on >limited-pw ~other:* +@all");
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, "limited-pw", 0);
+    co.username = "limited";
+    redlease_client *c = client_with(&co, &o);
+    watch_text = "NOPERM";
+    watch_hits = 0;
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "acl", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_EPERM);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK_EQ(o.events[REDLEASE_EV_ATTEMPT_FAILED], 1);
+    CHECK_EQ(o.last_status[REDLEASE_EV_ATTEMPT_FAILED], REDLEASE_EPERM);
+    CHECK(watch_hits >= 1);
+    watch_text = NULL;
+    release(&o, o.lk);
+    finish(c, &o);
+    ADM("ACL DELUSER limited");
+}
+
+/* OOM is transient: every attempt of the wait is an event with Redis's
+ * text; it ends EREDIS by the budget, or succeeds once memory is back. */
+static void test_real_oom_retried_within_the_budget(void)
+{
+    ADM("CONFIG SET maxmemory-policy noeviction");
+    for (int freed = 0; freed <= 1; freed++) {
+        obs o = {0};
+        redlease_client *c = real_client(&o, NULL);
+        ADM("CONFIG SET maxmemory 1");
+        watch_text = "OOM";
+        watch_hits = 0;
+        acquire(c, &o, "oom-wait", lopts(1000, 800, freed));
+        if (freed) {
+            run_for(300, o.lk);
+            ADM("CONFIG SET maxmemory 0");
+        }
+        run_until(&o.acq, 3000, freed ? NULL : o.lk);
+        CHECK_EQ(o.acq_st, freed ? REDLEASE_OK : REDLEASE_EREDIS);
+        CHECK(o.events[REDLEASE_EV_ATTEMPT_FAILED] >= 2);
+        CHECK(watch_hits >= 2); /* each with Redis's text (the last may be cut by the budget) */
+        watch_text = NULL;
+        ADM("CONFIG SET maxmemory 0");
+        release(&o, NULL);
+        finish(c, &o);
+    }
+    ADM("FLUSHALL");
+}
+
+/* READONLY: the server became a replica. The client drops the connection
+ * and reconnects; the attempts go on; once it is a primary again the
+ * acquire succeeds within its budget. */
+static void test_real_readonly_reconnects_and_retries(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    redlease_stats before;
+    redlease_client_stats(c, &before);
+    ADM("REPLICAOF 127.0.0.1 1");
+    watch_text = "READONLY";
+    watch_hits = 0;
+    acquire(c, &o, "ro-wait", lopts(1000, 3000, 0));
+    run_for(500, o.lk);
+    ADM("REPLICAOF NO ONE");
+    run_until(&o.acq, 4000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    redlease_stats after;
+    redlease_client_stats(c, &after);
+    CHECK(after.connects >= before.connects + 2); /* replaced, more than once */
+    CHECK(o.events[REDLEASE_EV_ATTEMPT_FAILED] >= 1);
+    CHECK(watch_hits >= 2); /* in the attempts' and the disconnects' details */
+    watch_text = NULL;
+    release(&o, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_OK);
+    finish(c, &o);
+    ADM("FLUSHALL");
+}
+
+/* requirepass set while a client without a password is connected (Redis
+ * keeps that connection logged in), then the connection drops: the new
+ * one is refused (its PING gets NOAUTH), so the client is not connected
+ * (it was, with every command answered NOAUTH), the acquire ends with
+ * EAUTH at once, and the reconnects back off. */
+static void test_real_password_set_after_connect(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    CHECK(redlease_client_connected(c));
+    ADM("CONFIG SET requirepass %s", PASSWORD);
+    ADM("CLIENT KILL TYPE normal SKIPME yes");
+    run_for(100, NULL);
+    CHECK_EQ(redlease_client_connected(c), 0);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "late-pw", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_EAUTH);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    int reconnects = o.events[REDLEASE_EV_RECONNECTING];
+    run_for(1000, NULL);
+    CHECK_EQ(redlease_client_connected(c), 0);
+    CHECK_EQ(o.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_EAUTH);
+    /* the backoff is not reset by a refused handshake: U[0, 40 ms] once it
+     * reached reconnect_max_ms, about 50 tries a second (a reset to
+     * reconnect_min_ms, U[0, 10 ms], would make about 200); and it goes on */
+    int tries = o.events[REDLEASE_EV_RECONNECTING] - reconnects;
+    printf("# %d reconnects in 1 s while refused\n", tries);
+    CHECK(tries >= 5 && tries <= 100 * S);
+    release(&o, o.lk);
+    finish(c, &o);
+    ADM("CONFIG SET requirepass %s", "");
+}
+
+/* SELECT of a database that does not exist: ECONFIG at once. */
+static void test_real_bad_database(void)
+{
+    obs o = {0};
+    redlease_client *c = client_at(sock_path, &o, NULL, 9999);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "db", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq_st, REDLEASE_ECONFIG);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK(strstr(redlease_client_errstr(c), "DB index") != NULL);
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* A release that meets BUSY (a script runs long) is retried within its
+ * deadline and deletes the key once the script is killed. */
+static void test_real_release_retried_while_busy(void)
+{
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, NULL, 0);
+    co.command_timeout_ms = 2000 * S;
+    redlease_client *c = client_with(&co, &o);
+    wait_connected(c, 3000);
+    hold_real(c, &o, "rel-busy", lopts(5000, 0, 0));
+    ADM("CONFIG SET busy-reply-threshold 20");
+    redisContext *looper = send_aside("EVAL %s 0", "while true do end");
+    run_for(100, NULL);
+    CHECK_EQ(redlease_release(o.lk, o_rel, &o), REDLEASE_OK);
+    run_for(300, NULL);
+    CHECK_EQ(o.rel, 0);
+    CHECK(o.events[REDLEASE_EV_RELEASE_FAILED] >= 1);
+    ADM("SCRIPT KILL");
+    run_until(&o.rel, 2000, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_OK);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{rel-busy}"), 0);
+    redisFree(looper);
+    ADM("CONFIG SET busy-reply-threshold 5000");
+    finish(c, &o);
+}
+
+/* After SCRIPT FLUSH, one NOSCRIPT per script is resent by EVAL, which
+ * fills the cache: the library goes back to EVALSHA. */
+static void test_real_script_flush_then_evalsha(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    hold_real(c, &o, "sf", lopts(5000, 0, 1));
+    release(&o, NULL);
+    ADM("SCRIPT FLUSH");
+    ADM("CONFIG RESETSTAT");
+    for (int i = 0; i < 5; i++) {
+        obs a = {0};
+        hold_real(c, &a, "sf", lopts(5000, 0, 1));
+        release(&a, NULL);
+        CHECK_EQ(a.rel_st, REDLEASE_OK);
+    }
+    redisReply *r = adm("INFO commandstats");
+    const char *info = r && r->type == REDIS_REPLY_STRING ? r->str : "";
+    long evalsha = 0, eval = 0;
+    const char *p = strstr(info, "cmdstat_evalsha:calls=");
+    if (p) evalsha = atol(p + strlen("cmdstat_evalsha:calls="));
+    p = strstr(info, "cmdstat_eval:calls=");
+    if (p) eval = atol(p + strlen("cmdstat_eval:calls="));
+    printf("# after SCRIPT FLUSH: %ld EVALSHA, %ld EVAL for 5 fenced acquire+release\n", evalsha, eval);
+    CHECK(evalsha >= 8);
+    CHECK(eval <= 2);
+    freeReplyObject(r);
+    finish(c, &o);
+    ADM("FLUSHALL");
+}
+
+/* wait_ms is an upper bound, whatever the connect timeout: a server that
+ * accepts and never answers (a paused one), default 2000 ms timeouts. */
+static void test_real_wait_is_an_upper_bound(void)
+{
+    obs o = {0};
+    redlease_client_options co = copts(sock_path, NULL, 0);
+    co.connect_timeout_ms = co.command_timeout_ms = 2000 * S;
+    redlease_client *c = client_with(&co, &o);
+    char pause[64];
+    snprintf(pause, sizeof pause, "CLIENT PAUSE %lld ALL", (long long)(3000 * S));
+    ADM(pause);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "bound", lopts(1000, 1000, 0));
+    run_until(&o.acq, 3000, o.lk);
+    int64_t took = mono_ms() - t0;
+    printf("# on_acquire after %lld ms of a 1000 ms budget\n", (long long)took);
+    CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT);
+    CHECK(took >= 1000 * S - 5 && took <= 1000 * S + 300 * S);
+    ADM("CLIENT UNPAUSE");
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* Loading a dataset at startup: commands (and the handshake's PING) get
+ * LOADING, which is transient; the acquire succeeds once the data is in.
+ * A second redis-server of the test's own, started on a copy of a dump
+ * the harness's server saves, slowed with key-load-delay, stopped by pid. */
+static void test_real_loading_is_retried(void)
+{
+    const char *server = getenv("REDIS_SERVER");
+    const char *dir = getenv("REDLEASE_TEST_DIR");
+    if (!server || !dir) SKIP_TEST("REDIS_SERVER or REDLEASE_TEST_DIR not set");
+    ADM("DEBUG POPULATE 3000 loadkey 10");
+    ADM("SAVE");
+    char cmd[4096], sub[512], sock[600], pidfile[600];
+    snprintf(sub, sizeof sub, "%s/loading", dir);
+    snprintf(sock, sizeof sock, "%s/loading/redis.sock", dir);
+    snprintf(pidfile, sizeof pidfile, "%s/loading/redis.pid", dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && cp '%s/dump.rdb' '%s/dump.rdb' && '%s' --port 0 --unixsocket '%s' "
+             "--dir '%s' --save '' --appendonly no --key-load-delay %d --daemonize yes "
+             "--loading-process-events-interval-bytes 1024 "
+             "--pidfile '%s' --logfile '%s/redis.log'",
+             sub, dir, sub, server, sock, sub, (int)(500 * S), pidfile, sub);
+    CHECK_EQ(system(cmd), 0);
+    ADM("FLUSHALL");
+    /* 3000 keys x 0.5 ms: about 1.5 s of loading */
+    obs o = {0};
+    watch_text = "LOADING";
+    watch_hits = 0;
+    int64_t start = mono_ms();
+    while (access(sock, F_OK) != 0 && mono_ms() < start + 2000) testloop_run_once(1);
+    redlease_client *c = client_at(sock, &o, NULL, 0);
+    acquire(c, &o, "loaded", lopts(1000, 10000, 0));
+    run_until(&o.acq, 12000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    CHECK(watch_hits >= 1); /* LOADING was seen, and retried */
+    printf("# acquired after %lld ms; %d events said LOADING\n", (long long)(mono_ms() - start),
+           watch_hits);
+    watch_text = NULL;
+    release(&o, NULL);
+    finish(c, &o);
+    FILE *pf = fopen(pidfile, "r");
+    int pid = 0;
+    if (pf) {
+        if (fscanf(pf, "%d", &pid) != 1) pid = 0;
+        fclose(pf);
+    }
+    CHECK(pid > 0);
+    if (pid > 0) kill(pid, SIGKILL);
+}
+
+/* ------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    if (rig_start()) return 1;
+    static const test_case tests[] = {
+        TEST_CASE(test_binary_resource_names),
+        TEST_CASE(test_real_wrongtype),
+        TEST_CASE(test_real_noauth_and_wrong_password),
+        TEST_CASE(test_real_oom),
+        TEST_CASE(test_real_readonly),
+        TEST_CASE(test_real_busy),
+        TEST_CASE(test_real_pause_longer_than_ttl),
+        TEST_CASE(test_real_noperm_ends_a_wait_for_ever),
+        TEST_CASE(test_real_oom_retried_within_the_budget),
+        TEST_CASE(test_real_readonly_reconnects_and_retries),
+        TEST_CASE(test_real_password_set_after_connect),
+        TEST_CASE(test_real_bad_database),
+        TEST_CASE(test_real_release_retried_while_busy),
+        TEST_CASE(test_real_script_flush_then_evalsha),
+        TEST_CASE(test_real_wait_is_an_upper_bound),
+        TEST_CASE(test_real_loading_is_retried),
+    };
+    int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+    rig_stop();
+    return rc;
+}
