@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* <redlease/glib.h>: run a redlease client on a GLib GMainContext.
  *
  * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* <redlease/libev.h>: run a redlease client on a libev loop.
  *
  * Header-only, so libev's configuration (EV_MULTIPLICITY, embedded builds)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* <redlease/libevent.h>: run a redlease client on a libevent 2 event_base.
  *
  * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and

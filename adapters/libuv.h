@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* <redlease/libuv.h>: run a redlease client on a libuv loop.
  *
  * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command-line options: a small table-driven reader, so that options may
  * come before or after RESOURCE and "--" stays where the user put it (GNU
  * getopt_long would move it). Accepts --name VALUE, --name=VALUE, -x VALUE,

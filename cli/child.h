@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Starting COMMAND: fork, then in the child the environment below, the
  * signal state redlease started with, and execvp (PATH lookup). */
 #ifndef REDLEASE_CLI_CHILD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The subcommands; each takes its arguments after the command name
  * (argv[0] is "run" or "status") and returns the exit status. */
 #ifndef REDLEASE_CLI_COMMANDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exit statuses of redlease(1); the man page's EXIT STATUS lists them. The
  * values follow sysexits.h (64, 69, 75) and timeout(1) (124-127), so
  * scripts can tell "did not run" from COMMAND's own status. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "commands.h"
 
 /* Kept short and true to man/redlease.1: change both together. */

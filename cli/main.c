@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlease(1): a distributed flock(1) on Redis leases. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Messages on stderr, all prefixed "redlease: ". */
 #ifndef REDLEASE_CLI_MSG_H
 #define REDLEASE_CLI_MSG_H

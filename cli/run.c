@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlease run: acquire RESOURCE, run COMMAND while the library renews the
  * lease, release, exit with COMMAND's status.
  *

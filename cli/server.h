@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where Redis is and how to log in: the options run and status share.
  * Command line first, then REDLEASE_SOCKET / REDLEASE_HOST / REDLEASE_PORT,
  * then the library's defaults. The password never comes from the command

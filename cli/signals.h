@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The signals redlease passes on to COMMAND, caught without losing who
  * sent them: a handler (SA_SIGINFO) notes the signal and whether it came
  * from kill()/sigqueue() (si_code <= 0) or from the kernel (a terminal's ^C,

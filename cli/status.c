@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlease status: is RESOURCE held, and for how much longer? The library
  * has no inspect call, so this asks Redis itself with hiredis's
  * synchronous API, for the keys the library uses: redlease_key() names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* booking-server: a small libev TCP server that books restaurant tables in a
  * shared store (booking-store.h), protecting each table with a redlease lease
  * and writing with the lease's fencing token. `make demo` (examples/demo.sh)

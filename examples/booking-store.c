@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* booking-store: see booking-store.h. */
 #define _DEFAULT_SOURCE /* flock */
 #include "booking-store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* booking-store: the demo's shared "database" of table bookings.
  *
  * One text file shared by every booking-server process. Each operation takes

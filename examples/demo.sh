@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # demo.sh: the double-booking story, live (`make demo`).
 #
 # Starts a private redis-server (tests/redis-harness.sh: unix socket in a

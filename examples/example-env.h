@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where the example programs find Redis: REDLEASE_SOCKET (a unix socket),
  * else REDLEASE_HOST and REDLEASE_PORT (default 127.0.0.1:6379). Your own
  * program fills redlease_client_options from its configuration instead. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* glib-basic: waiting for a busy lock on a GMainLoop, with fencing. A rival
  * holds the lock for 500 ms; the waiter's acquire (wait_ms 2000) retries,
  * each busy reply shown as REDLEASE_EV_CONTENDED by the event callback, and

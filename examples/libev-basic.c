@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libev-basic: acquire a lease, work while it is renewed, react to loss,
  * release. A second client tries the same resource meanwhile and is told it
  * is busy.

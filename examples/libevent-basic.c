@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libevent-basic: a cron-like job on libevent. Every 300 ms, for 3 rounds,
  * it tries the lock once (wait_ms = 0): if another instance holds it, the
  * round is skipped, not queued; otherwise it works while the lease is held

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libuv-basic: a long job that keeps a short lease alive by renewal, and a
  * graceful shutdown. The lease has a 600 ms TTL, renewed every 200 ms, while
  * 8 work steps run on a uv_timer (about 2 s). When the job is done, or on

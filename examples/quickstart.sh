@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # One command from a fresh checkout to a running example:
 #   installs the Debian packages it needs (when run as root and any is
 #   missing), builds the library and runs `make demo`: the double-booking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker: a long job that keeps its lease by renewal and stops the moment
  * the lease is lost.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlease: Redis-backed distributed leases for event-driven C servers.
  *
  * One redlease_client owns one hiredis async connection and runs on the

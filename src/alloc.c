@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "alloc.h"
 
 #include <stdlib.h>

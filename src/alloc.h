@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's allocator: libc unless redlease_set_allocator() replaced it.
  * Every allocation in the core goes through here, so the tests can fail the
  * Nth allocation and check that nothing leaks and every error is reported. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "backoff.h"
 
 #include "redlease.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Jittered exponential backoff, shared by acquire retries and reconnects.
  * Randomness comes from an injected generator so tests can pin sequences. */
 #ifndef REDLEASE_BACKOFF_H

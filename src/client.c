@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client: one connection, one loop timer, and the lifetime rules.
  *
  * Every deadline (connect, handshake, reconnect, and each lock's next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal structures shared by client.c (connection, timer, delivery of
  * callbacks, lifetime) and lock.c (the lease state machine). Pure core: no
  * hiredis here; the connection is reached through rdl_transport.

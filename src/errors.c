@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error replies, classified by their code (the first word), in one table.
  * Unknown codes are definite: a lock that meets an error nobody foresaw
  * says so at once instead of retrying it for the whole wait budget (or for

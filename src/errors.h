@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a Redis error reply means for the operation that got it: the one
  * table (src/errors.c), documented in man 3 redlease, ERRORS FROM REDIS. */
 #ifndef REDLEASE_ERRORS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A binary min-heap of deadlines. Nodes are embedded in their owners and
  * remember their slot, so moving a deadline is O(log n) and never allocates:
  * only rdl_heap_insert() can fail. The client keeps every lock in the heap

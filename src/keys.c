@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Keys of a resource:  prefix "{" name "}" [":fence"]
  *
  * One hash slot: Redis hashes only the text between the first "{" and the

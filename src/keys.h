@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one map from (prefix, resource, purpose) to a Redis key; see
  * redlease_key() in include/redlease.h for the scheme and why it is
  * one-to-one and single-slot. */

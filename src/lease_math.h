@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lease arithmetic, in one place. A lease confirmed by a command sent at t0
  * (monotonic, read before sending) is valid locally until
  * t0 + ttl - drift, drift = ttl/100 + 2 ms: the key cannot expire on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Intrusive doubly linked list (circular, with a sentinel head). Nodes are
  * embedded in the objects they link, so linking never allocates. */
 #ifndef REDLEASE_LIST_H

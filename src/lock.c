@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lease state machine.
  *
  *   ACQUIRING --OK--> HELD --release()--> RELEASING --reply--> DONE

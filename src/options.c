@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Option defaults and validation. Arguments that cannot work are refused
  * with REDLEASE_EINVAL by the call itself, never discovered later. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "scripts.h"
 
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Lua scripts a lease needs. Each goes by EVALSHA under its SHA-1
  * (computed by the client, src/sha1.c), and by EVAL once when the server
  * answers NOSCRIPT (cold or flushed script cache; EVAL fills it). */

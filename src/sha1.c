@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SHA-1 (FIPS 180-4), the plain textbook form: one message, one call. */
 #include <stdint.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SHA-1, only to name the Lua scripts for EVALSHA without asking the
  * server (SCRIPT LOAD): the server caches a script under the same digest
  * the first time it runs it by EVAL. Not used for anything secret. */

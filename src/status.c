@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status texts and the version string. */
 #include "redlease.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lease tokens: 128 bits from the OS CSPRNG, as 32 hex digits. */
 #ifndef REDLEASE_TOKEN_H
 #define REDLEASE_TOKEN_H

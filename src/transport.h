@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The seam between the pure core and the Redis connection.
  *
  * The core never includes hiredis. It talks to one connection through this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The hiredis async binding of the transport seam (see transport.h).
  *
  * The only file of the project that includes hiredis. It works on hiredis

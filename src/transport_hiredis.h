@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one piece of the hiredis binding other code shares: how a hiredis
  * reply becomes the core's rdl_reply. The unit-test rig and the fuzzers feed
  * replies through it too, so they test the mapping the library uses. */

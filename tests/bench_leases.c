@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_leases: 100,000 leases on one client, against a real redis-server.
  * Measures in one run: the library's memory per held lease (counted through
  * redlease_set_allocator), and the wall time of acquiring, renewing and

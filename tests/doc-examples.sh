@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: the complete programs of the docs compile as users copy them:
 # C99, -Wall -Wextra, not one warning. One TAP case per program:
 #   README.md  the C block under "## A complete libev program"

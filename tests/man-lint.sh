@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: the manual pages render without a single warning, and
 # redlease.3 names every function include/redlease.h exports, so the page
 # cannot silently fall behind the API. One TAP case per check:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # redis-harness.sh: a private, throw-away redis-server for the tests.
 #
 # Sourced (bash):

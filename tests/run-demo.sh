@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: runs examples/demo.sh (what `make demo` runs) and reports each
 # of its five results as a TAP case, plus one for its exit status agreeing
 # with them; then checks booking-server's handling of bad or slow clients

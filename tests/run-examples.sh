@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: runs the example programs against a private redis-server,
 # one TAP case each; an example exits with the status its story should end
 # with. Examples whose loop configure did not find are reported as skipped.

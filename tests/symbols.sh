@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: the static library defines no global symbol outside the
 # public redlease_ names and the internal rdl_ prefix, so a program can link
 # libredlease.a next to any other library (GNU readline owns rl_). One TAP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny TAP test runner: each test case prints "ok N - name" or
  * "not ok N - name", so automake's TAP driver counts every case. */
 #ifndef REDLEASE_TESTUTIL_H

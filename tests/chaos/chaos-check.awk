@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # chaos-check.awk: the checker of the chaos run (chaos.sh). Reads, in this
 # order: faults.log, store.log, exits.log, then every worker log (their line
 # formats are in chaos.sh, store.c and chaos-worker.c). Variables: ttl (ms),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chaos-worker: one of the processes of the chaos run (chaos.sh). It loops
  * over the critical section of issue 5 on the shared resource "chaos":
  *

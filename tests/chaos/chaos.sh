@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # chaos.sh: mutual exclusion under faults (issue 5). Starts a private
 # redis-server (tests/redis-harness.sh), a fault proxy in front of it
 # (netfault-proxy) and CHAOS_WORKERS chaos-worker processes, which reach

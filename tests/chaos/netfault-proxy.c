@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* netfault-proxy: network faults for the chaos run (chaos.sh), without
  * kernel netem. It listens on a unix socket, opens one upstream connection
  * (unix path, or HOST:PORT over TCP) per accepted client and forwards bytes

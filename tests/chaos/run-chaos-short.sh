@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: a short chaos run (tests/chaos/chaos.sh), one TAP case per
 # invariant of its checker. ~10 s with 4 workers; under
 # REDLEASE_TEST_WRAPPER (valgrind) 2 workers, a 400 ms TTL and 20 s, so it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* store: see store.h. Log lines: "read|write ok|refused W FENCE VALUE". */
 #include "store.h"
 

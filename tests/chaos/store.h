@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* store: the shared resource the chaos workers protect. One file holds
  * "COUNTER HIGHEST_FENCE"; every operation takes flock(2) on it, so the
  * operations of all processes are serialized, and appends one line to the

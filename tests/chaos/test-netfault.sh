@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: the fault proxy of the chaos run (tests/chaos/netfault-proxy)
 # against a private redis-server, through redis-cli. One proxy, fed its
 # commands through a FIFO, for all cases but the last:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: redlease(1) against a private redis-server, as TAP. The
 # commands run under the lock check the lock themselves (a mkdir sentinel,
 # their environment, their file descriptors); Redis is inspected with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading a fuzz input as a stream of choices: every take_*() returns 0
  * once the input is used up, so any input (the empty one too) is a valid
  * program and the fuzzer never wastes runs on rejected inputs. */

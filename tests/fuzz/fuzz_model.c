@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the model check of the core (tests/unit/model.c) with the
  * fuzzer choosing every step instead of test_model's PRNG, so coverage
  * steers the sequence of acquires and their options, releases (also from

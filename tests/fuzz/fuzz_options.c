@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: arbitrary client and lock options and resource names.
  *
  * The input picks every field of redlease_client_options and

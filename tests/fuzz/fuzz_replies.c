@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: arbitrary RESP bytes and arbitrary reply orders and timings
  * through the core's reply handling.
  *

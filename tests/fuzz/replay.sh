@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check: every fuzz target's corpus (tests/fuzz/corpus/fuzz_NAME/)
 # replayed once through tests/fuzz/replay_NAME (the target without
 # libFuzzer), one TAP case per target. A target aborts on a violated

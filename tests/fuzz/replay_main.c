@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replays a fuzz target's corpus without libFuzzer: a main() that runs
  * LLVMFuzzerTestOneInput once on every file of the given directories, so
  * make check (gcc, ASan, valgrind builds) keeps every seed and every input

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check-fuzz: run each libFuzzer target for a bounded time.
 # usage: run-fuzz.sh BUILDDIR SRCDIR SECONDS TARGET...
 # Each target starts from its checked-in seeds (SRCDIR/tests/fuzz/corpus/T)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hand-made seeds of tests/fuzz/corpus/ (run from the source
 tree's top; inputs the fuzzer found sit beside them under their SHA1 names).
 Each seed is a program in the byte language the target's header describes.

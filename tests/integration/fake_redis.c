@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* See fake_redis.h. One thread, poll(2) over the listening socket, a wake
  * pipe and up to FR_CONNS connections; counters are read by the main thread
  * under a mutex. Writes use MSG_NOSIGNAL: the client may be gone. */

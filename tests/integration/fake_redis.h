@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An in-process fake Redis for the hostile-server tests: a thread that
  * listens on a unix socket in a temp dir, parses each request with
  * hiredis's redisReader (requests are RESP arrays) and answers it from a

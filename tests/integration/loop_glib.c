@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The integration suite on GLib, through <redlease/glib.h>, on a private
  * GMainContext (not the default one). */
 #include <redlease/glib.h>

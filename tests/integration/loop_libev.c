@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The integration suite on libev, through <redlease/libev.h>. */
 #include <redlease/libev.h>
 

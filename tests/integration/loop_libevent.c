@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The integration suite on libevent, through <redlease/libevent.h>. */
 #include <redlease/libevent.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The integration suite on libuv, through <redlease/libuv.h>. */
 #include <redlease/libuv.h>
 

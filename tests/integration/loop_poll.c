@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A loop written by hand on poll(2), with its redlease adapter: the proof
  * that the adapter interface (struct redlease_loop_ops in <redlease.h>, plus
  * hiredis's ev hooks for the connection) is all another loop needs. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The rig of the integration tests that check one behaviour against a
  * server (test_hostile.c: a fake Redis; test_real.c: the harness's real
  * redis-server): an observer of one handle's callbacks and the client's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make check driver for the integration suite: starts a private
 # redis-server (tests/redis-harness.sh), runs one test program against it,
 # always stops redis, and exits with the test's status (77 = SKIP when

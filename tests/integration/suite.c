@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration tests: the library on a real event loop against a real
  * redis-server that tests/redis-harness.sh started (unix socket in
  * REDLEASE_TEST_SOCKET, TCP port in REDLEASE_TEST_PORT, no persistence,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hostile servers: the library against a fake Redis (fake_redis.c) that
  * answers every error a lock can meet, replies of the wrong type, half
  * replies followed by silence or a close, and bytes that are not RESP; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a real Redis answers, on the harness's redis-server, in the states
  * production servers reach: binary resource names, a hash at the lock key
  * (WRONGTYPE), NOAUTH and a wrong password, OOM, READONLY, BUSY, a pause

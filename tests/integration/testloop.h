@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The event loop an integration test program runs on. suite.c holds the
  * scenarios; each loop_<name>.c implements this interface with one adapter,
  * and the two are linked into tests/integration/test_<name>. */

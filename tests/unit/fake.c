@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "fake.h"
 #include "sha1.h"
 

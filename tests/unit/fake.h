@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unit-test rig: a scripted transport, a fake loop timer and a virtual
  * clock, so every timing path of the core runs deterministically. Commands
  * are answered in order, as Redis does. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model check of the core. One program drives up to six leases on two
  * resources through steps that the driver chooses (model.h): acquires with
  * chosen options, releases (also from inside the event hook), the model's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model check of the core (model.c), with its choices injected: a
  * PRNG in test_model.c (randomized, one run per seed), the fuzzer's input
  * in tests/fuzz/fuzz_model.c (coverage-guided). */

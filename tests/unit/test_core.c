@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the pure core: fake transport, fake loop, virtual clock.
  * Every timing rule of a lease is checked at the exact millisecond. */
 #include <stdlib.h>

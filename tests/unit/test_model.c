@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A randomized model check of the core: the model of model.c (what one
  * program does and what it checks is said there), its choices drawn from
  * a PRNG, one program of 200 steps per seed. A failure prints its seed;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pure tables of the core, no client needed: the key scheme
  * (src/keys.c: one-to-one, one hash slot per resource), the error
  * classification (src/errors.c: the table man 3 redlease documents) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where lease tokens come from. A token is the only thing that tells our
  * lock from another holder's, so it must be unguessable: 16 bytes from the
  * OS CSPRNG, getrandom(2), or /dev/urandom where the kernel has no
