@@ -28,8 +28,7 @@
 #include "server.h"
 #include "signals.h"
 
-#define MAX_WAIT_MS ((int64_t)365 * 24 * 3600 * 1000) /* the library's caps */
-#define MAX_TTL_MS ((int64_t)1000 * 1000 * 1000)
+/* --grace is the command's own; every other limit is the library's. */
 #define MAX_GRACE_MS ((int64_t)24 * 3600 * 1000)
 
 enum phase { WAITING, RUNNING, RELEASING, FINISHED };
@@ -98,10 +97,10 @@ static int parse(run *r, int argc, char **argv)
             r->command = argv + a.i;
             a.i = argc; /* the rest is COMMAND's */
             break;
-        case OPT_WAIT: rc = cli_args_number(&a, 0, MAX_WAIT_MS, &r->wait_ms), wait_given = 1; break;
+        case OPT_WAIT: rc = cli_args_number(&a, 0, REDLEASE_MAX_WAIT_MS, &r->wait_ms), wait_given = 1; break;
         case OPT_NO_WAIT: r->wait_ms = 0, no_wait = 1; break;
-        case OPT_TTL: rc = cli_args_number(&a, 10, MAX_TTL_MS, &r->ttl_ms); break;
-        case OPT_MAX_HOLD: rc = cli_args_number(&a, 1, MAX_WAIT_MS, &r->max_hold_ms); break;
+        case OPT_TTL: rc = cli_args_number(&a, REDLEASE_MIN_TTL_MS, REDLEASE_MAX_TTL_MS, &r->ttl_ms); break;
+        case OPT_MAX_HOLD: rc = cli_args_number(&a, 1, REDLEASE_MAX_WAIT_MS, &r->max_hold_ms); break;
         case OPT_GRACE: rc = cli_args_number(&a, 0, MAX_GRACE_MS, &r->grace_ms); break;
         case OPT_FENCE: r->fencing = 1; break;
         case OPT_QUIET: quiet = 1; break;

@@ -37,7 +37,6 @@ const cli_opt cli_server_opts[] = {
     {NULL, 0, 0, 0},
 };
 
-#define MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000) /* the library's cap */
 #define MAX_PASSWORD 4096
 
 void cli_server_init(cli_server *s)
@@ -54,6 +53,7 @@ void cli_server_init(cli_server *s)
 int cli_server_take(cli_server *s, const cli_args *a, int id)
 {
     int64_t n;
+    size_t klen;
     switch (id) {
     case OPT_HOST:
         if (!a->value[0]) return cli_usage_error("%s: empty host name", a->name);
@@ -84,14 +84,15 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         return cli_usage_error("%s: a password on the command line would show in ps; "
                                "use REDLEASE_PASSWORD or --password-file FILE", a->name);
     case OPT_PREFIX:
-        /* "" is allowed: the key is {RESOURCE}. Braces would move the hash
-         * tag: the library refuses them (man 3 redlease, KEYS). */
-        if (strpbrk(a->value, "{}") || strlen(a->value) > 256)
-            return cli_usage_error("%s: at most 256 bytes and no '{' or '}'", a->name);
+        /* "" is allowed: the key is {RESOURCE}. The library's own rule
+         * decides (man 3 redlease, KEYS): braces would move the hash tag. */
+        if (redlease_key(a->value, "x", 1, REDLEASE_KEY_LOCK, NULL, 0, &klen) != REDLEASE_OK)
+            return cli_usage_error("%s: at most %d bytes and no '{' or '}'", a->name,
+                                   REDLEASE_MAX_PREFIX);
         s->prefix = a->value;
         return 0;
     case OPT_TIMEOUT:
-        if (cli_args_number(a, 1, MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
+        if (cli_args_number(a, 1, REDLEASE_MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
         s->timeout_ms = n;
         return 0;
     default:

@@ -224,8 +224,19 @@ typedef struct redlease_lock_options {
 
 REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
 
-/* Longest resource name accepted (bytes, without the key prefix). */
-#define REDLEASE_MAX_RESOURCE 1024
+/* Limits of the options and names the library accepts; outside them the
+ * call returns REDLEASE_EINVAL. Tools built on the library (the redlease
+ * command) check their arguments against these, not against copies. */
+#define REDLEASE_MAX_RESOURCE 1024 /* resource name, bytes, without the key prefix */
+#define REDLEASE_MAX_PREFIX 256    /* key_prefix, bytes */
+#define REDLEASE_MIN_TTL_MS 10     /* ttl_ms */
+/* ttl_ms: about 11.6 days, far below any overflow of the millisecond
+ * arithmetic (t0 + ttl) and of Redis' PX argument */
+#define REDLEASE_MAX_TTL_MS ((int64_t)1000 * 1000 * 1000)
+/* connect_timeout_ms, command_timeout_ms, reconnect_*_ms, retry_*_ms: a day */
+#define REDLEASE_MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000)
+/* wait_ms and max_hold_ms: a year */
+#define REDLEASE_MAX_WAIT_MS (REDLEASE_MAX_TIMEOUT_MS * 365)
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key and,
  * with fencing, one counter key, every key of a resource in one hash slot
@@ -234,7 +245,7 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
  *   REDLEASE_KEY_FENCE  prefix "{" name "}:fence"   e.g. lock:{job:42}:fence
  * where name is the resource, with a backslash put in front when it starts
  * with "}" or "\" (so the hash tag is never empty, and the map stays
- * one-to-one). The prefix may not contain "{" or "}" (at most 256 bytes). */
+ * one-to-one). The prefix may not contain "{" or "}" (at most REDLEASE_MAX_PREFIX bytes). */
 enum redlease_key_kind { REDLEASE_KEY_LOCK = 1, REDLEASE_KEY_FENCE = 2 };
 /* Writes the key of resource (resource_len bytes) under prefix (NULL: none,
  * as key_prefix NULL in the client options) into buf, NUL-terminated, when size > its length; *len

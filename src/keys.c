@@ -26,7 +26,7 @@ static int needs_escape(const char *resource, size_t len)
 
 int rdl_key_prefix_ok(const char *prefix, size_t len)
 {
-    return len <= RDL_MAX_PREFIX && !memchr(prefix, '{', len) && !memchr(prefix, '}', len);
+    return len <= REDLEASE_MAX_PREFIX && !memchr(prefix, '{', len) && !memchr(prefix, '}', len);
 }
 
 size_t rdl_key_len(size_t prefix_len, const char *resource, size_t resource_len, int kind)
@@ -53,7 +53,7 @@ int redlease_key(const char *prefix, const char *resource, size_t resource_len, 
 {
     if (len) *len = 0;
     if (!prefix) prefix = "";
-    size_t plen = strnlen(prefix, RDL_MAX_PREFIX + 1);
+    size_t plen = strnlen(prefix, REDLEASE_MAX_PREFIX + 1);
     if (!resource || resource_len == 0 || resource_len > REDLEASE_MAX_RESOURCE || !len ||
         (kind != REDLEASE_KEY_LOCK && kind != REDLEASE_KEY_FENCE) || !rdl_key_prefix_ok(prefix, plen) ||
         (size && !buf))

@@ -7,10 +7,8 @@
 
 #include <stddef.h>
 
-/* Longest prefix accepted, in bytes. */
-#define RDL_MAX_PREFIX 256
-
-/* 1 if prefix can go in front of every key (no hash-tag braces). */
+/* 1 if prefix can go in front of every key (no hash-tag braces, at most
+ * REDLEASE_MAX_PREFIX bytes). */
 int rdl_key_prefix_ok(const char *prefix, size_t len);
 
 /* The length of the key of that kind (REDLEASE_KEY_*), without NUL. */

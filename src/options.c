@@ -6,11 +6,6 @@
 #include "client.h"
 #include "keys.h"
 
-/* Longest TTL accepted: about 11.6 days, far below any overflow of the
- * millisecond arithmetic (t0 + ttl) and of Redis' PX argument. */
-#define RDL_MAX_TTL_MS ((int64_t)1000 * 1000 * 1000)
-#define RDL_MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000)
-
 void redlease_client_options_init(redlease_client_options *o)
 {
     if (!o) return;
@@ -43,26 +38,26 @@ int rdl_client_options_check(const redlease_client_options *o)
     if (tcp && (!o->host || !o->host[0] || !in_range(o->port, 1, 65535))) return REDLEASE_EINVAL;
     if (o->db < 0) return REDLEASE_EINVAL;
     if (o->username && !o->password) return REDLEASE_EINVAL;
-    if (o->key_prefix && !rdl_key_prefix_ok(o->key_prefix, strnlen(o->key_prefix, RDL_MAX_PREFIX + 1)))
+    if (o->key_prefix && !rdl_key_prefix_ok(o->key_prefix, strnlen(o->key_prefix, REDLEASE_MAX_PREFIX + 1)))
         return REDLEASE_EINVAL;
-    if (!in_range(o->connect_timeout_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->command_timeout_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->reconnect_min_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->connect_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->command_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     return REDLEASE_OK;
 }
 
 int rdl_lock_options_check(const redlease_lock_options *o)
 {
-    if (!in_range(o->ttl_ms, 10, RDL_MAX_TTL_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->ttl_ms, REDLEASE_MIN_TTL_MS, REDLEASE_MAX_TTL_MS)) return REDLEASE_EINVAL;
     if (o->renew_interval_ms != REDLEASE_RENEW_OFF && !in_range(o->renew_interval_ms, 0, o->ttl_ms - 1))
         return REDLEASE_EINVAL;
-    if (o->wait_ms != REDLEASE_WAIT_FOREVER && !in_range(o->wait_ms, 0, RDL_MAX_TIMEOUT_MS * 365))
+    if (o->wait_ms != REDLEASE_WAIT_FOREVER && !in_range(o->wait_ms, 0, REDLEASE_MAX_WAIT_MS))
         return REDLEASE_EINVAL;
-    if (!in_range(o->retry_base_ms, 1, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->retry_max_ms, o->retry_base_ms, RDL_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->retry_base_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->retry_max_ms, o->retry_base_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (o->max_attempts < 0) return REDLEASE_EINVAL;
-    if (!in_range(o->max_hold_ms, 0, RDL_MAX_TIMEOUT_MS * 365)) return REDLEASE_EINVAL;
+    if (!in_range(o->max_hold_ms, 0, REDLEASE_MAX_WAIT_MS)) return REDLEASE_EINVAL;
     if (o->jitter != REDLEASE_JITTER_FULL && o->jitter != REDLEASE_JITTER_DECORRELATED)
         return REDLEASE_EINVAL;
     return REDLEASE_OK;
