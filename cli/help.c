@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "commands.h"
 
-/* Kept short and true to man/redlease.1: change both together. */
+/* A summary of man/redlease.1, the home of the CLI's contract: change both
+ * together; tests/cli/test-help.sh checks options and exit statuses. */
 static const char help_text[] =
     "Usage: redlease run [OPTIONS] RESOURCE -- COMMAND [ARG...]\n"
     "       redlease status [OPTIONS] RESOURCE\n"
