@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# make check: runs examples/demo.sh (what `make demo` runs) and reports each
+# make check: runs examples/booking/demo.sh (what `make demo` runs) and reports each
 # of its five results as a TAP case, plus one for its exit status agreeing
 # with them; then checks booking-server's handling of bad or slow clients
 # (cases 7-13) against servers of its own and a private redis-server.
@@ -19,7 +19,7 @@ redis_harness_require_tap
 ttl=1000
 [ -n "${REDLEASE_TEST_WRAPPER:-}" ] && ttl=2000
 out=$(DEMO_TTL_MS=${DEMO_TTL_MS:-$ttl} DEMO_WRAPPER=${REDLEASE_TEST_WRAPPER:-} \
-      timeout --kill-after=10 240 bash "$here/../examples/demo.sh" 2>&1)
+      timeout --kill-after=10 240 bash "$here/../examples/booking/demo.sh" 2>&1)
 status=$?
 sed 's/^/# /' <<<"$out"
 
@@ -42,7 +42,7 @@ else
 fi
 
 # ------------------------------------------------ booking-server's clients
-server_bin=${REDLEASE_BUILDDIR:-.}/examples/booking-server
+server_bin=${REDLEASE_BUILDDIR:-.}/examples/booking/booking-server
 redis_harness_start_tap
 work=$(mktemp -d "${TMPDIR:-/tmp}/redlease-run-demo.XXXXXX") || exit 1
 declare -A pid port

@@ -3,9 +3,9 @@
 # demo.sh: the double-booking story, live (`make demo`).
 #
 # Starts a private redis-server (tests/redis-harness.sh: unix socket in a
-# temporary directory, no persistence) and several examples/booking-server
+# temporary directory, no persistence) and several examples/booking/booking-server
 # processes that book restaurant tables in one shared store file
-# (examples/booking-store.h), then plays four scenarios:
+# (examples/booking/store.h), then plays four scenarios:
 #   1. without a lock: concurrent bookings of the same tables, each server
 #      doing what a naive application does (look up, work, plain insert);
 #      double bookings counted;
@@ -27,7 +27,7 @@
 # script's clock.
 #
 # Environment:
-#   REDLEASE_BUILDDIR   build tree holding examples/booking-server (default .)
+#   REDLEASE_BUILDDIR   build tree holding examples/booking/booking-server (default .)
 #   DEMO_TTL_MS         lease TTL (default 1000)
 #   DEMO_WORK_MS        work between lookup and write in 1 and 2 (default 200)
 #   DEMO_KEEP=1         keep the logs and store files (the path is printed)
@@ -42,7 +42,7 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 2
 builddir=${REDLEASE_BUILDDIR:-.}
-server_bin=$builddir/examples/booking-server
+server_bin=$builddir/examples/booking/booking-server
 wrapper=${DEMO_WRAPPER-${REDLEASE_TEST_WRAPPER:-}}
 ttl=${DEMO_TTL_MS:-1000}
 work=${DEMO_WORK_MS:-200}
@@ -51,7 +51,7 @@ tables=4 servers=4 requests=40
 die() { echo "demo: $*" >&2; exit 2; }
 
 [ "${BASH_VERSINFO[0]}" -ge 4 ] || die "needs bash 4 (associative arrays)"
-[ -x "$server_bin" ] || die "$server_bin not found: build it first (make examples/booking-server)"
+[ -x "$server_bin" ] || die "$server_bin not found: build it first (make examples/booking/booking-server)"
 if ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null 2>&1; then
     echo "demo: redis-server not found. Install it (Debian/Ubuntu: sudo apt-get install" \
          "redis-server) or set REDIS_SERVER=/path/to/redis-server." >&2
@@ -64,7 +64,7 @@ wait_ms=$((ttl * 5 > 5000 ? ttl * 5 : 5000))   # a server's wait for a lock
 reply_s=$((wait_ms / 1000 + 60))               # a client's wait for a reply
 ready_s=60                                     # a server's start (valgrind: slow)
 
-. "$here/../tests/redis-harness.sh" || exit 2
+. "$here/../../tests/redis-harness.sh" || exit 2
 
 # ---------------------------------------------------------------- plumbing
 work_dir=

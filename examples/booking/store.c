@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* booking-store: see booking-store.h. */
+/* The booking store: see store.h. */
 #define _DEFAULT_SOURCE /* flock */
-#include "booking-store.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>

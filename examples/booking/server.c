@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* booking-server: a small libev TCP server that books restaurant tables in a
- * shared store (booking-store.h), protecting each table with a redlease lease
- * and writing with the lease's fencing token. `make demo` (examples/demo.sh)
+ * shared store (store.h), protecting each table with a redlease lease
+ * and writing with the lease's fencing token. `make demo` (examples/booking/demo.sh)
  * runs several of these side by side.
  *
  * Protocol: one request line per connection, one reply line, then close.
@@ -65,8 +65,8 @@
 #include <redlease.h>
 #include <redlease/libev.h>
 
-#include "booking-store.h"
-#include "example-env.h"
+#include "store.h"
+#include "../example-env.h"
 
 struct config {
     const char *name, *store_path;
