@@ -302,7 +302,7 @@ REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
  * context the client creates (reconnects included) to the loop. Shipped:
  * <redlease/libev.h>, <redlease/libevent.h>, <redlease/libuv.h>,
  * <redlease/glib.h>. Writing one for another loop takes three functions
- * (README "Your own event loop"; tests/integration/loop_poll.c is one):
+ * (docs/event-loops.md; tests/integration/loop_poll.c is one):
  *   attach    install hiredis's ac->ev hooks for the loop (as hiredis's own
  *             adapters do); 0, or -1 with ac->ev.data left NULL. On a
  *             writable socket call redlease_async_handle_write(ac) (below),
