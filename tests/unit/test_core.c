@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "backoff.h"
 #include "fake.h"
 #include "heap.h"

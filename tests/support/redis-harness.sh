@@ -1,0 +1,323 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# redis-harness.sh: a private, throw-away redis-server for the tests.
+#
+# Sourced (bash):
+#     . tests/support/redis-harness.sh
+#     redis_harness_start || exit $?   # starts redis, exports the vars below,
+#                                      # and installs an EXIT/signal trap
+#     ...                              # that always stops it
+#     redis_harness_exec CMD [ARG...]  # run CMD, return its status; a signal
+#                                      # stops CMD too
+#     redis_harness_restart            # crash redis (SIGKILL) and start an
+#                                      # empty one on the same port and socket
+#     redis_harness_stop               # idempotent
+#     redis_harness_start_tap          # for a TAP test: start, or print the
+#                                      # TAP skip (exit 0) / bail out (exit 1)
+#     redis_harness_require_tap        # the same verdict for a missing
+#                                      # redis-server, without starting one
+#
+# Called:
+#     tests/support/redis-harness.sh run CMD [ARG...]  start, run CMD with
+#                                 the vars below, stop; exit with CMD's status
+#     eval "$(tests/support/redis-harness.sh start)"  start and print the vars
+#                                 as shell assignments (redis keeps running)
+#     tests/support/redis-harness.sh stop [DIR]  stop it (DIR defaults to
+#                                 $REDLEASE_TEST_DIR)
+#
+# Exported after a start:
+#     REDLEASE_TEST_DIR        the mktemp -d directory (socket, log, data)
+#     REDLEASE_TEST_SOCKET     $REDLEASE_TEST_DIR/redis.sock
+#     REDLEASE_TEST_PORT       TCP port on 127.0.0.1
+#     REDLEASE_TEST_REDIS_PID  pid of redis-server
+#     REDLEASE_TEST_REDIS_CLI  path of redis-cli, or empty if not installed
+#     REDLEASE_TEST_REDIS_VERSION  the server's version, e.g. 7.0.15
+#
+# redis_harness_version_at_least MAJOR MINOR: is the server that recent?
+# (CLIENT PAUSE WRITE and CLIENT UNPAUSE need 6.2.)
+#
+# Environment: REDIS_SERVER (default redis-server), REDIS_CLI (default
+# redis-cli). If redis-server is missing the start fails with 77 (automake
+# SKIP), except when CI is set (CI=true): then it fails with 1.
+
+_rh_log() { echo "redis-harness: $*" >&2; }
+
+_rh_timeout() {
+    if command -v timeout >/dev/null 2>&1; then
+        timeout "$@"
+    else
+        shift
+        "$@"
+    fi
+}
+
+_rh_in_ci() {
+    case "${CI:-}" in
+        "" | 0 | false | FALSE | False | no) return 1 ;;
+        *) return 0 ;;
+    esac
+}
+
+# Answers PING? Uses redis-cli on the socket when available, else a raw
+# RESP PING over bash's /dev/tcp on the port.
+_rh_ping() {
+    local reply=""
+    if [ -n "${REDLEASE_TEST_REDIS_CLI:-}" ]; then
+        reply=$(_rh_timeout 2 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" PING 2>/dev/null) || return 1
+    else
+        reply=$(_rh_timeout 2 bash -c '
+            exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+            printf "PING\r\n" >&3
+            IFS= read -r -t 2 line <&3 || exit 1
+            printf "%s" "$line"' _ "$REDLEASE_TEST_PORT" 2>/dev/null) || return 1
+    fi
+    case "$reply" in
+        PONG* | +PONG*) return 0 ;;
+        *) return 1 ;;
+    esac
+}
+
+# Something already listening on 127.0.0.1:$1?
+_rh_port_busy() {
+    _rh_timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+}
+
+_rh_redis_major() {
+    local v
+    v=$("$1" --version 2>/dev/null | sed -n 's/.*v=\([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+    echo "${v:-0}"
+}
+
+# _rh_tap_verdict RC WHAT: for a TAP test, turn a 77 into the plan's SKIP
+# (exit 0) and any other failure into a bail out (exit 1).
+_rh_tap_verdict() {
+    if [ "$1" -eq 77 ]; then
+        echo "1..0 # SKIP redis-server not found (set CI=true to make this a failure)"
+        exit 0
+    elif [ "$1" -ne 0 ]; then
+        echo "Bail out! $2 (exit $1)"
+        exit 1
+    fi
+}
+
+redis_harness_start_tap() {
+    local rc=0
+    redis_harness_start || rc=$?
+    _rh_tap_verdict "$rc" "could not start redis-server"
+}
+
+# For a TAP test that starts its own redis-server (the demo): SKIP or bail
+# out, as redis_harness_start_tap would, when there is none.
+redis_harness_require_tap() {
+    local rc=0
+    redis_harness_have_server || rc=$?
+    _rh_tap_verdict "$rc" "redis-server not found, and CI is set (install redis-server)"
+}
+
+redis_harness_stop() {
+    local pid=${REDLEASE_TEST_REDIS_PID:-} dir=${REDLEASE_TEST_DIR:-} i
+    # Never signal a recycled pid: on Linux, check it is still redis.
+    if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] &&
+       ! grep -q '^redis' "/proc/$pid/comm" 2>/dev/null; then
+        pid=
+    fi
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null
+        for i in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            _rh_log "redis-server $pid ignored SIGTERM; killing it"
+            kill -KILL "$pid" 2>/dev/null
+        fi
+        wait "$pid" 2>/dev/null
+    fi
+    if [ -n "$dir" ] && [ -d "$dir" ]; then
+        rm -rf -- "$dir"
+    fi
+    REDLEASE_TEST_REDIS_PID=
+    REDLEASE_TEST_DIR=
+    return 0
+}
+
+_rh_trap() {
+    trap - EXIT INT TERM HUP
+    if [ -n "${_rh_child:-}" ]; then
+        kill -TERM "$_rh_child" 2>/dev/null
+        wait "$_rh_child" 2>/dev/null
+        _rh_child=
+    fi
+    redis_harness_stop
+}
+
+# redis_harness_exec CMD [ARG...]: run CMD and return its exit status. It
+# runs in the background and is waited for, so that a signal to this shell
+# stops CMD and redis at once instead of after CMD finishes.
+redis_harness_exec() {
+    local rc=0
+    "$@" &
+    _rh_child=$!
+    wait "$_rh_child" || rc=$?
+    _rh_child=
+    return "$rc"
+}
+
+# redis-server installed? 0; else 77 (SKIP), or 1 when CI is set.
+redis_harness_have_server() {
+    local server=${REDIS_SERVER:-redis-server}
+    command -v "$server" >/dev/null 2>&1 && return 0
+    if _rh_in_ci; then
+        _rh_log "FAIL: '$server' not found, and CI is set (install redis-server)"
+        return 1
+    fi
+    _rh_log "SKIP: '$server' not found (install redis-server or set REDIS_SERVER)"
+    return 77
+}
+
+# _rh_launch: start redis-server in the background on $REDLEASE_TEST_PORT
+# and $REDLEASE_TEST_SOCKET, without persistence; sets REDLEASE_TEST_REDIS_PID.
+_rh_launch() {
+    local server=${REDIS_SERVER:-redis-server}
+    local -a extra=()
+    # DEBUG SLEEP etc. are disabled by default from Redis 7 on.
+    if [ "$(_rh_redis_major "$server")" -ge 7 ]; then
+        extra+=(--enable-debug-command local)
+    fi
+    "$server" --port "$REDLEASE_TEST_PORT" --bind 127.0.0.1 \
+        --unixsocket "$REDLEASE_TEST_SOCKET" --unixsocketperm 700 \
+        --save '' --appendonly no --daemonize no \
+        --dir "$REDLEASE_TEST_DIR" \
+        --logfile "$REDLEASE_TEST_DIR/redis.log" \
+        "${extra[@]}" </dev/null >/dev/null 2>&1 &
+    REDLEASE_TEST_REDIS_PID=$!
+}
+
+# redis_harness_restart: kill the running redis-server (SIGKILL, a crash)
+# and start a new one on the same port and socket path. Without persistence
+# it comes back empty. 0 once the new one answers PING (up to ~10 s).
+redis_harness_restart() {
+    local pid=${REDLEASE_TEST_REDIS_PID:-} i
+    [ -n "$pid" ] && [ -n "${REDLEASE_TEST_DIR:-}" ] || return 1
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -f "$REDLEASE_TEST_SOCKET"
+    _rh_launch
+    echo "$REDLEASE_TEST_REDIS_PID" >"$REDLEASE_TEST_DIR/redis.pid"
+    export REDLEASE_TEST_REDIS_PID
+    for i in $(seq 1 100); do
+        kill -0 "$REDLEASE_TEST_REDIS_PID" 2>/dev/null || break
+        if [ -S "$REDLEASE_TEST_SOCKET" ] && _rh_ping; then return 0; fi
+        sleep 0.1
+    done
+    _rh_log "redis-server did not come back after a restart"
+    return 1
+}
+
+redis_harness_version_at_least() {
+    local major minor
+    IFS=. read -r major minor _ <<<"${REDLEASE_TEST_REDIS_VERSION:-99.0}"  # unknown: assume recent
+    [ "${major:-0}" -gt "$1" ] || { [ "${major:-0}" -eq "$1" ] && [ "${minor:-0}" -ge "$2" ]; }
+}
+
+redis_harness_start() {
+    local server=${REDIS_SERVER:-redis-server} attempt port pid i
+
+    redis_harness_have_server || return
+    REDLEASE_TEST_REDIS_CLI=$(command -v "${REDIS_CLI:-redis-cli}" 2>/dev/null || true)
+
+    local tmp=${TMPDIR:-/tmp}
+    # A unix socket path must fit in sun_path (108 bytes on Linux).
+    [ ${#tmp} -le 60 ] || tmp=/tmp
+    REDLEASE_TEST_DIR=$(mktemp -d "$tmp/redlease-test.XXXXXX") || return 1
+    REDLEASE_TEST_SOCKET=$REDLEASE_TEST_DIR/redis.sock
+    # The trap goes in before the first process starts: from here on, any
+    # exit or signal stops redis and removes the directory.
+    trap _rh_trap EXIT
+    trap '_rh_trap; exit 130' INT
+    trap '_rh_trap; exit 143' TERM
+    trap '_rh_trap; exit 129' HUP
+
+    for attempt in $(seq 1 20); do
+        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+        _rh_port_busy "$port" && continue
+        REDLEASE_TEST_PORT=$port
+        _rh_launch
+        pid=$REDLEASE_TEST_REDIS_PID
+        for i in $(seq 1 100); do            # up to ~10 s
+            if ! kill -0 "$pid" 2>/dev/null; then
+                break
+            fi
+            if [ -S "$REDLEASE_TEST_SOCKET" ] && _rh_ping; then
+                echo "$pid" >"$REDLEASE_TEST_DIR/redis.pid"
+                REDLEASE_TEST_REDIS_VERSION=$("$server" --version 2>/dev/null | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
+                export REDLEASE_TEST_DIR REDLEASE_TEST_SOCKET REDLEASE_TEST_PORT \
+                       REDLEASE_TEST_REDIS_PID REDLEASE_TEST_REDIS_CLI REDLEASE_TEST_REDIS_VERSION
+                _rh_log "redis-server $REDLEASE_TEST_REDIS_VERSION pid $pid port $port socket $REDLEASE_TEST_SOCKET"
+                return 0
+            fi
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            _rh_log "redis-server did not answer PING within 10 s"
+            cat "$REDLEASE_TEST_DIR/redis.log" >&2 2>/dev/null
+            redis_harness_stop
+            return 1
+        fi
+        wait "$pid" 2>/dev/null
+        REDLEASE_TEST_REDIS_PID=
+        if grep -qiE 'address already in use|could not create server tcp listening socket' \
+                "$REDLEASE_TEST_DIR/redis.log" 2>/dev/null; then
+            _rh_log "port $port taken; retrying"
+            rm -f "$REDLEASE_TEST_DIR/redis.log" "$REDLEASE_TEST_SOCKET"
+            continue
+        fi
+        _rh_log "redis-server exited during startup:"
+        cat "$REDLEASE_TEST_DIR/redis.log" >&2 2>/dev/null
+        redis_harness_stop
+        return 1
+    done
+    _rh_log "no free port found after 20 attempts"
+    redis_harness_stop
+    return 1
+}
+
+# ---------------------------------------------------------------- CLI mode
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    cmd=${1:-}
+    [ $# -gt 0 ] && shift
+    case "$cmd" in
+        run)
+            [ $# -gt 0 ] || { _rh_log "usage: $0 run CMD [ARG...]"; exit 2; }
+            redis_harness_start || exit $?
+            rc=0
+            redis_harness_exec "$@" || rc=$?
+            redis_harness_stop
+            exit "$rc"
+            ;;
+        start)
+            redis_harness_start || exit $?
+            # Keep redis running after this script exits.
+            trap - EXIT INT TERM HUP
+            disown "$REDLEASE_TEST_REDIS_PID" 2>/dev/null
+            for v in REDLEASE_TEST_DIR REDLEASE_TEST_SOCKET REDLEASE_TEST_PORT \
+                     REDLEASE_TEST_REDIS_PID REDLEASE_TEST_REDIS_CLI; do
+                printf 'export %s=%q\n' "$v" "${!v}"
+            done
+            exit 0
+            ;;
+        stop)
+            REDLEASE_TEST_DIR=${1:-${REDLEASE_TEST_DIR:-}}
+            if [ -z "${REDLEASE_TEST_REDIS_PID:-}" ] && [ -n "$REDLEASE_TEST_DIR" ] &&
+               [ -f "$REDLEASE_TEST_DIR/redis.pid" ]; then
+                REDLEASE_TEST_REDIS_PID=$(cat "$REDLEASE_TEST_DIR/redis.pid")
+            fi
+            redis_harness_stop
+            exit 0
+            ;;
+        *)
+            _rh_log "usage: $0 {run CMD [ARG...]|start|stop [DIR]}"
+            exit 2
+            ;;
+    esac
+fi
