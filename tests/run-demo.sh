@@ -10,7 +10,7 @@
 # valgrind slows the servers down.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/redis-harness.sh" || exit 99
+. "$here/support/redis-harness.sh" || exit 99
 
 # The demo starts its own redis-server; only the missing-server rule (SKIP,
 # or a failure under CI) is taken from the harness.

@@ -18,7 +18,7 @@
 # itself and not libtool's wrapper script (a shell script that execs it).
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/redis-harness.sh" || exit 99
+. "$here/support/redis-harness.sh" || exit 99
 
 builddir=${REDLEASE_BUILDDIR:-.}
 wrapper=${REDLEASE_TEST_WRAPPER:-}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # demo.sh: the double-booking story, live (`make demo`).
 #
-# Starts a private redis-server (tests/redis-harness.sh: unix socket in a
+# Starts a private redis-server (tests/support/redis-harness.sh: unix socket in a
 # temporary directory, no persistence) and several examples/booking/booking-server
 # processes that book restaurant tables in one shared store file
 # (examples/booking/store.h), then plays four scenarios:
@@ -64,7 +64,7 @@ wait_ms=$((ttl * 5 > 5000 ? ttl * 5 : 5000))   # a server's wait for a lock
 reply_s=$((wait_ms / 1000 + 60))               # a client's wait for a reply
 ready_s=60                                     # a server's start (valgrind: slow)
 
-. "$here/../../tests/redis-harness.sh" || exit 2
+. "$here/../../tests/support/redis-harness.sh" || exit 2
 
 # ---------------------------------------------------------------- plumbing
 work_dir=

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # chaos.sh: mutual exclusion under faults (issue 5). Starts a private
-# redis-server (tests/redis-harness.sh), a fault proxy in front of it
-# (netfault-proxy) and CHAOS_WORKERS chaos-worker processes, which reach
+# redis-server (tests/support/redis-harness.sh), a fault proxy in front of
+# it (netfault-proxy) and CHAOS_WORKERS chaos-worker processes, which reach
 # Redis through the proxy and contend for one lease and one store file;
 # works through a seeded random fault schedule for CHAOS_DURATION_S
 # seconds, stops the workers with SIGTERM (then the proxy) and runs
@@ -45,7 +45,7 @@
 # The proxy must exit 0 at the end (invariant netfault-proxy-exit-clean).
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 1
-. "$here/../redis-harness.sh" || exit 1
+. "$here/../support/redis-harness.sh" || exit 1
 
 builddir=${REDLEASE_BUILDDIR:-.}
 worker_bin=$builddir/tests/chaos/chaos-worker

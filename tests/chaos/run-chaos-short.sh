@@ -6,7 +6,7 @@
 # stays under a minute. CHAOS_SEED replays a failing run (its seed is in
 # the log).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../redis-harness.sh" || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
 redis_harness_require_tap
 
 if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then

@@ -20,7 +20,7 @@
 # nonzero exit then also means a memory error or leak.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../redis-harness.sh" || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
 
 builddir=${REDLEASE_BUILDDIR:-.}
 proxy_bin=$builddir/tests/chaos/netfault-proxy

@@ -8,7 +8,7 @@
 # libtool wrapper script; COMMAND itself is not traced.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../redis-harness.sh" || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
 redis_harness_start_tap
 
 builddir=${REDLEASE_BUILDDIR:-.}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: the model check of the core (tests/unit/model.c) with the
+/* Fuzz target: the model check of the core (tests/support/model.c) with the
  * fuzzer choosing every step instead of test_model's PRNG, so coverage
  * steers the sequence of acquires and their options, releases (also from
  * the event hook), the model's Redis running commands and, separately,
@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fake.h"
 #include "fuzz_input.h"
-#include "unit/fake.h"
-#include "unit/model.h"
+#include "model.h"
 
 #define MAX_STEPS 400 /* keeps each run short whatever the input */
 

@@ -6,7 +6,7 @@
  * NULL, empty, any bytes, or 64 KB long) and a resource name (NULL, empty,
  * any bytes, lengths around REDLEASE_MAX_RESOURCE), then runs
  * redlease_client_new, redlease_acquire, the acquire's reply, release and
- * free on the unit-test rig (tests/unit/fake.h).
+ * free on the unit-test rig (tests/support/fake.h).
  *
  * Checked (abort, so libFuzzer reports the input):
  *  - client_new and acquire return REDLEASE_OK or REDLEASE_EINVAL only;
@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake.h"
 #include "fuzz_input.h"
 #include "scripts.h"
-#include "unit/fake.h"
 
 #define EXPECT(cond)                                                                     \
     do {                                                                                 \

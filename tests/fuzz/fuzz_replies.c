@@ -2,7 +2,7 @@
 /* Fuzz target: arbitrary RESP bytes and arbitrary reply orders and timings
  * through the core's reply handling.
  *
- * The input is a program for the unit-test rig (tests/unit/fake.h: a
+ * The input is a program for the unit-test rig (tests/support/fake.h: a
  * scripted transport on a virtual clock). Each step's first byte picks an
  * action: move the clock, feed RESP bytes to a hiredis redisReader (each
  * reply it completes answers the oldest pending command, as hiredis would
@@ -24,9 +24,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "fake.h"
 #include "fuzz_input.h"
 #include "scripts.h"
-#include "unit/fake.h"
 
 #define NL 4
 #define MAX_STEPS 400 /* keeps each run short whatever the input */

@@ -1,16 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # make check driver for the integration suite: starts a private
-# redis-server (tests/redis-harness.sh), runs one test program against it,
-# always stops redis, and exits with the test's status (77 = SKIP when
-# redis-server is missing, unless CI is set).
+# redis-server (tests/support/redis-harness.sh), runs one test program
+# against it, always stops redis, and exits with the test's status (77 =
+# SKIP when redis-server is missing, unless CI is set).
 #
 #   run-integration.sh tests/integration/NAME.itest [ARGS...]
 # runs tests/integration/test_NAME (the suite on adapter NAME); make check
 # calls it that way for each .itest file (ITEST_LOG_COMPILER). Without a
 # .itest argument, REDLEASE_TEST_BIN names the program (make bench).
 #
-# The harness is found next to this script (in $(srcdir), also for VPATH
+# The harness is found in ../support/ (in $(srcdir), also for VPATH
 # builds); test programs in the build tree: $REDLEASE_BUILDDIR (exported by
 # AM_TESTS_ENVIRONMENT), else the current directory (make check runs tests
 # from $(top_builddir)). REDLEASE_TEST_TIMEOUT (seconds, default 300, 0 =
@@ -18,7 +18,7 @@
 # the program under a tool.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../redis-harness.sh" || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
 
 bin=${REDLEASE_TEST_BIN:-}
 case ${1:-} in

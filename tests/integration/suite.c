@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Integration tests: the library on a real event loop against a real
- * redis-server that tests/redis-harness.sh started (unix socket in
+ * redis-server that tests/support/redis-harness.sh started (unix socket in
  * REDLEASE_TEST_SOCKET, TCP port in REDLEASE_TEST_PORT, no persistence,
  * DEBUG enabled). A second, synchronous hiredis connection plays the admin:
  * it looks at keys, deletes or overwrites them and injects faults.

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "fake.h"
 #include "model.h"
 

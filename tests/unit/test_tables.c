@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "errors.h"
 #include "keys.h"
 #include "redlease.h"

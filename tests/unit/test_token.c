@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "fake.h"
 
 /* ------------------------------------------------------- the OS, wrapped */

@@ -3,7 +3,7 @@
 # redis-harness.sh: a private, throw-away redis-server for the tests.
 #
 # Sourced (bash):
-#     . tests/redis-harness.sh
+#     . tests/support/redis-harness.sh
 #     redis_harness_start || exit $?   # starts redis, exports the vars below,
 #                                      # and installs an EXIT/signal trap
 #     ...                              # that always stops it
@@ -18,12 +18,12 @@
 #                                      # redis-server, without starting one
 #
 # Called:
-#     tests/redis-harness.sh run CMD [ARG...]  start, run CMD with the vars
-#                                               below, stop; exit with CMD's status
-#     eval "$(tests/redis-harness.sh start)"    start and print the vars as
-#                                               shell assignments (redis keeps running)
-#     tests/redis-harness.sh stop [DIR]         stop it (DIR defaults to
-#                                               $REDLEASE_TEST_DIR)
+#     tests/support/redis-harness.sh run CMD [ARG...]  start, run CMD with
+#                                 the vars below, stop; exit with CMD's status
+#     eval "$(tests/support/redis-harness.sh start)"  start and print the vars
+#                                 as shell assignments (redis keeps running)
+#     tests/support/redis-harness.sh stop [DIR]  stop it (DIR defaults to
+#                                 $REDLEASE_TEST_DIR)
 #
 # Exported after a start:
 #     REDLEASE_TEST_DIR        the mktemp -d directory (socket, log, data)

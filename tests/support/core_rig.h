@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* The rig the core's unit tests share (tests/unit/test_*.c on the fake
+ * transport, fake loop and virtual clock of fake.h): a recorder of one
+ * handle's callbacks, the helpers that start, hold and release a lease and
+ * look at what was sent, and a recorder of the client's events.
+ *
+ * Header-only, as testutil.h, whose CHECK counters are per translation
+ * unit: a CHECK in a callback here must count in the test that runs it.
+ * The functions are static inline: a program that uses only some of them
+ * gets no unused-function warning for the others. */
+#ifndef REDLEASE_CORE_RIG_H
+#define REDLEASE_CORE_RIG_H
+#include <stdint.h>
+#include <string.h>
+
+#include "fake.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------- recorder */
+
+typedef struct rec rec;
+typedef void (*action_fn)(rec *r, redlease_lock *lk);
+
+struct rec {
+    fake *f;
+    redlease_lock *lk;
+    int acq_calls, acq_status, lost_calls, lost_reason, rel_calls, rel_status;
+    int64_t acq_at, lost_at, rel_at;
+    char order[16];
+    int norder;
+    action_fn on_acq_do, on_lost_do, on_rel_do;
+    int depth; /* >0 while a library call of ours is running */
+};
+
+static inline void note(rec *r, char ch)
+{
+    if (r->norder < 15) r->order[r->norder++] = ch;
+}
+
+static inline void on_acq(redlease_lock *lk, int st, void *arg)
+{
+    rec *r = arg;
+    CHECK_EQ(r->depth, 0); /* never inside the call that started it */
+    r->acq_calls++;
+    r->acq_status = st;
+    r->acq_at = r->f ? r->f->now : 0;
+    note(r, 'A');
+    if (r->on_acq_do) r->on_acq_do(r, lk);
+}
+
+static inline void on_lost(redlease_lock *lk, int reason, void *arg)
+{
+    rec *r = arg;
+    r->lost_calls++;
+    r->lost_reason = reason;
+    r->lost_at = r->f ? r->f->now : 0;
+    note(r, 'L');
+    if (r->on_lost_do) r->on_lost_do(r, lk);
+}
+
+static inline void on_rel(redlease_lock *lk, int st, void *arg)
+{
+    rec *r = arg;
+    CHECK_EQ(r->depth, 0);
+    r->rel_calls++;
+    r->rel_status = st;
+    r->rel_at = r->f ? r->f->now : 0;
+    note(r, 'R');
+    if (r->on_rel_do) r->on_rel_do(r, lk);
+}
+
+static inline int start_lock(fake *f, rec *r, const char *res, const redlease_lock_options *o)
+{
+    r->f = f;
+    r->depth++;
+    int rc = redlease_acquire(f->c, res, o, on_acq, on_lost, r, &r->lk);
+    r->depth--;
+    return rc;
+}
+
+static inline int release(rec *r)
+{
+    r->depth++;
+    int rc = redlease_release(r->lk, on_rel, r);
+    r->depth--;
+    return rc;
+}
+
+static inline redlease_lock_options opts(int64_t ttl)
+{
+    redlease_lock_options o;
+    redlease_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    return o;
+}
+
+static inline int cmd_is(fake *f, const char *a0, const char *a1)
+{
+    fake_cmd *c = fake_peek(f);
+    if (!c) return 0;
+    if (strcmp(c->argv[0], a0) != 0) return 0;
+    return !a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0);
+}
+
+/* The pending command is an acquire attempt: the first one's SET NX PX,
+ * or the script of every later one. */
+static inline int is_attempt(fake *f)
+{
+    return cmd_is(f, "SET", NULL) || cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)) ||
+           cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED));
+}
+
+/* Answers the pending attempt "held by someone else", in its own form. */
+static inline void reply_busy(fake *f)
+{
+    if (cmd_is(f, "SET", NULL))
+        fake_reply_nil(f);
+    else
+        fake_reply_int(f, 0);
+}
+
+/* Acquire res with o, reply OK to the SET; returns the send time t0. */
+static inline int64_t hold(fake *f, rec *r, const char *res, redlease_lock_options o)
+{
+    CHECK_EQ(start_lock(f, r, res, &o), REDLEASE_OK);
+    fake_run(f);
+    int64_t t0 = f->now;
+    CHECK(cmd_is(f, o.fencing ? "EVALSHA" : "SET", NULL));
+    if (o.fencing)
+        fake_reply_int(f, 7);
+    else
+        fake_reply_status(f, "OK");
+    fake_run(f);
+    CHECK_EQ(r->acq_calls, 1);
+    CHECK_EQ(r->acq_status, REDLEASE_OK);
+    return t0;
+}
+
+static inline void end(fake *f)
+{
+    fake_free(f);
+    CHECK_EQ(fake_alloc_live(), 0);
+}
+
+/* -------------------------------------------------------- backoff draws */
+
+static inline uint32_t rng_max(void *arg)
+{
+    (void)arg;
+    return 0xFFFFFFFFu;
+}
+static inline uint32_t rng_zero(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* ---------------------------------------------------- renewal in flight */
+
+/* A client with a 300 ms command timeout (reconnecting after 10 ms) holding
+ * "job" (TTL 3000 ms) whose first renewal, at t0 + 1000, is on the wire and
+ * not yet answered. Returns t0, the send time of the acquire. */
+static inline int64_t hold_with_renewal_in_flight(fake *f, rec *r)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 300;
+    co.reconnect_min_ms = 10;
+    co.reconnect_max_ms = 10;
+    fake_start(f, &co);
+    int64_t t0 = hold(f, r, "job", opts(3000));
+    fake_until(f, t0 + 1000);
+    CHECK_EQ(fake_pending(f), 1);
+    return t0;
+}
+
+/* ------------------------------------------------------- event recorder */
+
+static redlease_event seen[64];
+static int nseen;
+static inline void record_event(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c, (void)arg;
+    if (nseen < 64) seen[nseen++] = *ev;
+}
+
+/* A connected client on the fake whose events are recorded in seen[]. */
+static inline void start_recording(fake *f)
+{
+    fake_start(f, NULL);
+    nseen = 0;
+    redlease_client_set_event_cb(f->c, record_event, NULL);
+}
+
+static inline int count_events(int type)
+{
+    int n = 0;
+    for (int i = 0; i < nseen; i++) n += seen[i].type == type;
+    return n;
+}
+
+static inline const redlease_event *last_event(int type)
+{
+    for (int i = nseen - 1; i >= 0; i--)
+        if (seen[i].type == type) return &seen[i];
+    return NULL;
+}
+
+#endif

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit test of allocation failure: each allocation of a lease's whole
+ * life, and of a plain and a fenced lease through a broken connection and
+ * a graceful close, fails in turn (the counting allocator of
+ * tests/support/fake.h); every callback still runs exactly once and
+ * nothing leaks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core_rig.h"
+#include "fake.h"
+#include "testutil.h"
+
+/* Answers every pending command as a healthy Redis would. */
+static void answer_all(fake *f)
+{
+    while (fake_peek(f)) {
+        fake_cmd *c = fake_peek(f);
+        if (strcmp(c->argv[0], "SET") == 0)
+            fake_reply_status(f, "OK");
+        else if (strcmp(c->argv[0], "SCRIPT") == 0)
+            fake_reply_str(f, fake_sha(0));
+        else if (strcmp(c->argv[0], "EVALSHA") == 0 || strcmp(c->argv[0], "EVAL") == 0)
+            fake_reply_int(f, 1);
+        else
+            fake_reply_status(f, "OK");
+    }
+}
+
+static void on_oom_closed(redlease_client *c, void *arg)
+{
+    (void)c;
+    ++*(int *)arg;
+}
+
+/* Allocation failure at every allocation point of a whole lease life.
+ * Variant 0: one lease acquired, renewed, released, the client freed.
+ * Variant 1: a plain and a fenced lease, the connection broken and made
+ * again while they are held, then a graceful client close. */
+static void oom_scenario(int variant, long fail_at, int *ended_ok)
+{
+    fake f;
+    fake_alloc_fail_at(fail_at);
+    fake_start(&f, NULL);
+    if (!f.c) {
+        fake_alloc_fail_at(0);
+        return;
+    }
+    rec r[2] = {{0}, {0}};
+    int nlocks = variant ? 2 : 1, started = 0;
+    for (int i = 0; i < nlocks; i++) {
+        redlease_lock_options o = opts(3000);
+        o.wait_ms = 500;
+        o.fencing = i == 1;
+        int rc = start_lock(&f, &r[i], i ? "y" : "x", &o);
+        CHECK(rc == REDLEASE_OK || rc == REDLEASE_ENOMEM);
+        if (rc == REDLEASE_OK) started |= 1 << i;
+    }
+    for (int step = 0; step < 20; step++) {
+        fake_advance(&f, 100);
+        answer_all(&f);
+        if (variant && step == 8 && f.connected) fake_break(&f);
+        if (!f.connected && !f.connecting && step % 3 == 0) fake_connect(&f);
+    }
+    for (int i = 0; i < nlocks; i++) {
+        if (!(started & 1 << i)) continue;
+        CHECK_EQ(r[i].acq_calls, 1); /* exactly once, whatever failed */
+        CHECK(r[i].lost_calls <= 1);
+    }
+    int closed = 0, all_ok = 1;
+    if (variant) {
+        redlease_client_close(f.c, on_oom_closed, &closed);
+        for (int step = 0; step < 30 && !closed; step++) {
+            fake_advance(&f, 100);
+            answer_all(&f);
+        }
+        CHECK_EQ(closed, 1);
+        f.c = NULL;
+        for (int i = 0; i < nlocks; i++) {
+            if (!(started & 1 << i)) continue;
+            all_ok &= r[i].acq_status == REDLEASE_OK && r[i].lost_reason == REDLEASE_LOST_CLOSED;
+        }
+        if (started == 3 && all_ok) (*ended_ok)++;
+    } else if (started) {
+        release(&r[0]);
+        fake_advance(&f, 100);
+        while (fake_peek(&f)) fake_reply_int(&f, 1);
+        fake_run(&f);
+        CHECK_EQ(r[0].rel_calls, 1);
+        if (r[0].acq_status == REDLEASE_OK && r[0].rel_status == REDLEASE_OK) (*ended_ok)++;
+    }
+    fake_alloc_fail_at(0);
+    end(&f);
+}
+
+static void test_allocation_failure_everywhere(void)
+{
+    fake_alloc_install();
+    for (int variant = 0; variant < 2; variant++) {
+        long before = fake_alloc_count();
+        int ok = 0;
+        oom_scenario(variant, 0, &ok); /* count the allocations of a whole run */
+        long total = fake_alloc_count() - before;
+        CHECK(total > 5);
+        CHECK_EQ(ok, 1);
+        printf("# allocation sweep, variant %d: %ld allocation points\n", variant, total);
+        for (long n = 1; n <= total + 2; n++) oom_scenario(variant, n, &ok);
+        CHECK_EQ(fake_alloc_live(), 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_allocation_failure_everywhere),
+    };
+    fake_alloc_install();
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the pieces under the lease logic and of the API at its
+ * edges: status strings, the deadline heap, backoff draws, lease
+ * arithmetic, invalid arguments, and what a handle's accessors tell in
+ * each state (on the fake transport and clock of tests/support/fake.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "core_rig.h"
+#include "fake.h"
+#include "heap.h"
+#include "lease_math.h"
+#include "testutil.h"
+
+static void test_status_strings(void)
+{
+    int codes[] = {REDLEASE_OK, REDLEASE_EINVAL, REDLEASE_ENOMEM, REDLEASE_EBUSY,
+                   REDLEASE_ETIMEDOUT, REDLEASE_ECANCELED, REDLEASE_ECONN, REDLEASE_EREDIS,
+                   REDLEASE_EPROTO, REDLEASE_ENOTHELD, REDLEASE_ESYS};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
+    CHECK_STR(redlease_strerror(12345), "unknown status");
+    CHECK(strcmp(redlease_lost_reason_str(REDLEASE_LOST_EXPIRED), "unknown reason") != 0);
+    CHECK_STR(redlease_version(), REDLEASE_VERSION);
+}
+
+static void test_heap_orders_deadlines(void)
+{
+    rdl_heap h;
+    rdl_heap_node n[200];
+    rdl_heap_init(&h);
+    srand(7);
+    for (int i = 0; i < 200; i++) CHECK_EQ(rdl_heap_insert(&h, &n[i], rand() % 1000), 0);
+    for (int i = 0; i < 200; i += 3) rdl_heap_update(&h, &n[i], rand() % 1000);
+    for (int i = 1; i < 200; i += 5) rdl_heap_remove(&h, &n[i]);
+    int64_t last = -1;
+    size_t popped = 0;
+    while (rdl_heap_top(&h)) {
+        rdl_heap_node *t = rdl_heap_top(&h);
+        CHECK(t->at >= last);
+        last = t->at;
+        rdl_heap_remove(&h, t);
+        popped++;
+    }
+    CHECK_EQ(popped, 200 - 40);
+    rdl_heap_free(&h);
+}
+
+/* x = 0x80000000_80000000: a draw in [lo, hi] lands just past the middle. */
+static uint32_t rng_mid(void *arg)
+{
+    (void)arg;
+    return 0x80000000u;
+}
+
+static void test_backoff_full_jitter_sequence(void)
+{
+    rdl_rng top = {rng_max, NULL}, bottom = {rng_zero, NULL};
+    rdl_backoff b;
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    int64_t want[] = {100, 200, 400, 800, 1000, 1000};
+    for (int i = 0; i < 6; i++) CHECK_EQ(rdl_backoff_next(&b, &top), want[i]);
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    for (int i = 0; i < 6; i++) CHECK_EQ(rdl_backoff_next(&b, &bottom), 0);
+    /* The cap stops at max before the draw: U[0, min(max, base * 2^n)].
+     * Drawing under a cap that kept doubling and clamping the result would
+     * give max itself more and more often (3 in 8 draws at 2^3 x max). */
+    rdl_rng mid = {rng_mid, NULL};
+    rdl_backoff_init(&b, REDLEASE_JITTER_FULL, 100, 1000);
+    int64_t want_mid[] = {50, 100, 200, 400, 500, 500, 500};
+    for (int i = 0; i < 7; i++) CHECK_EQ(rdl_backoff_next(&b, &mid), want_mid[i]);
+}
+
+static void test_backoff_decorrelated_bounds(void)
+{
+    rdl_xorshift x = {12345};
+    rdl_rng r = {rdl_xorshift_next, &x};
+    rdl_backoff b;
+    rdl_backoff_init(&b, REDLEASE_JITTER_DECORRELATED, 50, 2000);
+    int64_t prev = 50;
+    for (int i = 0; i < 1000; i++) {
+        int64_t d = rdl_backoff_next(&b, &r);
+        int64_t hi = prev * 3 > 2000 ? 2000 : prev * 3;
+        CHECK(d >= 50 && d <= hi);
+        prev = d;
+    }
+}
+
+static void test_lease_math(void)
+{
+    CHECK_EQ(rdl_drift(30000), 302);
+    CHECK_EQ(rdl_valid_until(1000, 30000), 1000 + 30000 - 302);
+    CHECK_EQ(rdl_drift(10), 2);
+    /* retry of a failed renewal: interval/4, but never past half the time left */
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 10000), 250);
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 100), 50);
+    CHECK_EQ(rdl_renew_retry_at(0, 1000, 1), 1);
+}
+
+static void test_invalid_arguments(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock *lk = (redlease_lock *)&r;
+    redlease_lock_options o = opts(1000);
+    CHECK_EQ(redlease_acquire(f.c, NULL, &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
+    CHECK(lk == NULL);
+    CHECK_EQ(redlease_acquire(f.c, "", &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire(f.c, "x", &o, NULL, NULL, &r, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire(NULL, "x", &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_acquire(f.c, "x", &o, on_acq, NULL, &r, NULL), REDLEASE_EINVAL);
+    char big[REDLEASE_MAX_RESOURCE + 2];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_EQ(redlease_acquire(f.c, big, &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
+    big[REDLEASE_MAX_RESOURCE] = '\0'; /* exactly the limit is fine */
+    CHECK_EQ(redlease_acquire(f.c, big, &o, on_acq, NULL, &r, &lk), REDLEASE_OK);
+    CHECK_EQ(redlease_release(lk, NULL, NULL), REDLEASE_OK);
+    CHECK_EQ(redlease_release(lk, NULL, NULL), REDLEASE_EINVAL); /* twice */
+    struct {
+        int64_t ttl, renew, wait, base, max;
+        int attempts, jitter;
+    } bad[] = {
+        {0, 0, 0, 50, 1000, 0, 0},     /* ttl 0 */
+        {5, 0, 0, 50, 1000, 0, 0},     /* ttl below 10 */
+        {1000, 1000, 0, 50, 1000, 0, 0}, /* renew not below ttl */
+        {1000, -2, 0, 50, 1000, 0, 0}, /* renew negative, not OFF */
+        {1000, 0, -2, 50, 1000, 0, 0}, /* wait negative, not FOREVER */
+        {1000, 0, 0, 0, 1000, 0, 0},   /* base 0 */
+        {1000, 0, 0, 50, 10, 0, 0},    /* max below base */
+        {1000, 0, 0, 50, 1000, -1, 0}, /* attempts negative */
+        {1000, 0, 0, 50, 1000, 0, 9},  /* unknown jitter */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = opts(bad[i].ttl);
+        o.renew_interval_ms = bad[i].renew;
+        o.wait_ms = bad[i].wait;
+        o.retry_base_ms = bad[i].base;
+        o.retry_max_ms = bad[i].max;
+        o.max_attempts = bad[i].attempts;
+        o.jitter = bad[i].jitter;
+        CHECK_EQ(redlease_acquire(f.c, "x", &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
+    }
+    o = opts(1000);
+    o.renew_interval_ms = REDLEASE_RENEW_OFF;
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    CHECK_EQ(redlease_acquire(f.c, "x", &o, on_acq, NULL, &r, &lk), REDLEASE_OK);
+    CHECK_EQ(redlease_release(NULL, NULL, NULL), REDLEASE_EINVAL);
+    fake_run(&f);
+    /* only the cancelled one called back; failed calls never do */
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.port = 0;
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 0;
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    redlease_client_options_init(&co);
+    co.username = "u"; /* a user without a password */
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK(c == NULL);
+    CHECK_EQ(redlease_client_attach_loop(f.c, NULL, NULL), REDLEASE_EINVAL);
+    end(&f);
+}
+
+/* What a handle tells in each state: only a held, locally valid lease on
+ * the connection that confirmed it reads as held; its identity (key,
+ * token, fence, client) stays readable until the handle ends. */
+static void check_identity(rec *r, redlease_client *c, uint64_t fence)
+{
+    CHECK_STR(redlease_lock_key(r->lk), "lock:{x}");
+    CHECK_EQ(redlease_lock_key_len(r->lk), 8);
+    CHECK_EQ(strlen(redlease_lock_token(r->lk)), 32);
+    CHECK_EQ(redlease_lock_fence(r->lk), fence);
+    CHECK(redlease_lock_client(r->lk) == c);
+}
+
+static void on_rel_check_identity(rec *r, redlease_lock *lk)
+{
+    (void)lk;
+    check_identity(r, r->f->c, 7); /* inside on_release, the last callback */
+    CHECK_EQ(redlease_lock_held(r->lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r->lk), 0);
+}
+
+static void test_accessors_in_every_state(void)
+{
+    fake_alloc_install();
+    CHECK_EQ(redlease_lock_held(NULL), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(NULL), 0);
+    CHECK(redlease_lock_key(NULL) == NULL);
+    CHECK_EQ(redlease_lock_key_len(NULL), 0);
+    CHECK(redlease_lock_token(NULL) == NULL);
+    CHECK_EQ(redlease_lock_fence(NULL), 0);
+    CHECK(redlease_lock_client(NULL) == NULL);
+
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {.on_rel_do = on_rel_check_identity};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    start_lock(&f, &r, "x", &o); /* acquiring */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
+    check_identity(&r, f.c, 0);
+    fake_run(&f);
+    fake_reply_int(&f, 7);
+    CHECK_EQ(redlease_lock_held(r.lk), 1); /* confirmed: held before on_acquire runs */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 3000 - 32); /* drift margin */
+    check_identity(&r, f.c, 7);
+    fake_advance(&f, 1000); /* renewal in flight: still held */
+    CHECK(cmd_is(&f, "EVALSHA", NULL));
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_break(&f); /* the link that confirmed it is gone: not held, so no time left to use */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
+    fake_advance(&f, 60);
+    fake_connect(&f); /* reconnected: held only once a renewal confirms */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK(cmd_is(&f, "EVALSHA", NULL));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_until(&f, f.now + 5000); /* no more answers: lost at its deadline */
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
+    check_identity(&r, f.c, 7); /* lost, not ended: still readable */
+    release(&r);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
+
+    end(&f);
+
+    fake_start(&f, NULL);
+    rec r2 = {.on_rel_do = on_rel_check_identity};
+    hold(&f, &r2, "x", o);
+    release(&r2); /* releasing: no longer safe to act, still readable */
+    CHECK_EQ(redlease_lock_held(r2.lk), 0);
+    CHECK_EQ(redlease_lock_remaining_ms(r2.lk), 0);
+    check_identity(&r2, f.c, 7);
+    fake_run(&f);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r2.rel_calls, 1);
+    CHECK_EQ(r2.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_status_strings),
+        TEST_CASE(test_heap_orders_deadlines),
+        TEST_CASE(test_backoff_full_jitter_sequence),
+        TEST_CASE(test_backoff_decorrelated_bounds),
+        TEST_CASE(test_lease_math),
+        TEST_CASE(test_invalid_arguments),
+        TEST_CASE(test_accessors_in_every_state),
+    };
+    fake_alloc_install();
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
