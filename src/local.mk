@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# The library. The code lives in a convenience library so the unit tests
+# (and the CLI, linked statically) can link the internal, hidden symbols;
+# libredlease.la is that library plus hiredis, exporting only what
+# include/redlease.h marks REDLEASE_EXTERN.
+noinst_LTLIBRARIES += libredlease_core.la
+libredlease_core_la_SOURCES = \
+	%reldir%/alloc.c %reldir%/alloc.h \
+	%reldir%/status.c \
+	%reldir%/heap.c %reldir%/heap.h \
+	%reldir%/backoff.c %reldir%/backoff.h \
+	%reldir%/token.c %reldir%/token.h \
+	%reldir%/lease_math.h \
+	%reldir%/scripts.c %reldir%/scripts.h \
+	%reldir%/keys.c %reldir%/keys.h \
+	%reldir%/sha1.c %reldir%/sha1.h \
+	%reldir%/errors.c %reldir%/errors.h \
+	%reldir%/options.c \
+	%reldir%/client.c %reldir%/client.h \
+	%reldir%/lock.c \
+	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \
+	%reldir%/list.h
+libredlease_core_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/%reldir% $(HIREDIS_CFLAGS)
+libredlease_core_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS)
+libredlease_core_la_LIBADD = $(SIGMASK_LIBS)
+
+lib_LTLIBRARIES += libredlease.la
+libredlease_la_SOURCES =
+# Never compiled: only tells automake to link libredlease.la with the C linker.
+nodist_EXTRA_libredlease_la_SOURCES = dummy.c
+libredlease_la_LIBADD = libredlease_core.la $(HIREDIS_LIBS)
+libredlease_la_LDFLAGS = -no-undefined -version-info $(LT_CURRENT):$(LT_REVISION):$(LT_AGE)
+
+pkgconfig_DATA = redlease.pc

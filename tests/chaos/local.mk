@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Mutual exclusion under faults. chaos.sh starts a private redis-server and
+# N chaos-worker processes contending for one lease and one shared store
+# file, injects a seeded random schedule of faults (SIGSTOP past the TTL,
+# CLIENT KILL, Redis restarts, DEBUG SLEEP, CLIENT PAUSE, and network
+# faults) and checks the invariants with chaos-check.awk. make check runs a
+# short version (run-chaos-short.sh, one TAP case per invariant); make
+# check-chaos the long one (CHAOS_SEED replays a run; CHAOS_DURATION_S,
+# CHAOS_WORKERS).
+#
+# The network faults (delay, partition, partition then close) come from
+# netfault-proxy, a unix-socket proxy between the workers and Redis, which
+# works on any kernel; where tc netem works too (root and sch_netem), its
+# delay and loss are added on the proxy's TCP hop to Redis. test-netfault.sh
+# checks each fault of the proxy against a real redis-server.
+check_PROGRAMS += %reldir%/chaos-worker %reldir%/netfault-proxy
+%canon_reldir%_chaos_worker_SOURCES = %reldir%/chaos-worker.c %reldir%/store.c %reldir%/store.h
+%canon_reldir%_chaos_worker_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
+%canon_reldir%_chaos_worker_LDADD = libredlease.la $(HIREDIS_LIBS) $(LIBEV_LIBS)
+# -no-install: a real executable, so valgrind checks the worker, not bash.
+%canon_reldir%_chaos_worker_LDFLAGS = -no-install
+%canon_reldir%_netfault_proxy_SOURCES = %reldir%/netfault-proxy.c
+CHAOS_TESTS = %reldir%/run-chaos-short.sh %reldir%/test-netfault.sh
+TESTS += $(CHAOS_TESTS)
+EXTRA_DIST += $(CHAOS_TESTS) %reldir%/chaos.sh %reldir%/chaos-check.awk
+check-chaos: $(BUILT_SOURCES) %reldir%/chaos-worker$(EXEEXT) %reldir%/netfault-proxy$(EXEEXT)
+	REDLEASE_BUILDDIR='$(abs_top_builddir)' REDLEASE_SRCDIR='$(abs_top_srcdir)' \
+	REDLEASE_TEST_WRAPPER='$(REDLEASE_TEST_WRAPPER)' \
+	CHAOS_DURATION_S="$${CHAOS_DURATION_S:-90}" CHAOS_WORKERS="$${CHAOS_WORKERS:-6}" \
+	$(SHELL) $(top_srcdir)/%reldir%/chaos.sh
+.PHONY: check-chaos

@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: MIT
+# redlease(1): test-cli.sh against a private redis-server; test-help.sh
+# checks --help against man 1 and the option parser against both.
+CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-help.sh
+TESTS += $(CLI_TESTS)
+EXTRA_DIST += $(CLI_TESTS)

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+# The library on real loops, against the harness's redis-server or a fake
+# one (tests/README.md). Each program runs through its NAME.itest, which
+# run-integration.sh starts under the Redis harness.
+INTEGRATION_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS)
+INTEGRATION_LDADD = libredlease_core.la $(HIREDIS_LIBS)
+
+# The suite (suite.c) once per adapter: test_NAME links it with
+# loop_NAME.c. libev and the poll() loop written in the test (the "your
+# own loop" proof) always; the others when configure found their library.
+SUITE_SOURCES = %reldir%/suite.c %reldir%/testloop.h tests/support/testutil.h
+INTEGRATION_TESTS = %reldir%/libev.itest %reldir%/poll.itest
+check_PROGRAMS += %reldir%/test_libev %reldir%/test_poll
+if HAVE_LIBEVENT
+check_PROGRAMS += %reldir%/test_libevent
+INTEGRATION_TESTS += %reldir%/libevent.itest
+endif
+if HAVE_LIBUV
+check_PROGRAMS += %reldir%/test_libuv
+INTEGRATION_TESTS += %reldir%/libuv.itest
+endif
+if HAVE_GLIB
+check_PROGRAMS += %reldir%/test_glib
+INTEGRATION_TESTS += %reldir%/glib.itest
+endif
+%canon_reldir%_test_libev_SOURCES = $(SUITE_SOURCES) %reldir%/loop_libev.c
+%canon_reldir%_test_libev_CPPFLAGS = $(INTEGRATION_CPPFLAGS) $(LIBEV_CFLAGS)
+%canon_reldir%_test_libev_LDADD = $(INTEGRATION_LDADD) $(LIBEV_LIBS)
+%canon_reldir%_test_poll_SOURCES = $(SUITE_SOURCES) %reldir%/loop_poll.c
+%canon_reldir%_test_poll_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_poll_LDADD = $(INTEGRATION_LDADD)
+%canon_reldir%_test_libevent_SOURCES = $(SUITE_SOURCES) %reldir%/loop_libevent.c
+%canon_reldir%_test_libevent_CPPFLAGS = $(INTEGRATION_CPPFLAGS) $(LIBEVENT_CFLAGS)
+%canon_reldir%_test_libevent_LDADD = $(INTEGRATION_LDADD) $(LIBEVENT_LIBS)
+%canon_reldir%_test_libuv_SOURCES = $(SUITE_SOURCES) %reldir%/loop_libuv.c
+%canon_reldir%_test_libuv_CPPFLAGS = $(INTEGRATION_CPPFLAGS) $(LIBUV_CFLAGS)
+%canon_reldir%_test_libuv_LDADD = $(INTEGRATION_LDADD) $(LIBUV_LIBS)
+%canon_reldir%_test_glib_SOURCES = $(SUITE_SOURCES) %reldir%/loop_glib.c
+%canon_reldir%_test_glib_CPPFLAGS = $(INTEGRATION_CPPFLAGS) $(GLIB_CFLAGS)
+%canon_reldir%_test_glib_LDADD = $(INTEGRATION_LDADD) $(GLIB_LIBS)
+
+# test_hostile: the library on the poll() loop against an in-process fake
+# Redis (fake_redis.c, a thread: -pthread) that answers errors, wrong reply
+# types, half replies, non-RESP bytes. test_real: what a real Redis
+# answers in the states production servers reach (a pause longer than the
+# TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
+check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real
+INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest
+RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
+%canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
+	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES)
+%canon_reldir%_test_hostile_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
+%canon_reldir%_test_hostile_CFLAGS = $(AM_CFLAGS) -pthread
+%canon_reldir%_test_hostile_LDADD = $(INTEGRATION_LDADD) -lpthread
+%canon_reldir%_test_real_SOURCES = %reldir%/test_real.c $(RIG_SOURCES)
+%canon_reldir%_test_real_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)
+
+TESTS += $(INTEGRATION_TESTS)
+# Every .itest, whichever loops this machine has.
+EXTRA_DIST += %reldir%/run-integration.sh \
+	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
+	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+# How make check runs tests (tests/README.md is the home of testing), and
+# the checks of the tree as a whole. Each folder under tests/ lists its own
+# programs in its local.mk.
+
+# Every test program and script prints TAP: each case is one result in the
+# .trs files. .itest files run a program under the Redis harness.
+TEST_EXTENSIONS = .itest .sh
+ITEST_LOG_COMPILER = $(SHELL) $(top_srcdir)/%reldir%/integration/run-integration.sh
+SH_LOG_COMPILER = $(SHELL)
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+ITEST_LOG_DRIVER = $(LOG_DRIVER)
+SH_LOG_DRIVER = $(LOG_DRIVER)
+AM_TESTS_ENVIRONMENT = \
+	REDIS_SERVER="$${REDIS_SERVER:-redis-server}"; export REDIS_SERVER; \
+	REDIS_CLI="$${REDIS_CLI:-redis-cli}"; export REDIS_CLI; \
+	REDLEASE_BUILDDIR='$(abs_top_builddir)'; export REDLEASE_BUILDDIR; \
+	REDLEASE_SRCDIR='$(abs_top_srcdir)'; export REDLEASE_SRCDIR; \
+	REDLEASE_TEST_WRAPPER='$(REDLEASE_TEST_WRAPPER)'; export REDLEASE_TEST_WRAPPER;
+
+# make check-valgrind: the same suite with every test program under
+# valgrind memcheck; any error or leaked block fails the case.
+VALGRIND_CMD = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
+	--errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99
+check-valgrind:
+	$(MAKE) $(AM_MAKEFLAGS) check LOG_COMPILER='$(VALGRIND_CMD)' \
+	  REDLEASE_TEST_WRAPPER='$(VALGRIND_CMD)'
+.PHONY: check-valgrind
+
+# The tree as a whole:
+#  run-examples.sh  every example program, against a private redis-server
+#  run-demo.sh      make demo's story, and the booking server's bad clients
+#  man-lint.sh      groff renders man/*, and redlease.3 names every export
+#  symbols.sh       no global symbol of the static library outside
+#                   redlease_ and rdl_
+#  doc-examples.sh  the docs' complete programs compile, C99, no warning
+#  license.sh       COPYING, redlease.pc, an SPDX line in every source file
+TREE_TESTS = %reldir%/run-examples.sh %reldir%/run-demo.sh %reldir%/man-lint.sh \
+	%reldir%/symbols.sh %reldir%/doc-examples.sh %reldir%/license.sh
+TESTS += $(TREE_TESTS)
+EXTRA_DIST += $(TREE_TESTS) %reldir%/README.md
+
+# make bench: 100,000 leases on one client against a private redis-server
+# (memory per lease; acquire, renewal round and release times next to raw
+# hiredis). Built by make check so it keeps compiling, never run there:
+# timings are measured, never asserted.
+check_PROGRAMS += %reldir%/bench_leases
+%canon_reldir%_bench_leases_SOURCES = %reldir%/bench_leases.c
+%canon_reldir%_bench_leases_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
+%canon_reldir%_bench_leases_LDADD = libredlease_core.la $(HIREDIS_LIBS) $(LIBEV_LIBS)
+bench: %reldir%/bench_leases$(EXEEXT)
+	REDLEASE_BUILDDIR='$(abs_top_builddir)' \
+	REDLEASE_TEST_BIN='$(abs_top_builddir)/%reldir%/bench_leases$(EXEEXT)' \
+	REDLEASE_TEST_TIMEOUT=600 $(SHELL) $(top_srcdir)/%reldir%/integration/run-integration.sh
+.PHONY: bench

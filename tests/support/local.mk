@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# What unit tests, integration tests and fuzzers share (tests/README.md):
+# the fake transport, fake loop and virtual clock (fake.c), built once
+# into a check-only library; the model (model.c), the TAP runner
+# (testutil.h), the unit tests' recorder (core_rig.h) and the Redis
+# harness (redis-harness.sh). The fuzz targets compile fake.c and model.c
+# themselves, with the fuzzer's instrumentation.
+check_LTLIBRARIES += %reldir%/libfake.la
+%canon_reldir%_libfake_la_SOURCES = %reldir%/fake.c %reldir%/fake.h
+%canon_reldir%_libfake_la_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(HIREDIS_CFLAGS)
+SUPPORT_CPPFLAGS = -I$(top_srcdir)/%reldir%
+SUPPORT_H = %reldir%/testutil.h %reldir%/core_rig.h
+MODEL_SOURCES = %reldir%/model.c %reldir%/model.h
+EXTRA_DIST += %reldir%/redis-harness.sh
