@@ -13,7 +13,6 @@
 #include "alloc.h"
 #include "client.h"
 #include "errors.h"
-#include "sha1.h"
 
 static int64_t monotonic_ms(void *arg)
 {
@@ -100,8 +99,6 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     c->conn = RDL_CONN_IDLE;
     c->wake.idx = RDL_HEAP_OUT;
     c->transport_new = rdl_transport_hiredis_new;
-    for (int i = 0; i < RDL_SCRIPT_COUNT; i++)
-        rdl_sha1_hex(rdl_script_src[i], strlen(rdl_script_src[i]), c->sha[i]);
     *out = c;
     return REDLEASE_OK;
 }

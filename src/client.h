@@ -162,7 +162,6 @@ struct redlease_client {
     int drop_status;    /* a reply said this connection is no use: drop it */
     uint64_t release_retries; /* releases waiting to retry (close waits for them) */
     int flush_needed;   /* became ready: send what waited */
-    char sha[RDL_SCRIPT_COUNT][41]; /* the scripts' SHA-1, for EVALSHA */
     char errstr[128];
 
     /* locks */

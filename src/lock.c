@@ -184,7 +184,7 @@ static int req_submit(rdl_req *req)
             ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
         } else {
             ARG("EVALSHA", 7);
-            ARG(c->sha[s], 40);
+            ARG(rdl_script_sha(s), 40);
         }
         ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
