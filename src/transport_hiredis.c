@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The hiredis async binding of the transport seam (see transport.h).
+/* The hiredis async binding of the transport seam: src/transport.h states
+ * the contract this file keeps; docs/design.md, section 5 (Layering), shows
+ * where it sits.
  *
  * The only file of the project that includes hiredis. It works on hiredis
- * 0.14.1 and 1.x (design-anchors.md section 2):
- *  - connect/disconnect callbacks use the const-pointer variant (row 3);
+ * 0.14.1 and 1.x, which differ in ways that matter here:
+ *  - connect/disconnect callbacks use the const-pointer variant;
  *  - nothing frees or disconnects a context from inside onConnect or
- *    onDisconnect (row 4): the core closes only from outside hiredis
- *    callbacks (transport.h), and redisAsyncFree never gets NULL (row 8);
- *  - the loop adapter is attached before the connect callback is set (15);
+ *    onDisconnect (0.14 crashes on it): the core closes only from outside
+ *    hiredis callbacks (transport.h), and redisAsyncFree never gets NULL;
+ *  - the loop adapter is attached before the connect callback is set;
  *  - we forget a context ourselves when hiredis is about to free it
- *    (onConnect with an error, onDisconnect) or when we free it (row 13);
- *  - replies are copied into rdl_reply and never freed here (rows 16, 20);
- *  - deadlines are the core's own on both versions (rows 9, 10).
+ *    (onConnect with an error, onDisconnect) or when we free it;
+ *  - replies are copied into rdl_reply and never freed here (hiredis frees
+ *    them when the callback returns);
+ *  - deadlines are the core's own on both versions (0.14 has no command
+ *    timeout).
  *
  * Ownership: t->ac is the live context (NULL when closed); ac->data points
  * at t. close() frees the context synchronously; while it does, hiredis
