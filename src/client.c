@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "client.h"
+#include "lock.h"
 #include "errors.h"
 
 static int64_t monotonic_ms(void *arg)

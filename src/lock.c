@@ -24,9 +24,11 @@
 
 #include "alloc.h"
 #include "client.h"
+#include "lock.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_math.h"
+#include "scripts.h"
 
 /* ------------------------------------------------------------ helpers */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "lock.h"
 #include "keys.h"
 
 /* Longest TTL accepted: about 11.6 days, far below any overflow of the
