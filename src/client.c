@@ -505,11 +505,8 @@ static void flush(redlease_client *c, int64_t now)
     c->flush_needed = 0;
     for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rdl_lock_on_ready(RDL_CONTAINER(n, struct redlease_lock, link), now);
-    while (!rdl_list_empty(&c->waiting) && rdl_client_ready(c)) {
-        struct redlease_lock *lk = RDL_CONTAINER(c->waiting.next, struct redlease_lock, wait_link);
-        rdl_list_remove(&lk->wait_link);
-        rdl_lock_send_waiting(lk, now);
-    }
+    while (!rdl_list_empty(&c->waiting) && rdl_client_ready(c))
+        rdl_lock_send_waiting(RDL_CONTAINER(c->waiting.next, struct redlease_lock, wait_link), now);
 }
 
 /* Done when every callback owed has run and nothing is left to send or to

@@ -70,7 +70,8 @@ struct redlease_client {
     int conn_error;     /* why the last connection failed; 0 once one is ready */
     int conn_definite;  /* that failure will not heal by retrying (EAUTH...) */
     int drop_status;    /* a reply said this connection is no use: drop it */
-    uint64_t release_retries; /* releases waiting to retry (close waits for them) */
+    uint64_t release_retries; /* releases waiting to retry (close waits for them);
+                                 lock.c keeps it with each lk->release_retry */
     int flush_needed;   /* became ready: send what waited */
     char errstr[128];
 

@@ -51,6 +51,28 @@ static void reschedule(struct redlease_lock *lk)
     rdl_heap_update(&lk->c->heap, &lk->wake, wake_at(lk));
 }
 
+/* Every change of a lock's state goes through here, so stats.held_now
+ * counts the handles in HELD by construction, never kept in step by hand. */
+static void set_state(struct redlease_lock *lk, int state)
+{
+    redlease_stats *st = &lk->c->stats;
+    if (lk->state == RDL_LOCK_HELD) st->held_now--;
+    if (state == RDL_LOCK_HELD) st->held_now++;
+    lk->state = state;
+}
+
+/* A release waiting for its retry: the handle's flag and the client's
+ * count (what a close waits for) change together, here only. */
+static void set_release_retry(struct redlease_lock *lk, unsigned on)
+{
+    if (lk->release_retry == on) return;
+    lk->release_retry = on;
+    if (on)
+        lk->c->release_retries++;
+    else
+        lk->c->release_retries--;
+}
+
 static void owe(struct redlease_lock *lk, unsigned bit)
 {
     lk->notify |= bit;
@@ -111,7 +133,8 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     rdl_list_remove(&lk->wait_link);
     rdl_list_remove(&lk->notify_link);
     rdl_heap_remove(&c->heap, &lk->wake);
-    if (lk->state == RDL_LOCK_HELD) c->stats.held_now--;
+    set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
+    set_release_retry(lk, 0);
     c->stats.locks_now--;
     rdl_free(lk);
 }
@@ -273,10 +296,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     lk->op_cut = lk->op_limit < natural;
     lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
     lk->next_action = RDL_NEVER;
-    if (lk->release_retry) {
-        lk->release_retry = 0;
-        c->release_retries--;
-    }
+    set_release_retry(lk, 0);
     if (op == RDL_REQ_ACQUIRE) {
         lk->attempts++;
         c->stats.attempts++;
@@ -291,7 +311,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
 
 static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->acquire_status = status;
     owe(lk, RDL_NOTIFY_ACQUIRE);
@@ -345,7 +365,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     rdl_list_remove(&lk->wait_link);
-    lk->state = RDL_LOCK_HELD;
+    set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
     lk->confirm_epoch = req->epoch;
@@ -355,7 +375,6 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     lk->acquire_status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
-    c->stats.held_now++;
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
@@ -412,12 +431,11 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk);
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->lost_reason = reason;
     owe(lk, RDL_NOTIFY_LOST);
     c->stats.lost++;
-    c->stats.held_now--;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
     if (reason != REDLEASE_LOST_NOT_OWNER && !c->dead) queue_drop(lk, now);
@@ -463,7 +481,7 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 
 static void finish_release(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
     lk->release_status = status;
     owe(lk, RDL_NOTIFY_RELEASE);
@@ -486,8 +504,7 @@ static void release_failed(struct redlease_lock *lk, int status, int definite, i
     }
     lk->op = 0;
     lk->next_action = at;
-    lk->release_retry = 1;
-    c->release_retries++; /* a close waits for it */
+    set_release_retry(lk, 1); /* a close waits for it */
 }
 
 static void release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now)
@@ -575,6 +592,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
+    rdl_list_remove(&lk->wait_link); /* pump() parks it again if it must */
     pump(lk, now);
     reschedule(lk);
 }
@@ -673,8 +691,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
                                                              : done_release_status(lk);
         owe(lk, RDL_NOTIFY_RELEASE);
     }
-    if (lk->state == RDL_LOCK_HELD) lk->c->stats.held_now--;
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
     run_callbacks(lk, 1);
 }
@@ -684,8 +701,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
 static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
 {
     if (lk->op) abandon_op(lk);
-    lk->state = RDL_LOCK_DONE;
-    lk->c->stats.held_now--;
+    set_state(lk, RDL_LOCK_DONE);
     lk->acquire_status = REDLEASE_ECANCELED;
     queue_drop(lk, now);
 }
@@ -756,7 +772,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     rdl_list_init(&lk->wait_link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
-    lk->state = RDL_LOCK_ACQUIRING;
+    set_state(lk, RDL_LOCK_ACQUIRING);
     lk->on_acquire = on_acquire;
     lk->on_lost = on_lost;
     lk->arg = arg;
@@ -818,8 +834,7 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
-        c->stats.held_now--;
-        lk->state = RDL_LOCK_RELEASING;
+        set_state(lk, RDL_LOCK_RELEASING);
         lk->op_limit = now + c->command_timeout; /* retries end there */
         start_op(lk, RDL_REQ_RELEASE, now);
         break;

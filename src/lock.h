@@ -34,7 +34,7 @@ struct redlease_lock {
     rdl_list notify_link; /* c->notify: callbacks owed */
     unsigned refs;      /* requests in flight that point here */
     int user_ref;       /* 1 until on_release has run (or the client ends) */
-    int state;          /* enum rdl_lock_state */
+    int state;          /* enum rdl_lock_state; set by lock.c's set_state() only */
     unsigned notify;    /* RDL_NOTIFY_* bits owed */
     /* flags, one word for all (a client may hold a million handles) */
     unsigned release_called : 1;
@@ -45,7 +45,8 @@ struct redlease_lock {
                                    attempts reclaim it, an acquire ending
                                    without a lease deletes it */
     unsigned op_cut : 1;        /* op_deadline is op_limit, before a command timeout */
-    unsigned release_retry : 1; /* a release waits for its retry (c->release_retries) */
+    unsigned release_retry : 1; /* a release waits for its retry (counted in
+                                   c->release_retries by set_release_retry()) */
     unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
