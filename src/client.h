@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The client's private header: struct redlease_client (connection, timer,
  * delivery of callbacks, lifetime) and what client.c offers the lease state
- * machine (src/lock.h). Pure core: no hiredis here; the connection is
- * reached through rdl_transport.
+ * machine (src/lock.h). Pure core: no hiredis here; the connection
+ * (src/conn.h) reaches Redis through rdl_transport.
  *
  * Two rules keep reentrancy simple:
  *  - User callbacks of locks (on_acquire, on_lost, on_release) are only run
@@ -19,31 +19,21 @@
 #include <stdint.h>
 
 #include "backoff.h"
+#include "conn.h"
 #include "heap.h"
 #include "list.h"
 #include "redlease.h"
 #include "req.h"
 #include "transport.h"
 
-enum rdl_conn_state {
-    RDL_CONN_IDLE,      /* no loop yet */
-    RDL_CONN_CONNECTING,
-    RDL_CONN_HANDSHAKE, /* AUTH / SELECT / PING in flight */
-    RDL_CONN_READY,
-    RDL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
-    RDL_CONN_BACKOFF    /* waiting to reconnect */
-};
-
 struct redlease_client {
-    /* options */
-    char *host, *unix_path, *username, *password, *prefix;
-    int port, db;
-    int64_t connect_timeout, command_timeout;
+    /* options (the connection keeps its own: rdl_conn_config) */
+    char *prefix;
     size_t prefix_len;
+    int64_t command_timeout; /* each lock operation's */
 
     /* environment */
-    redlease_clock_fn clock;
-    void *clock_arg;
+    rdl_clock clock;
     rdl_xorshift xs;
     rdl_rng rng;
     const redlease_loop_ops *loop;
@@ -52,33 +42,22 @@ struct redlease_client {
     redlease_event_cb event_cb;
     void *event_arg;
 
-    /* connection */
-    rdl_transport tr; /* tr.ops is NULL until a loop is attached */
-    int conn;           /* enum rdl_conn_state */
-    uint64_t epoch;     /* counts connections that became ready */
-    int64_t conn_at;    /* deadline, reconnect time, or (ready) stall check */
-    int64_t stall_since; /* ready: send time of a timed-out command, or -1 */
-    rdl_heap_node wake;
-    rdl_backoff reconnect;
-    int hs_pending;     /* handshake replies awaited */
-    uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
-    int64_t rtt_floor;  /* shortest round trip on this connection, from its
-                           handshake on (a stalled reply says nothing of the
-                           path), or 0 */
-    uint64_t rtt_epoch; /* the connection rtt_floor was measured on */
-    int hs_failed;      /* status, or 0 */
-    int conn_error;     /* why the last connection failed; 0 once one is ready */
-    int conn_definite;  /* that failure will not heal by retrying (EAUTH...) */
-    int drop_status;    /* a reply said this connection is no use: drop it */
-    uint64_t release_retries; /* releases waiting to retry (close waits for them);
-                                 lock.c keeps it with each lk->release_retry */
-    int flush_needed;   /* became ready: send what waited */
-    char errstr[128];
+    /* The one connection, embedded: it lives exactly as long as the client,
+     * costs no allocation (nor a failure path), and reports to it through
+     * client.c's rdl_conn_owner table; fake.c reaches it as &c->conn. */
+    rdl_conn conn;
+    rdl_heap_node wake; /* the connection's deadline, or a close's if sooner */
+    int flush_needed;   /* became ready: send what waited (only read while
+                           ready, so what a broken link owed waits for the
+                           next one) */
+    char errstr[128];   /* the last failure's text: the connection's or Redis's */
 
     /* locks */
     rdl_heap heap;
     rdl_list locks, waiting, notify;
-    redlease_stats stats;
+    uint64_t release_retries; /* releases waiting to retry (close waits for them);
+                                 lock.c keeps it with each lk->release_retry */
+    redlease_stats stats; /* the locks' counters; the connection keeps its own */
 
     /* lifetime */
     int depth;          /* nested entries into the library */
@@ -91,28 +70,19 @@ struct redlease_client {
     void *close_arg;
 
     /* tests replace the transport (see rdl_client_set_transport_factory) */
-    int (*transport_new)(rdl_transport *out, struct redlease_client *c,
-                         const redlease_loop_ops *loop, void *loop_data);
+    rdl_transport_factory transport_new;
 };
 
 /* client.c */
 int64_t rdl_now(const redlease_client *c);
+/* The connection is ready and the client not ending: requests may go. */
 int rdl_client_ready(const redlease_client *c);
 void rdl_enter(redlease_client *c);
 void rdl_leave(redlease_client *c);
 void rdl_emit(redlease_client *c, const redlease_event *ev);
 void rdl_set_errstr(redlease_client *c, const char *s, size_t n);
-/* The status an operation that could not be sent reports. */
-int rdl_client_conn_status(const redlease_client *c);
-/* Sends argv on the connection for req; 0 or a status (req not sent). */
-int rdl_client_submit(redlease_client *c, rdl_req *req, int argc, const char **argv, const size_t *lens);
-/* A command sent at sent_at is still unanswered at now, past its timeout
- * (or past the lease it was renewing). */
-void rdl_client_note_timeout(redlease_client *c, int64_t sent_at, int64_t now);
 /* Test hook: use another transport for clients attached after this. */
-void rdl_client_set_transport_factory(redlease_client *c,
-                                     int (*fn)(rdl_transport *, redlease_client *,
-                                               const redlease_loop_ops *, void *));
+void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn);
 
 /* options.c */
 int rdl_client_options_check(const redlease_client_options *o);

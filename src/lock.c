@@ -223,7 +223,7 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    return rdl_client_submit(c, req, n, argv, lens);
+    return rdl_conn_submit(&c->conn, req, n, argv, lens);
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
@@ -235,7 +235,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->kind = kind;
     req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
-    req->epoch = c->epoch;
+    req->epoch = rdl_conn_epoch(&c->conn);
     int rc = req_submit(req);
     if (rc) {
         rdl_free(req);
@@ -304,7 +304,8 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     }
     pump(lk, now);
     /* The server refused us for good: no use waiting for a connection. */
-    if (lk->op == op && !lk->req && c->conn_definite) rdl_lock_on_refused(lk, c->conn_error, now);
+    int refused = rdl_conn_refusal(&c->conn);
+    if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
 }
 
 /* ---------------------------------------------------------- acquiring */
@@ -323,11 +324,11 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 }
 
 /* The latest an attempt may start and still be answered inside the wait
- * budget, going by the connection's shortest round trip (client.c). */
+ * budget, going by the connection's shortest round trip (conn.c). */
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
-    int64_t rtt = lk->c->rtt_floor;
+    int64_t rtt = rdl_conn_rtt_floor(&lk->c->conn);
     return lk->budget_end - (rtt > 1 ? rtt : 1);
 }
 
@@ -561,21 +562,21 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_client_note_timeout(c, lk->req->t0, now);
+        if (lk->req) rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int sent = lk->req != NULL;
-        int status = sent ? REDLEASE_ETIMEDOUT : rdl_client_conn_status(c);
+        int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&c->conn);
         if (sent) {
             c->stats.timeouts++;
-            rdl_client_note_timeout(c, lk->req->t0, now);
+            rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
-        op_failed(lk, status, !sent && c->conn_definite, lk->op_cut, now);
+        op_failed(lk, status, !sent && rdl_conn_refusal(&c->conn), lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
         if (lk->state == RDL_LOCK_ACQUIRING)
             start_op(lk, RDL_REQ_ACQUIRE, now);
@@ -601,7 +602,7 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != lk->c->epoch) {
+    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != rdl_conn_epoch(&lk->c->conn)) {
         lk->next_action = now;
         reschedule(lk);
     }
@@ -851,7 +852,8 @@ int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
-    return rdl_client_ready(c) && lk->confirm_epoch == c->epoch && rdl_now(c) < lk->valid_until;
+    return rdl_client_ready(c) && lk->confirm_epoch == rdl_conn_epoch(&c->conn) &&
+           rdl_now(c) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)

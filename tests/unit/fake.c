@@ -44,7 +44,7 @@ static void answer(fake *f, const rdl_reply *r)
     if (!cmd) return;
     cmd->answered = 1;
     f->head++;
-    rdl_core_on_reply(f->tc, cmd->req, r);
+    rdl_conn_on_reply(&f->tc->conn, cmd->req, r);
 }
 
 static void fail_pending(fake *f)
@@ -65,10 +65,10 @@ static const rdl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_cl
 
 static fake *the_fake; /* the factory has no user pointer of its own */
 
-static int fake_factory(rdl_transport *out, redlease_client *c, const redlease_loop_ops *loop,
+static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_ops *loop,
                         void *loop_data)
 {
-    (void)c, (void)loop, (void)loop_data;
+    (void)cn, (void)loop, (void)loop_data;
     out->ops = &fake_ops;
     out->self = the_fake;
     return 0;
@@ -148,13 +148,18 @@ void fake_connect_raw(fake *f)
 {
     f->connecting = 0;
     f->connected = 1;
-    rdl_core_on_connected(f->c, REDLEASE_OK, NULL);
+    rdl_conn_on_connected(&f->c->conn, REDLEASE_OK, NULL);
+}
+
+void rdl_core_on_connected(redlease_client *c, int status, const char *detail)
+{
+    rdl_conn_on_connected(&c->conn, status, detail);
 }
 
 void fake_connect_fail(fake *f)
 {
     f->connecting = 0;
-    rdl_core_on_connected(f->c, REDLEASE_ECONN, "connection refused (fake)");
+    rdl_conn_on_connected(&f->c->conn, REDLEASE_ECONN, "connection refused (fake)");
 }
 
 void fake_start(fake *f, const redlease_client_options *o)
@@ -226,7 +231,7 @@ void fake_break(fake *f)
 {
     f->connected = f->connecting = 0;
     fail_pending(f);
-    rdl_core_on_disconnected(f->tc, REDLEASE_ECONN, "connection reset (fake)");
+    rdl_conn_on_disconnected(&f->tc->conn, REDLEASE_ECONN, "connection reset (fake)");
 }
 
 void fake_free(fake *f)

@@ -72,6 +72,11 @@ void fake_break(fake *f);
 /* Free the client (and the fake's commands). */
 void fake_free(fake *f);
 
+/* The transport's connect report to c's connection, under the name it had
+ * before the connection was an object of its own (src/conn.c): test_core.c
+ * still calls it. Goes once that call says rdl_conn_on_connected(). */
+void rdl_core_on_connected(redlease_client *c, int status, const char *detail);
+
 /* The SHA-1 EVALSHA names script i by. */
 const char *fake_sha(int i);
 
