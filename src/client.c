@@ -364,13 +364,7 @@ static void on_conn_refused(void *owner, int status, int64_t now)
 static void on_conn_reply(void *owner, rdl_req *req, const rdl_reply *r)
 {
     redlease_client *c = owner;
-    if (req) { /* a lock's */
-        int resent = !c->dead && rdl_lock_on_reply(req, r, rdl_now(c));
-        if (!resent) {
-            rdl_lock_unref(req->lk);
-            rdl_free(req);
-        }
-    }
+    if (req) rdl_lock_on_reply(req, r); /* a lock's */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
 }
 

@@ -139,7 +139,7 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     rdl_free(lk);
 }
 
-void rdl_lock_unref(struct redlease_lock *lk)
+static void unref(struct redlease_lock *lk)
 {
     lk->refs--;
     maybe_free(lk);
@@ -608,7 +608,8 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
     }
 }
 
-int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
+/* 1 when req was sent again (NOSCRIPT -> EVAL) and lives on. */
+static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
@@ -639,6 +640,18 @@ int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     }
     reschedule(lk);
     return 0;
+}
+
+/* The lock owns its requests from send_req() to here: each holds a
+ * reference to it, and is freed once back (unless resent), also when the
+ * client is ending and nothing is acted on. */
+void rdl_lock_on_reply(rdl_req *req, const rdl_reply *r)
+{
+    struct redlease_lock *lk = req->lk;
+    redlease_client *c = lk->c;
+    if (!c->dead && handle_reply(req, r, rdl_now(c))) return;
+    unref(lk);
+    rdl_free(req);
 }
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during

@@ -88,8 +88,9 @@ struct redlease_lock {
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 /* The connection is ready: send what the lock parked on c->waiting. */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
-/* Nonzero when req was sent again (NOSCRIPT -> EVAL) and lives on. */
-int rdl_lock_on_reply(struct rdl_req *req, const struct rdl_reply *r, int64_t now);
+/* One of the lock's requests came back (r NULL: the link took it); the
+ * lock frees it, or sends it again (NOSCRIPT -> EVAL). */
+void rdl_lock_on_reply(struct rdl_req *req, const struct rdl_reply *r);
 /* A connection became ready: held leases not confirmed on it renew at once. */
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
 /* The server refused the connection for good (credentials, database): ops
@@ -101,8 +102,6 @@ void rdl_lock_deliver(struct redlease_lock *lk);
 void rdl_lock_end_by_client(struct redlease_lock *lk);
 /* redlease_client_close(): stop acquiring, release what is held. */
 void rdl_lock_close(struct redlease_lock *lk, int64_t now);
-/* A request of the lock came back and is freed: one reference less. */
-void rdl_lock_unref(struct redlease_lock *lk);
 /* Frees the handle now: its last reference went, or the client ends. */
 void rdl_lock_destroy(struct redlease_lock *lk);
 
