@@ -30,7 +30,7 @@ struct redlease_client {
     /* options (the connection keeps its own: rdl_conn_config) */
     char *prefix;
     size_t prefix_len;
-    int64_t command_timeout; /* each lock operation's */
+    int64_t command_timeout; /* each lock operation's, and a close's */
 
     /* environment */
     rdl_clock clock;
