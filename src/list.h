@@ -31,4 +31,15 @@ static inline void rdl_list_remove(rdl_list *n)
     n->prev = n->next = n;
 }
 
+/* Moves every node of src to the back of dst, in order; src is left empty. */
+static inline void rdl_list_move_all(rdl_list *dst, rdl_list *src)
+{
+    if (rdl_list_empty(src)) return;
+    src->next->prev = dst->prev;
+    dst->prev->next = src->next;
+    src->prev->next = dst;
+    dst->prev = src->prev;
+    rdl_list_init(src);
+}
+
 #endif

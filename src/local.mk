@@ -16,8 +16,10 @@ libredlease_core_la_SOURCES = \
 	%reldir%/sha1.c %reldir%/sha1.h \
 	%reldir%/errors.c %reldir%/errors.h \
 	%reldir%/options.c \
+	%reldir%/req.h \
+	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/client.c %reldir%/client.h \
-	%reldir%/lock.c \
+	%reldir%/lock.c %reldir%/lock.h \
 	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \
 	%reldir%/list.h
 libredlease_core_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/%reldir% $(HIREDIS_CFLAGS)

@@ -24,9 +24,11 @@
 
 #include "alloc.h"
 #include "client.h"
+#include "lock.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_math.h"
+#include "scripts.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -47,6 +49,28 @@ static int64_t wake_at(const struct redlease_lock *lk)
 static void reschedule(struct redlease_lock *lk)
 {
     rdl_heap_update(&lk->c->heap, &lk->wake, wake_at(lk));
+}
+
+/* Every change of a lock's state goes through here, so stats.held_now
+ * counts the handles in HELD by construction, never kept in step by hand. */
+static void set_state(struct redlease_lock *lk, int state)
+{
+    redlease_stats *st = &lk->c->stats;
+    if (lk->state == RDL_LOCK_HELD) st->held_now--;
+    if (state == RDL_LOCK_HELD) st->held_now++;
+    lk->state = state;
+}
+
+/* A release waiting for its retry: the handle's flag and the client's
+ * count (what a close waits for) change together, here only. */
+static void set_release_retry(struct redlease_lock *lk, unsigned on)
+{
+    if (lk->release_retry == on) return;
+    lk->release_retry = on;
+    if (on)
+        lk->c->release_retries++;
+    else
+        lk->c->release_retries--;
 }
 
 static void owe(struct redlease_lock *lk, unsigned bit)
@@ -109,12 +133,13 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     rdl_list_remove(&lk->wait_link);
     rdl_list_remove(&lk->notify_link);
     rdl_heap_remove(&c->heap, &lk->wake);
-    if (lk->state == RDL_LOCK_HELD) c->stats.held_now--;
+    set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
+    set_release_retry(lk, 0);
     c->stats.locks_now--;
     rdl_free(lk);
 }
 
-void rdl_lock_unref(struct redlease_lock *lk)
+static void unref(struct redlease_lock *lk)
 {
     lk->refs--;
     maybe_free(lk);
@@ -184,7 +209,7 @@ static int req_submit(rdl_req *req)
             ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
         } else {
             ARG("EVALSHA", 7);
-            ARG(c->sha[s], 40);
+            ARG(rdl_script_sha(s), 40);
         }
         ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
@@ -198,7 +223,7 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    return rdl_client_submit(c, req, n, argv, lens);
+    return rdl_conn_submit(&c->conn, req, n, argv, lens);
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
@@ -210,7 +235,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->kind = kind;
     req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
-    req->epoch = c->epoch;
+    req->epoch = rdl_conn_epoch(&c->conn);
     int rc = req_submit(req);
     if (rc) {
         rdl_free(req);
@@ -271,10 +296,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     lk->op_cut = lk->op_limit < natural;
     lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
     lk->next_action = RDL_NEVER;
-    if (lk->release_retry) {
-        lk->release_retry = 0;
-        c->release_retries--;
-    }
+    set_release_retry(lk, 0);
     if (op == RDL_REQ_ACQUIRE) {
         lk->attempts++;
         c->stats.attempts++;
@@ -282,14 +304,15 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     }
     pump(lk, now);
     /* The server refused us for good: no use waiting for a connection. */
-    if (lk->op == op && !lk->req && c->conn_definite) rdl_lock_on_refused(lk, c->conn_error, now);
+    int refused = rdl_conn_refusal(&c->conn);
+    if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
 }
 
 /* ---------------------------------------------------------- acquiring */
 
 static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->acquire_status = status;
     owe(lk, RDL_NOTIFY_ACQUIRE);
@@ -301,11 +324,11 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 }
 
 /* The latest an attempt may start and still be answered inside the wait
- * budget, going by the connection's shortest round trip (client.c). */
+ * budget, going by the connection's shortest round trip (conn.c). */
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
-    int64_t rtt = lk->c->rtt_floor;
+    int64_t rtt = rdl_conn_rtt_floor(&lk->c->conn);
     return lk->budget_end - (rtt > 1 ? rtt : 1);
 }
 
@@ -343,7 +366,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     rdl_list_remove(&lk->wait_link);
-    lk->state = RDL_LOCK_HELD;
+    set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
     lk->confirm_epoch = req->epoch;
@@ -353,7 +376,6 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     lk->acquire_status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
-    c->stats.held_now++;
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
@@ -410,12 +432,11 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk);
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->lost_reason = reason;
     owe(lk, RDL_NOTIFY_LOST);
     c->stats.lost++;
-    c->stats.held_now--;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
     if (reason != REDLEASE_LOST_NOT_OWNER && !c->dead) queue_drop(lk, now);
@@ -461,7 +482,7 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 
 static void finish_release(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
     lk->release_status = status;
     owe(lk, RDL_NOTIFY_RELEASE);
@@ -484,8 +505,7 @@ static void release_failed(struct redlease_lock *lk, int status, int definite, i
     }
     lk->op = 0;
     lk->next_action = at;
-    lk->release_retry = 1;
-    c->release_retries++; /* a close waits for it */
+    set_release_retry(lk, 1); /* a close waits for it */
 }
 
 static void release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now)
@@ -542,21 +562,21 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_client_note_timeout(c, lk->req->t0, now);
+        if (lk->req) rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int sent = lk->req != NULL;
-        int status = sent ? REDLEASE_ETIMEDOUT : rdl_client_conn_status(c);
+        int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&c->conn);
         if (sent) {
             c->stats.timeouts++;
-            rdl_client_note_timeout(c, lk->req->t0, now);
+            rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
-        op_failed(lk, status, !sent && c->conn_definite, lk->op_cut, now);
+        op_failed(lk, status, !sent && rdl_conn_refusal(&c->conn), lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
         if (lk->state == RDL_LOCK_ACQUIRING)
             start_op(lk, RDL_REQ_ACQUIRE, now);
@@ -573,6 +593,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
+    rdl_list_remove(&lk->wait_link); /* pump() parks it again if it must */
     pump(lk, now);
     reschedule(lk);
 }
@@ -581,13 +602,14 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != lk->c->epoch) {
+    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != rdl_conn_epoch(&lk->c->conn)) {
         lk->next_action = now;
         reschedule(lk);
     }
 }
 
-int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
+/* 1 when req was sent again (NOSCRIPT -> EVAL) and lives on. */
+static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
@@ -618,6 +640,18 @@ int rdl_lock_on_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     }
     reschedule(lk);
     return 0;
+}
+
+/* The lock owns its requests from send_req() to here: each holds a
+ * reference to it, and is freed once back (unless resent), also when the
+ * client is ending and nothing is acted on. */
+void rdl_lock_on_reply(rdl_req *req, const rdl_reply *r)
+{
+    struct redlease_lock *lk = req->lk;
+    redlease_client *c = lk->c;
+    if (!c->dead && handle_reply(req, r, rdl_now(c))) return;
+    unref(lk);
+    rdl_free(req);
 }
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
@@ -671,8 +705,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
                                                              : done_release_status(lk);
         owe(lk, RDL_NOTIFY_RELEASE);
     }
-    if (lk->state == RDL_LOCK_HELD) lk->c->stats.held_now--;
-    lk->state = RDL_LOCK_DONE;
+    set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
     run_callbacks(lk, 1);
 }
@@ -682,8 +715,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
 static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
 {
     if (lk->op) abandon_op(lk);
-    lk->state = RDL_LOCK_DONE;
-    lk->c->stats.held_now--;
+    set_state(lk, RDL_LOCK_DONE);
     lk->acquire_status = REDLEASE_ECANCELED;
     queue_drop(lk, now);
 }
@@ -754,7 +786,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     rdl_list_init(&lk->wait_link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
-    lk->state = RDL_LOCK_ACQUIRING;
+    set_state(lk, RDL_LOCK_ACQUIRING);
     lk->on_acquire = on_acquire;
     lk->on_lost = on_lost;
     lk->arg = arg;
@@ -816,8 +848,7 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
-        c->stats.held_now--;
-        lk->state = RDL_LOCK_RELEASING;
+        set_state(lk, RDL_LOCK_RELEASING);
         lk->op_limit = now + c->command_timeout; /* retries end there */
         start_op(lk, RDL_REQ_RELEASE, now);
         break;
@@ -834,7 +865,8 @@ int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
-    return rdl_client_ready(c) && lk->confirm_epoch == c->epoch && rdl_now(c) < lk->valid_until;
+    return rdl_client_ready(c) && lk->confirm_epoch == rdl_conn_epoch(&c->conn) &&
+           rdl_now(c) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "lock.h"
 #include "keys.h"
 
 void redlease_client_options_init(redlease_client_options *o)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The Lua scripts a lease needs. Each goes by EVALSHA under its SHA-1
- * (computed by the client, src/sha1.c), and by EVAL once when the server
- * answers NOSCRIPT (cold or flushed script cache; EVAL fills it). */
+ * (rdl_script_sha), and by EVAL once when the server answers NOSCRIPT
+ * (cold or flushed script cache; EVAL fills it). */
 #ifndef REDLEASE_SCRIPTS_H
 #define REDLEASE_SCRIPTS_H
 
@@ -15,6 +15,10 @@ enum rdl_script {
 };
 
 extern const char *const rdl_script_src[RDL_SCRIPT_COUNT];
+
+/* The SHA-1 of rdl_script_src[i], 40 lowercase hex digits: the name the
+ * server caches the script under. */
+const char *rdl_script_sha(int i);
 
 /* How long the fence counter outlives the last acquire that used it, beyond
  * the lease's TTL (ms): see RDL_SCRIPT_ACQUIRE_FENCED. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-1, only to name the Lua scripts for EVALSHA without asking the
- * server (SCRIPT LOAD): the server caches a script under the same digest
- * the first time it runs it by EVAL. Not used for anything secret. */
+/* SHA-1, only for the names of the Lua scripts: EVALSHA names a script by
+ * the digest the server caches it under the first time it runs it by EVAL,
+ * so nothing asks the server (SCRIPT LOAD). The library sends the digests
+ * src/scripts.c writes out; this is what the tests check them against and
+ * what the fake servers name scripts by. Not used for anything secret. */
 #ifndef REDLEASE_SHA1_H
 #define REDLEASE_SHA1_H
 

@@ -1,26 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /* The seam between the pure core and the Redis connection.
  *
- * The core never includes hiredis. It talks to one connection through this
- * small vtable; src/transport_hiredis.c implements it on the hiredis async
- * API (both 0.14 and 1.x), and the unit tests implement it with a scripted
- * fake. Replies are copied into rdl_reply so tests never build redisReply.
+ * The core never includes hiredis. A connection (src/conn.c) talks to its
+ * link through this small vtable; src/transport_hiredis.c implements it on
+ * the hiredis async API (both 0.14 and 1.x), and the unit tests implement it
+ * with a scripted fake. Replies are copied into rdl_reply so tests never
+ * build redisReply.
  *
  * Rules both sides keep:
  *  - connect() never calls back synchronously; its outcome comes later
- *    through rdl_core_on_connected().
- *  - submit() either returns 0, and then rdl_core_on_reply() is called
+ *    through rdl_conn_on_connected().
+ *  - submit() either returns 0, and then rdl_conn_on_reply() is called
  *    exactly once for that req (with r == NULL if the connection is lost or
  *    closed first), or returns nonzero and never calls back for it.
  *  - close() ends the connection now: before it returns, every submitted
- *    req has had its rdl_core_on_reply(r == NULL). No rdl_core_on_disconnected
+ *    req has had its rdl_conn_on_reply(r == NULL). No rdl_conn_on_disconnected
  *    is reported for a close the core asked for.
  *  - A connection that breaks by itself reports every pending req with
- *    r == NULL, then rdl_core_on_disconnected().
+ *    r == NULL, then rdl_conn_on_disconnected().
  *  - destroy() frees the transport; it is only called while closed.
  *  - The core calls close() and destroy() only from outside transport
  *    callbacks (from its timer or from a user's call), never from inside
- *    rdl_core_on_reply() or rdl_core_on_connected(): hiredis must not be freed
+ *    rdl_conn_on_reply() or rdl_conn_on_connected(): hiredis must not be freed
  *    from inside its own callbacks (0.14 crashes on it).
  */
 #ifndef REDLEASE_TRANSPORT_H
@@ -29,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct redlease_client;
+struct rdl_conn;
 struct redlease_loop_ops;
 
 enum rdl_reply_type {
@@ -57,7 +58,7 @@ typedef struct rdl_endpoint {
 typedef struct rdl_transport_ops {
     /* Starts connecting; 0, or a status code (then nothing is pending). */
     int (*connect)(void *self, const rdl_endpoint *ep);
-    /* Sends one command; req is returned through rdl_core_on_reply. */
+    /* Sends one command; req is returned through rdl_conn_on_reply. */
     int (*submit)(void *self, int argc, const char **argv, const size_t *lens, void *req);
     void (*close)(void *self);
     void (*destroy)(void *self);
@@ -69,16 +70,17 @@ typedef struct rdl_transport {
 } rdl_transport;
 
 /* The hiredis binding: attaches each new context through loop->attach. */
-int rdl_transport_hiredis_new(rdl_transport *out, struct redlease_client *c,
+int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
                              const struct redlease_loop_ops *loop, void *loop_data);
 
-/* Called by the transport. status: REDLEASE_OK or a negative status code;
- * detail: error text or NULL. None of these runs user callbacks. */
-void rdl_core_on_connected(struct redlease_client *c, int status, const char *detail);
-void rdl_core_on_disconnected(struct redlease_client *c, int status, const char *detail);
-void rdl_core_on_reply(struct redlease_client *c, void *req, const rdl_reply *r);
+/* Called by the transport, on the connection it was made for (src/conn.c).
+ * status: REDLEASE_OK or a negative status code; detail: error text or
+ * NULL. None of these runs user callbacks. */
+void rdl_conn_on_connected(struct rdl_conn *cn, int status, const char *detail);
+void rdl_conn_on_disconnected(struct rdl_conn *cn, int status, const char *detail);
+void rdl_conn_on_reply(struct rdl_conn *cn, void *req, const rdl_reply *r);
 /* Keeps the text of an error the transport returned synchronously (a
  * connect that failed at once), for redlease_client_errstr(). */
-void rdl_core_note_error(struct redlease_client *c, const char *detail);
+void rdl_conn_note_error(struct rdl_conn *cn, const char *detail);
 
 #endif

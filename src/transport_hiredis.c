@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The hiredis async binding of the transport seam (see transport.h).
+/* The hiredis async binding of the transport seam: src/transport.h states
+ * the contract this file keeps; docs/design.md, section 5 (Layering), shows
+ * where it sits.
  *
  * The only file of the project that includes hiredis. It works on hiredis
- * 0.14.1 and 1.x (design-anchors.md section 2):
- *  - connect/disconnect callbacks use the const-pointer variant (row 3);
+ * 0.14.1 and 1.x, which differ in ways that matter here:
+ *  - connect/disconnect callbacks use the const-pointer variant;
  *  - nothing frees or disconnects a context from inside onConnect or
- *    onDisconnect (row 4): the core closes only from outside hiredis
- *    callbacks (transport.h), and redisAsyncFree never gets NULL (row 8);
- *  - the loop adapter is attached before the connect callback is set (15);
+ *    onDisconnect (0.14 crashes on it): the core closes only from outside
+ *    hiredis callbacks (transport.h), and redisAsyncFree never gets NULL;
+ *  - the loop adapter is attached before the connect callback is set;
  *  - we forget a context ourselves when hiredis is about to free it
- *    (onConnect with an error, onDisconnect) or when we free it (row 13);
- *  - replies are copied into rdl_reply and never freed here (rows 16, 20);
- *  - deadlines are the core's own on both versions (rows 9, 10).
+ *    (onConnect with an error, onDisconnect) or when we free it;
+ *  - replies are copied into rdl_reply and never freed here (hiredis frees
+ *    them when the callback returns);
+ *  - deadlines are the core's own on both versions (0.14 has no command
+ *    timeout).
  *
  * Ownership: t->ac is the live context (NULL when closed); ac->data points
  * at t. close() frees the context synchronously; while it does, hiredis
@@ -33,7 +37,7 @@
 #include "transport_hiredis.h"
 
 typedef struct rdl_hiredis {
-    struct redlease_client *client;
+    struct rdl_conn *conn; /* what it reports to */
     const struct redlease_loop_ops *loop;
     void *loop_data;
     redisAsyncContext *ac;         /* live context, or NULL */
@@ -80,12 +84,12 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
     rdl_hiredis *t = (rdl_hiredis *)ac->data;
     if (t == NULL || (ac != t->ac && ac != t->closing_ac)) return;
     if (reply == NULL) { /* the connection is gone or being freed */
-        rdl_core_on_reply(t->client, req, NULL);
+        rdl_conn_on_reply(t->conn, req, NULL);
         return;
     }
     rdl_reply r;
     rdl_hiredis_convert_reply((const redisReply *)reply, &r);
-    rdl_core_on_reply(t->client, req, &r);
+    rdl_conn_on_reply(t->conn, req, &r);
 }
 
 static void hr_on_connect(const redisAsyncContext *ac, int status)
@@ -94,11 +98,11 @@ static void hr_on_connect(const redisAsyncContext *ac, int status)
     if (t == NULL || ac != t->ac) return;
     if (status == REDIS_OK) {
         t->connected = 1;
-        rdl_core_on_connected(t->client, REDLEASE_OK, NULL);
+        rdl_conn_on_connected(t->conn, REDLEASE_OK, NULL);
         return;
     }
     t->ac = NULL; /* hiredis frees it right after this returns */
-    rdl_core_on_connected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
+    rdl_conn_on_connected(t->conn, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
 }
 
 /* Set when hiredis reports an I/O error (a failed write among them) in this
@@ -113,7 +117,7 @@ static void hr_on_disconnect(const redisAsyncContext *ac, int status)
     if (t == NULL || ac != t->ac) return; /* freed by close(): not reported */
     t->ac = NULL; /* hiredis frees it right after this returns */
     t->connected = 0;
-    rdl_core_on_disconnected(t->client, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
+    rdl_conn_on_disconnected(t->conn, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
 }
 
 /* ------------------------------------------------- writes without SIGPIPE */
@@ -148,7 +152,7 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
                                           : redisAsyncConnect(ep->host, ep->port);
     if (ac == NULL) return REDLEASE_ENOMEM;
     if (ac->err != 0) { /* failed at once: no socket, refused, bad address */
-        rdl_core_note_error(t->client, hr_errtext(ac, "connect failed"));
+        rdl_conn_note_error(t->conn, hr_errtext(ac, "connect failed"));
         redisAsyncFree(ac); /* not attached, no callbacks set */
         return REDLEASE_ECONN;
     }
@@ -163,7 +167,7 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
         redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
         redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK) {
         ac->data = NULL;
-        rdl_core_note_error(t->client, "the loop adapter could not watch the connection");
+        rdl_conn_note_error(t->conn, "the loop adapter could not watch the connection");
         /* An adapter that failed before storing its state (hiredis's libuv
          * one on allocation failure) leaves a cleanup hook that would get
          * NULL: don't let redisAsyncFree call it. */
@@ -208,12 +212,12 @@ static void hr_destroy(void *self)
 
 static const rdl_transport_ops hr_ops = {hr_connect, hr_submit, hr_close, hr_destroy};
 
-int rdl_transport_hiredis_new(rdl_transport *out, struct redlease_client *c,
+int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
                              const struct redlease_loop_ops *loop, void *loop_data)
 {
     rdl_hiredis *t = (rdl_hiredis *)rdl_calloc(1, sizeof(*t));
     if (t == NULL) return REDLEASE_ENOMEM;
-    t->client = c;
+    t->conn = cn;
     t->loop = loop;
     t->loop_data = loop_data;
     out->ops = &hr_ops;

@@ -30,6 +30,9 @@ typedef struct fake {
     int connect_rc;   /* what the next connect() returns */
     int connecting, connected;
     int detached;
+    int refuse;       /* submit() refuses though connected (hiredis out of
+                         memory, a context being torn down) */
+    int refused;      /* submits refused so far */
     fake_cmd cmds[FAKE_MAX_CMDS];
     int ncmds, head; /* head: oldest unanswered */
 } fake;

@@ -153,6 +153,42 @@ static void test_ready_then_broken_before_flush_does_not_spin(void)
     end(&f);
 }
 
+/* The transport refuses commands while the connection still counts as
+ * ready (hiredis out of memory, a context being torn down): each waiting
+ * attempt is tried once and parked again, never retried in a loop; it goes
+ * out once the transport takes commands again. */
+static void test_transport_refusing_while_ready_does_not_spin(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    rec r[2] = {{0}, {0}};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 10000;
+    start_lock(&f, &r[0], "x", &o);
+    start_lock(&f, &r[1], "y", &o);
+    fake_run(&f);              /* both wait for the connection */
+    fake_connect_raw(&f);
+    fake_answer_handshake(&f);
+    f.refuse = 1;
+    fake_run(&f);              /* ready: each waiting attempt tried once */
+    CHECK_EQ(f.refused, 2);
+    CHECK_EQ(fake_pending(&f), 0);
+    f.refuse = 0;
+    for (int i = 0; i < 200 && (r[0].acq_calls == 0 || r[1].acq_calls == 0); i++) {
+        fake_advance(&f, 50);
+        while (fake_pending(&f)) { /* SET NX PX, or a later attempt's script: acquired */
+            if (cmd_is(&f, "SET", NULL)) fake_reply_status(&f, "OK");
+            else fake_reply_int(&f, 1);
+        }
+    }
+    fake_run(&f);
+    CHECK_EQ(r[0].acq_calls, 1);
+    CHECK_EQ(r[0].acq_status, REDLEASE_OK);
+    CHECK_EQ(r[1].acq_calls, 1);
+    CHECK_EQ(r[1].acq_status, REDLEASE_OK);
+    end(&f);
+}
+
 static void test_no_reconnect_means_expired(void)
 {
     fake f;
@@ -186,7 +222,7 @@ static void test_handshake_auth_select_then_commands(void)
     fake_run(&f);
     CHECK_EQ(fake_pending(&f), 0); /* nothing before the connection is ready */
     f.connected = 1;
-    rdl_core_on_connected(f.c, REDLEASE_OK, NULL);
+    rdl_conn_on_connected(&f.c->conn, REDLEASE_OK, NULL);
     fake_cmd *cmd = fake_peek(&f);
     CHECK(cmd_is(&f, "AUTH", "app"));
     if (cmd) CHECK_STR(cmd->argv[2], "s3cret");
@@ -360,6 +396,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_reconnect_idle_lease_reverified_at_once),
         TEST_CASE(test_no_reconnect_means_expired),
         TEST_CASE(test_ready_then_broken_before_flush_does_not_spin),
+        TEST_CASE(test_transport_refusing_while_ready_does_not_spin),
         TEST_CASE(test_handshake_auth_select_then_commands),
         TEST_CASE(test_no_connection_wait_zero_is_econn),
         TEST_CASE(test_connect_timeout_and_backoff),

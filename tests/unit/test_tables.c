@@ -2,7 +2,8 @@
 /* The pure tables of the core, no client needed: the key scheme
  * (src/keys.c: one-to-one, one hash slot per resource), the error
  * classification (src/errors.c: the table man 3 redlease documents) and
- * the SHA-1 that names the scripts for EVALSHA (src/sha1.c). */
+ * the SHA-1 that names the scripts for EVALSHA (src/sha1.c, and the
+ * digests src/scripts.c writes out). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -227,6 +228,17 @@ static void test_sha1(void)
     }
 }
 
+/* The scripts' SHA-1s are constants in src/scripts.c: each must be the
+ * digest of its text, or every EVALSHA would be answered NOSCRIPT. */
+static void test_script_sha_constants(void)
+{
+    for (int i = 0; i < RDL_SCRIPT_COUNT; i++) {
+        char hex[41];
+        rdl_sha1_hex(rdl_script_src[i], strlen(rdl_script_src[i]), hex);
+        CHECK_STR(rdl_script_sha(i), hex);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -237,6 +249,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_error_table),
         TEST_CASE(test_new_status_strings),
         TEST_CASE(test_sha1),
+        TEST_CASE(test_script_sha_constants),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/* One Redis connection: connect, handshake, the stall rule, reconnect with
+ * backoff, and the transport's reports (src/conn.h says what it tells its
+ * owner; docs/design.md, section 1, draws the states).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "conn.h"
+#include "errors.h"
+#include "heap.h"
+
+static int64_t now_of(const rdl_conn *cn) { return rdl_clock_now(cn->clock); }
+
+static void say_error(rdl_conn *cn, const char *text, size_t len)
+{
+    cn->owner_ops->error(cn->owner, text, len);
+}
+
+static void say_error_str(rdl_conn *cn, const char *text)
+{
+    say_error(cn, text, text ? strlen(text) : 0);
+}
+
+static void emit(rdl_conn *cn, int type, int status, int64_t retry_in)
+{
+    cn->owner_ops->event(cn->owner, type, status, retry_in);
+}
+
+static void schedule(rdl_conn *cn, int64_t at)
+{
+    cn->at = at;
+    cn->owner_ops->deadline(cn->owner, at);
+}
+
+/* ------------------------------------------------------------- creation */
+
+int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner *ops, void *owner,
+                  const rdl_clock *clock, const rdl_rng *rng)
+{
+    memset(cn, 0, sizeof *cn);
+    cn->owner_ops = ops;
+    cn->owner = owner;
+    cn->clock = clock;
+    cn->rng = rng;
+    int ok = 1;
+    cn->host = rdl_strdup(cfg->unix_path ? NULL : cfg->host, &ok);
+    cn->unix_path = rdl_strdup(cfg->unix_path, &ok);
+    cn->username = rdl_strdup(cfg->username, &ok);
+    cn->password = rdl_strdup(cfg->password, &ok);
+    cn->port = cfg->port;
+    cn->db = cfg->db;
+    cn->connect_timeout = cfg->connect_timeout;
+    cn->command_timeout = cfg->command_timeout;
+    rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
+    cn->state = RDL_CONN_IDLE;
+    cn->stall_since = -1;
+    return ok ? REDLEASE_OK : REDLEASE_ENOMEM;
+}
+
+void rdl_conn_free(rdl_conn *cn)
+{
+    if (cn->tr.ops) {
+        cn->tr.ops->close(cn->tr.self); /* every request comes back now, NULL */
+        cn->tr.ops->destroy(cn->tr.self);
+        cn->tr.ops = NULL;
+    }
+    rdl_free(cn->host);
+    rdl_free(cn->unix_path);
+    rdl_free(cn->username);
+    rdl_free(cn->password);
+    cn->host = cn->unix_path = cn->username = cn->password = NULL;
+}
+
+int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
+                    void *loop_data)
+{
+    return make(&cn->tr, cn, loop, loop_data);
+}
+
+/* ------------------------------------------------------ losing the link */
+
+static void reconnect_later(rdl_conn *cn, int64_t now)
+{
+    int64_t d = rdl_backoff_next(&cn->reconnect, cn->rng);
+    if (d < 1) d = 1; /* a deadline at "now" inside the timer would never fire */
+    cn->state = RDL_CONN_BACKOFF;
+    schedule(cn, now + d);
+    emit(cn, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
+}
+
+static void start_connect(rdl_conn *cn, int64_t now)
+{
+    rdl_endpoint ep = {cn->host, cn->port, cn->unix_path};
+    cn->hs_failed = 0;
+    int rc = cn->tr.ops->connect(cn->tr.self, &ep);
+    if (rc) {
+        cn->disconnects++;
+        emit(cn, REDLEASE_EV_DISCONNECTED, rc, -1);
+        reconnect_later(cn, now);
+        return;
+    }
+    cn->state = RDL_CONN_CONNECTING;
+    schedule(cn, now + cn->connect_timeout);
+}
+
+void rdl_conn_connect(rdl_conn *cn, int64_t now) { start_connect(cn, now); }
+
+static int status_is_definite(int status)
+{
+    return status == REDLEASE_EAUTH || status == REDLEASE_EPERM || status == REDLEASE_ECONFIG;
+}
+
+/* Remembers why the connection failed, for the operations that wait for
+ * one; a refusal retrying cannot cure ends those that would wait for ever. */
+static void conn_failed(rdl_conn *cn, int status, int64_t now)
+{
+    cn->error = status;
+    cn->definite = status_is_definite(status);
+    if (cn->definite) cn->owner_ops->refused(cn->owner, status, now);
+}
+
+/* Drops the connection we have (timeout, failed handshake, a reply that
+ * says it is no use); never called from inside a transport callback. */
+static void drop_connection(rdl_conn *cn, int status, const char *why, int64_t now)
+{
+    if (why) say_error_str(cn, why);
+    cn->hs_failed = 0;
+    cn->drop_status = 0;
+    cn->state = RDL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
+    cn->tr.ops->close(cn->tr.self);
+    cn->disconnects++;
+    emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
+    conn_failed(cn, status, now);
+    reconnect_later(cn, now);
+}
+
+/* ------------------------------------------------------------ handshake */
+
+static void handshake_send(rdl_conn *cn, int kind, int argc, const char **argv)
+{
+    rdl_req *req = rdl_calloc(1, sizeof *req);
+    if (!req) {
+        cn->hs_failed = REDLEASE_ENOMEM;
+        return;
+    }
+    req->kind = kind;
+    req->script = -1;
+    req->t0 = now_of(cn);
+    req->epoch = cn->epoch + 1;
+    size_t lens[4];
+    for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    if (rdl_conn_submit(cn, req, argc, argv, lens)) {
+        rdl_free(req);
+        cn->hs_failed = REDLEASE_ECONN;
+        return;
+    }
+    cn->hs_pending++;
+}
+
+/* AUTH and SELECT come before anything else on the connection, and PING
+ * proves the server serves us: without a password on a server that wants
+ * one, every command would get NOAUTH. Replies arrive in order, and nothing
+ * else is sent until all are answered. Scripts need no loading: EVALSHA
+ * names them by their SHA-1, and the one NOSCRIPT answer of a cold cache is
+ * resent by EVAL, which fills it. */
+static void handshake_start(rdl_conn *cn, int64_t now)
+{
+    cn->state = RDL_CONN_HANDSHAKE;
+    cn->hs_pending = 0;
+    cn->hs_failed = 0;
+    schedule(cn, now + cn->command_timeout);
+    if (cn->password) {
+        const char *argv[3] = {"AUTH", cn->username ? cn->username : cn->password, cn->password};
+        handshake_send(cn, RDL_REQ_AUTH, cn->username ? 3 : 2, argv);
+    }
+    if (cn->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", cn->db);
+        const char *argv[2] = {"SELECT", db};
+        handshake_send(cn, RDL_REQ_SELECT, 2, argv);
+    }
+    const char *argv[1] = {"PING"};
+    handshake_send(cn, RDL_REQ_PING, 1, argv);
+}
+
+static int is_handshake(const rdl_req *req) { return req->kind >= RDL_REQ_AUTH; }
+
+/* Why a handshake command failed. A plain error means the setting itself
+ * was refused: AUTH's credentials, SELECT's database. */
+static int handshake_status(const rdl_req *req, const rdl_reply *r)
+{
+    if (r->type != RDL_REPLY_ERROR) return REDLEASE_EPROTO;
+    rdl_error_class e = rdl_error_classify(r->str, r->len);
+    if (e.status != REDLEASE_EREDIS || e.transient) return e.status;
+    if (req->kind == RDL_REQ_AUTH) return REDLEASE_EAUTH;
+    if (req->kind == RDL_REQ_SELECT) return REDLEASE_ECONFIG;
+    return REDLEASE_EREDIS;
+}
+
+static void become_ready(rdl_conn *cn)
+{
+    cn->state = RDL_CONN_READY;
+    cn->error = 0;
+    cn->definite = 0;
+    cn->epoch++;
+    cn->connects++;
+    rdl_backoff_init(&cn->reconnect, cn->reconnect.jitter, cn->reconnect.base, cn->reconnect.max);
+    schedule(cn, RDL_NEVER);
+    cn->stall_since = -1;
+    cn->owner_ops->ready(cn->owner); /* it sends what waited from its timer, outside hiredis */
+    emit(cn, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
+}
+
+static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
+{
+    if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
+    cn->hs_pending--;
+    if (!r) return; /* the disconnect report follows */
+    if (r->type != RDL_REPLY_STATUS && !cn->hs_failed) { /* the first failure says why */
+        if (r->type == RDL_REPLY_ERROR) say_error(cn, r->str, r->len);
+        cn->hs_failed = handshake_status(req, r);
+    }
+    if (cn->hs_pending == 0 && !cn->hs_failed) become_ready(cn);
+}
+
+/* ------------------------------------------------- the transport reports */
+
+void rdl_conn_on_connected(rdl_conn *cn, int status, const char *detail)
+{
+    if (cn->owner_ops->ending(cn->owner) || cn->state != RDL_CONN_CONNECTING) return;
+    cn->owner_ops->enter(cn->owner);
+    int64_t now = now_of(cn);
+    if (status) {
+        say_error_str(cn, detail);
+        cn->disconnects++;
+        emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
+        conn_failed(cn, status, now);
+        reconnect_later(cn, now);
+    } else {
+        handshake_start(cn, now);
+    }
+    cn->owner_ops->leave(cn->owner);
+}
+
+void rdl_conn_note_error(rdl_conn *cn, const char *detail) { say_error_str(cn, detail); }
+
+void rdl_conn_on_disconnected(rdl_conn *cn, int status, const char *detail)
+{
+    if (cn->owner_ops->ending(cn->owner)) return;
+    cn->owner_ops->enter(cn->owner);
+    cn->state = RDL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
+    cn->drop_status = 0;       /* gone already */
+    say_error_str(cn, detail);
+    cn->disconnects++;
+    emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
+    conn_failed(cn, status, now_of(cn));
+    reconnect_later(cn, now_of(cn));
+    cn->owner_ops->leave(cn->owner);
+}
+
+/* How short a round trip can be on this connection: wait budgets end by it. */
+static void note_rtt(rdl_conn *cn, const rdl_req *req)
+{
+    int64_t rtt = now_of(cn) - req->t0;
+    if (req->epoch != cn->rtt_epoch || rtt < cn->rtt_floor) cn->rtt_floor = rtt;
+    cn->rtt_epoch = req->epoch;
+}
+
+void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
+{
+    rdl_req *req = p;
+    cn->owner_ops->enter(cn->owner);
+    cn->reqs_out--; /* every submit is reported back exactly once */
+    /* A request comes back without a reply only when the link is gone: stop
+     * calling it ready before the owner (or an event hook) looks at it. */
+    if (!r && cn->state == RDL_CONN_READY) cn->state = RDL_CONN_DOWN;
+    if (r) note_rtt(cn, req);
+    if (r && cn->state == RDL_CONN_READY && cn->stall_since >= 0) { /* the link is alive */
+        cn->stall_since = -1;
+        schedule(cn, RDL_NEVER);
+    }
+    if (r && r->type == RDL_REPLY_ERROR && !is_handshake(req) && cn->state == RDL_CONN_READY) {
+        /* READONLY (we reach a replica now), NOAUTH (we lost our login):
+         * nothing more is sent on this connection; the timer replaces it. */
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        if (e.reconnect) {
+            say_error(cn, r->str, r->len);
+            cn->drop_status = e.status;
+            cn->state = RDL_CONN_DOWN;
+        }
+    }
+    if (is_handshake(req)) {
+        if (!cn->owner_ops->ending(cn->owner)) handshake_reply(cn, req, r);
+        rdl_free(req);
+        req = NULL;
+    }
+    cn->owner_ops->reply(cn->owner, req, r);
+    cn->owner_ops->leave(cn->owner);
+}
+
+/* ------------------------------------------------------ driven by owner */
+
+int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    int rc = cn->tr.ops->submit(cn->tr.self, argc, argv, lens, req);
+    if (rc == 0) {
+        cn->commands_sent++;
+        cn->reqs_out++;
+    }
+    return rc;
+}
+
+/* Redis answers in order, so when a command times out nothing sent after
+ * it has been answered either. If the connection then stays silent for
+ * twice the command timeout from that command's send, it is taken for dead
+ * (a half-open TCP connection, a peer gone without a reset, an adapter
+ * that lost an error) and dropped, so the owner reconnects instead of
+ * timing out every command forever. Any reply cancels the check.
+ * The check is never due sooner than a command timeout from now: when the
+ * loop itself was blocked, the reply may be sitting unread in the socket,
+ * and the loop must get to poll it first (loops run timers before I/O). */
+void rdl_conn_note_timeout(rdl_conn *cn, int64_t sent_at, int64_t now)
+{
+    if (cn->state != RDL_CONN_READY || cn->stall_since >= 0) return; /* oldest one counts */
+    int64_t at = sent_at + 2 * cn->command_timeout;
+    if (at < now + cn->command_timeout) at = now + cn->command_timeout;
+    cn->stall_since = sent_at;
+    schedule(cn, at);
+}
+
+void rdl_conn_run(rdl_conn *cn, int64_t now)
+{
+    switch (cn->state) {
+    case RDL_CONN_BACKOFF:
+        if (now >= cn->at) start_connect(cn, now);
+        break;
+    case RDL_CONN_CONNECTING:
+        if (now >= cn->at) drop_connection(cn, REDLEASE_ETIMEDOUT, "connect timed out", now);
+        break;
+    case RDL_CONN_HANDSHAKE:
+        if (cn->hs_failed)
+            drop_connection(cn, cn->hs_failed, NULL, now);
+        else if (now >= cn->at)
+            drop_connection(cn, REDLEASE_ETIMEDOUT, "handshake timed out", now);
+        break;
+    case RDL_CONN_READY:
+        if (cn->stall_since >= 0 && now >= cn->at)
+            drop_connection(cn, REDLEASE_ETIMEDOUT, "no reply for twice the command timeout", now);
+        break;
+    case RDL_CONN_DOWN:
+        if (cn->drop_status) drop_connection(cn, cn->drop_status, NULL, now);
+        break;
+    default:
+        break;
+    }
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* One Redis connection (src/conn.c): the transport, the connection's
+ * states, the handshake (AUTH, SELECT, PING), its deadlines (connect,
+ * handshake, the stall rule) and reconnecting with backoff.
+ *
+ * A connection knows nothing of who owns it. It reports through the
+ * rdl_conn_owner table it is given at creation, reads time from the
+ * owner's clock and draws reconnect delays from the owner's generator, so
+ * one owner can hold several (a client's command connection today; a
+ * subscriber connection, Sentinel and Cluster nodes to come).
+ *
+ * Like the rest of the core it runs nothing of the user's: it never calls
+ * back synchronously from rdl_conn_submit(), and closes the transport only
+ * from rdl_conn_run() and rdl_conn_free(), which the owner calls from
+ * outside transport callbacks (src/transport.h).
+ */
+#ifndef REDLEASE_CONN_H
+#define REDLEASE_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backoff.h"
+#include "redlease.h"
+#include "req.h"
+#include "transport.h"
+
+enum rdl_conn_state {
+    RDL_CONN_IDLE,      /* no loop yet */
+    RDL_CONN_CONNECTING,
+    RDL_CONN_HANDSHAKE, /* AUTH / SELECT / PING in flight */
+    RDL_CONN_READY,
+    RDL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
+    RDL_CONN_BACKOFF    /* waiting to reconnect */
+};
+
+/* The owner's clock (redlease_client_set_clock), read through a pointer:
+ * it may be replaced until a loop is attached, never after. */
+typedef struct rdl_clock {
+    redlease_clock_fn fn;
+    void *arg;
+} rdl_clock;
+
+static inline int64_t rdl_clock_now(const rdl_clock *k) { return k->fn(k->arg); }
+
+/* What a connection tells its owner. Each gets the owner pointer given to
+ * rdl_conn_init(); none may free the connection. */
+typedef struct rdl_conn_owner {
+    /* Bracket every report of the transport, so the owner can put off what
+     * must not happen inside one (freeing itself, arming its timer). */
+    void (*enter)(void *owner);
+    void (*leave)(void *owner);
+    /* Nonzero once the owner is ending (freed from inside a report): the
+     * transport's reports are then only accounted for, never acted on. */
+    int (*ending)(void *owner);
+    /* The handshake passed: the connection is READY, its epoch counted. */
+    void (*ready)(void *owner);
+    /* The server refused the connection in a way retrying cannot cure
+     * (EAUTH, EPERM, ECONFIG): what waits for a connection can stop. */
+    void (*refused)(void *owner, int status, int64_t now);
+    /* A request came back (r NULL: the link took it). req is the owner's,
+     * to free; NULL when it was one of the connection's own (the
+     * handshake), so the owner still learns one fewer is in flight. */
+    void (*reply)(void *owner, rdl_req *req, const rdl_reply *r);
+    /* A connection event to emit (REDLEASE_EV_CONNECTED, _DISCONNECTED,
+     * _RECONNECTING); its detail is the text error() gave last. */
+    void (*event)(void *owner, int type, int status, int64_t retry_in);
+    /* The text of a failure (the transport's, or Redis's error reply);
+     * NULL clears it. */
+    void (*error)(void *owner, const char *text, size_t len);
+    /* The connection's deadline moved (rdl_conn_run() is due then). */
+    void (*deadline)(void *owner, int64_t at);
+} rdl_conn_owner;
+
+/* What to connect to and how. The connection keeps copies of the strings. */
+typedef struct rdl_conn_config {
+    const char *host, *unix_path; /* unix_path, when set, wins */
+    int port, db;
+    const char *username, *password;
+    int64_t connect_timeout, command_timeout;
+    int64_t reconnect_min, reconnect_max;
+} rdl_conn_config;
+
+struct rdl_conn;
+/* Makes the transport of a connection (src/transport_hiredis.c, or the
+ * unit tests' fake); it reports to cn. */
+typedef int (*rdl_transport_factory)(rdl_transport *out, struct rdl_conn *cn,
+                                     const redlease_loop_ops *loop, void *loop_data);
+
+/* In the header so an owner can embed it; its fields are conn.c's alone,
+ * everyone else goes through the functions below. */
+typedef struct rdl_conn {
+    const rdl_conn_owner *owner_ops;
+    void *owner;
+    const rdl_clock *clock;
+    const rdl_rng *rng;
+
+    /* settings (rdl_conn_config) */
+    char *host, *unix_path, *username, *password;
+    int port, db;
+    int64_t connect_timeout, command_timeout;
+
+    rdl_transport tr;   /* tr.ops is NULL until rdl_conn_attach() */
+    int state;          /* enum rdl_conn_state */
+    uint64_t epoch;     /* counts connections that became ready */
+    int64_t at;         /* deadline, reconnect time, or (ready) stall check */
+    int64_t stall_since; /* ready: send time of a timed-out command, or -1 */
+    rdl_backoff reconnect;
+    int hs_pending;     /* handshake replies awaited */
+    int hs_failed;      /* status, or 0 */
+    uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
+    int64_t rtt_floor;  /* shortest round trip on this connection, from its
+                           handshake on (a stalled reply says nothing of the
+                           path), or 0 */
+    uint64_t rtt_epoch; /* the connection rtt_floor was measured on */
+    int error;          /* why the last connection failed; 0 once one is ready */
+    int definite;       /* that failure will not heal by retrying (EAUTH...) */
+    int drop_status;    /* a reply said this connection is no use: drop it */
+
+    /* for redlease_client_stats() */
+    uint64_t connects, disconnects, commands_sent;
+} rdl_conn;
+
+/* IDLE, nothing to connect with yet; 0 or REDLEASE_ENOMEM (then
+ * rdl_conn_free() still frees what was made). */
+int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner *ops, void *owner,
+                  const rdl_clock *clock, const rdl_rng *rng);
+/* Closes the transport (every request comes back, NULL) and frees it. */
+void rdl_conn_free(rdl_conn *cn);
+/* Makes the transport on the owner's loop; 0 or a status. */
+int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
+                    void *loop_data);
+/* Starts the first connect. */
+void rdl_conn_connect(rdl_conn *cn, int64_t now);
+/* From the owner's timer: the deadline passed, or rdl_conn_due(). */
+void rdl_conn_run(rdl_conn *cn, int64_t now);
+/* Sends argv for req; 0 or a status (req not sent, never reported). */
+int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
+/* The stall rule: a command sent at sent_at is still unanswered at now,
+ * past its timeout (or past the lease it was renewing). */
+void rdl_conn_note_timeout(rdl_conn *cn, int64_t sent_at, int64_t now);
+
+static inline int rdl_conn_ready(const rdl_conn *cn) { return cn->state == RDL_CONN_READY; }
+/* Work for the owner's timer now, whatever the deadline: a handshake that
+ * failed, or a reply that condemned the link (never done inside hiredis). */
+static inline int rdl_conn_due(const rdl_conn *cn)
+{
+    return (cn->hs_failed && cn->state == RDL_CONN_HANDSHAKE) ||
+           (cn->drop_status && cn->state == RDL_CONN_DOWN);
+}
+static inline int64_t rdl_conn_deadline(const rdl_conn *cn) { return cn->at; }
+static inline uint64_t rdl_conn_epoch(const rdl_conn *cn) { return cn->epoch; }
+static inline int64_t rdl_conn_rtt_floor(const rdl_conn *cn) { return cn->rtt_floor; }
+static inline uint64_t rdl_conn_in_flight(const rdl_conn *cn) { return cn->reqs_out; }
+/* The refusal retrying cannot cure (EAUTH, EPERM, ECONFIG), or 0. */
+static inline int rdl_conn_refusal(const rdl_conn *cn) { return cn->definite ? cn->error : 0; }
+/* Adds what the connection counts itself to a client's statistics. */
+static inline void rdl_conn_stats(const rdl_conn *cn, redlease_stats *out)
+{
+    out->connects += cn->connects;
+    out->disconnects += cn->disconnects;
+    out->commands_sent += cn->commands_sent;
+}
+/* The status an operation that could not be sent reports. */
+static inline int rdl_conn_status(const rdl_conn *cn)
+{
+    return cn->definite ? cn->error : REDLEASE_ECONN;
+}
+
+#endif

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* The lease state machine (src/lock.c): a lock handle and what lock.c
+ * offers the client (src/client.c), which owns the handles, the timer and
+ * the connection. */
+#ifndef REDLEASE_LOCK_H
+#define REDLEASE_LOCK_H
+
+#include <stdint.h>
+
+#include "backoff.h"
+#include "heap.h"
+#include "list.h"
+#include "redlease.h"
+#include "token.h"
+
+struct rdl_req;
+struct rdl_reply;
+
+enum rdl_lock_state {
+    RDL_LOCK_ACQUIRING,
+    RDL_LOCK_HELD,
+    RDL_LOCK_RELEASING,
+    RDL_LOCK_DONE /* failed, cancelled or lost: waits for redlease_release() */
+};
+
+/* Bits of lk->notify: callbacks owed to the user, run in this order. */
+enum { RDL_NOTIFY_ACQUIRE = 1, RDL_NOTIFY_LOST = 2, RDL_NOTIFY_RELEASE = 4 };
+
+struct redlease_lock {
+    struct redlease_client *c;
+    rdl_heap_node wake;  /* the lock's one deadline in the client's heap */
+    rdl_list link;       /* c->locks */
+    rdl_list wait_link;  /* c->waiting: has something to send, no connection */
+    rdl_list notify_link; /* c->notify: callbacks owed */
+    unsigned refs;      /* requests in flight that point here */
+    int user_ref;       /* 1 until on_release has run (or the client ends) */
+    int state;          /* enum rdl_lock_state; set by lock.c's set_state() only */
+    unsigned notify;    /* RDL_NOTIFY_* bits owed */
+    /* flags, one word for all (a client may hold a million handles) */
+    unsigned release_called : 1;
+    unsigned ended : 1;         /* ended by redlease_client_free() */
+    unsigned fencing : 1;       /* option: mint a fence */
+    unsigned maybe_set : 1;     /* an attempt may have written our key (sent,
+                                   no answer or an answer not used): later
+                                   attempts reclaim it, an acquire ending
+                                   without a lease deletes it */
+    unsigned op_cut : 1;        /* op_deadline is op_limit, before a command timeout */
+    unsigned release_retry : 1; /* a release waits for its retry (counted in
+                                   c->release_retries by set_release_retry()) */
+    unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
+    int acquire_status, lost_reason, release_status;
+    redlease_acquire_cb on_acquire;
+    redlease_lost_cb on_lost;
+    redlease_release_cb on_release;
+    void *arg, *release_arg;
+
+    /* options, validated */
+    int64_t ttl, renew_interval, max_hold;
+    int max_attempts;
+
+    /* acquiring */
+    rdl_backoff backoff;
+    int attempts;
+    int64_t budget_end; /* no attempt starts after this */
+    int last_status;    /* outcome of the last attempt that ended, or 0 */
+
+    /* the operation in progress (acquire attempt, renewal, release) */
+    int op;             /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
+    int64_t op_deadline;
+    int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
+                           acquire, the first deadline of a release */
+    struct rdl_req *req; /* the op's request on the wire, or NULL */
+    int64_t drop_until; /* a pending drop: after this the key has expired by itself */
+    int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
+
+    /* held */
+    int64_t valid_until, hold_until;
+    uint64_t confirm_epoch; /* connection that last confirmed the lease */
+    uint64_t fence;
+
+    char token[RDL_TOKEN_LEN + 1];
+    char *fence_key;     /* points into key[] storage, or NULL */
+    uint32_t keylen, fence_keylen; /* keys may hold any byte, NUL included */
+    char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */
+};
+
+/* The client's timer reached the lock's deadline (lk->wake). */
+void rdl_lock_run(struct redlease_lock *lk, int64_t now);
+/* The connection is ready: send what the lock parked on c->waiting. */
+void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
+/* One of the lock's requests came back (r NULL: the link took it); the
+ * lock frees it, or sends it again (NOSCRIPT -> EVAL). */
+void rdl_lock_on_reply(struct rdl_req *req, const struct rdl_reply *r);
+/* A connection became ready: held leases not confirmed on it renew at once. */
+void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
+/* The server refused the connection for good (credentials, database): ops
+ * waiting for a connection fail with status. */
+void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now);
+/* Runs the user callbacks the lock owes (it is on c->notify). */
+void rdl_lock_deliver(struct redlease_lock *lk);
+/* redlease_client_free(): the handle ends now, its callbacks run. */
+void rdl_lock_end_by_client(struct redlease_lock *lk);
+/* redlease_client_close(): stop acquiring, release what is held. */
+void rdl_lock_close(struct redlease_lock *lk, int64_t now);
+/* Frees the handle now: its last reference went, or the client ends. */
+void rdl_lock_destroy(struct redlease_lock *lk);
+
+/* options.c */
+int rdl_lock_options_check(const redlease_lock_options *o);
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* One command on the wire, in a header of its own: two modules share it
+ * and neither owns the other. The connection sends it, reads its send time
+ * and epoch (round trips, which connection it went out on) and makes its
+ * own for the handshake; a lock (src/lock.c) makes the rest and reads their
+ * every field. In either module's header it would pull that module into the
+ * other, and the senders to come (a subscriber connection, Sentinel) send
+ * requests too.
+ *
+ * A request lives until the transport reports it (reply or NULL), even
+ * when its lock stopped waiting for it (timed out, cancelled): that is how
+ * late replies are recognised and never change state wrongly. */
+#ifndef REDLEASE_REQ_H
+#define REDLEASE_REQ_H
+
+#include <stdint.h>
+
+#include "scripts.h"
+
+/* What a request carries. */
+enum rdl_req_kind {
+    RDL_REQ_ACQUIRE = 1,
+    RDL_REQ_RENEW,
+    RDL_REQ_RELEASE,
+    RDL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
+    RDL_REQ_AUTH, /* the handshake, the connection's own, from here on */
+    RDL_REQ_SELECT,
+    RDL_REQ_PING /* last of the handshake: the server serves us (no NOAUTH, not LOADING) */
+};
+
+typedef struct rdl_req {
+    struct redlease_lock *lk; /* holds a reference; NULL for handshake */
+    int kind;
+    int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
+    int sent_eval;   /* resent as EVAL after NOSCRIPT */
+    int64_t t0;      /* monotonic time before sending */
+    uint64_t epoch;  /* connection it went out on */
+} rdl_req;
+
+#endif
