@@ -13,7 +13,6 @@ libredlease_core_la_SOURCES = \
 	%reldir%/lease_math.h \
 	%reldir%/scripts.c %reldir%/scripts.h \
 	%reldir%/keys.c %reldir%/keys.h \
-	%reldir%/sha1.c %reldir%/sha1.h \
 	%reldir%/errors.c %reldir%/errors.h \
 	%reldir%/options.c \
 	%reldir%/req.h \

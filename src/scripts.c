@@ -55,7 +55,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
 /* The digests are constants of the texts above, written out rather than
  * computed: nothing to fill at run time, so clients in different threads
  * share the table without a race. tests/unit/test_tables.c checks each
- * against src/sha1.c (and shows the right one when a text changes). */
+ * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_ACQUIRE] = "16d1a6d8593804583971483283e5c6c1e35b557a",
     [RDL_SCRIPT_ACQUIRE_FENCED] = "b57ccfdb18fbcb68febe19d8cd4ed29623a2f475",

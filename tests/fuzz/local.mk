@@ -12,7 +12,8 @@
 #    timeout (the input is then in fuzz-artifacts/).
 FUZZ_TARGETS = fuzz_replies fuzz_options fuzz_model
 FUZZ_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS)
-FUZZ_COMMON_SOURCES = %reldir%/fuzz_input.h tests/support/fake.c tests/support/fake.h
+FUZZ_COMMON_SOURCES = %reldir%/fuzz_input.h tests/support/fake.c tests/support/fake.h \
+	tests/support/sha1.c tests/support/sha1.h
 FUZZ_REPLIES_SOURCES = %reldir%/fuzz_replies.c $(FUZZ_COMMON_SOURCES)
 FUZZ_OPTIONS_SOURCES = %reldir%/fuzz_options.c $(FUZZ_COMMON_SOURCES)
 FUZZ_MODEL_SOURCES = %reldir%/fuzz_model.c $(MODEL_SOURCES) $(FUZZ_COMMON_SOURCES)

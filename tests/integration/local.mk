@@ -48,7 +48,8 @@ check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
-	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES)
+	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
+	tests/support/sha1.c tests/support/sha1.h
 %canon_reldir%_test_hostile_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
 %canon_reldir%_test_hostile_CFLAGS = $(AM_CFLAGS) -pthread
 %canon_reldir%_test_hostile_LDADD = $(INTEGRATION_LDADD) -lpthread

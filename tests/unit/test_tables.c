@@ -2,7 +2,7 @@
 /* The pure tables of the core, no client needed: the key scheme
  * (src/keys.c: one-to-one, one hash slot per resource), the error
  * classification (src/errors.c: the table man 3 redlease documents) and
- * the SHA-1 that names the scripts for EVALSHA (src/sha1.c, and the
+ * the SHA-1 that names the scripts for EVALSHA (tests/support/sha1.c, and the
  * digests src/scripts.c writes out). */
 #include <stdint.h>
 #include <stdio.h>
