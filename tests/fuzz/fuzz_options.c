@@ -10,7 +10,7 @@
  *
  * Checked (abort, so libFuzzer reports the input):
  *  - client_new and acquire return REDLEASE_OK or REDLEASE_EINVAL only;
- *  - EINVAL for every value redlease.h / README call invalid, OK for every
+ *  - EINVAL for every value redlease.h / man 3 call invalid, OK for every
  *    value they call valid (values beyond the sane bounds below, which the
  *    docs do not rule on, may go either way);
  *  - the key is prefix + resource byte for byte, sent as a key argument
@@ -104,7 +104,7 @@ enum verdict { VALID, INVALID, EITHER };
 
 static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
 
-/* What redlease.h and README say of client options. */
+/* What redlease.h and man 3 say of client options. */
 static enum verdict client_verdict(const redlease_client_options *o)
 {
     if (o->unix_path) {
@@ -125,7 +125,7 @@ static enum verdict client_verdict(const redlease_client_options *o)
     return VALID;
 }
 
-/* What redlease.h and README say of a resource and lock options. */
+/* What redlease.h and man 3 say of a resource and lock options. */
 static enum verdict lock_verdict(const char *resource, const redlease_lock_options *o)
 {
     if (!resource || !resource[0] || strlen(resource) > REDLEASE_MAX_RESOURCE) return INVALID;

@@ -2,8 +2,8 @@
 /* A loop written by hand on poll(2), with its redlease adapter: the proof
  * that the adapter interface (struct redlease_loop_ops in <redlease.h>, plus
  * hiredis's ev hooks for the connection) is all another loop needs. The
- * whole suite runs on it as tests/integration/test_poll. README "Your own
- * event loop" walks through this file.
+ * whole suite runs on it as tests/integration/test_poll.
+ * docs/event-loops.md, "Your own event loop", walks through this file.
  *
  * The loop: a table of fd watchers (one per hiredis connection) and a table
  * of one-shot timers (one per redlease client). poll() sleeps until an fd is

@@ -14,8 +14,9 @@
  *
  * The model's Redis fixes a command's effect and reply when it executes
  * it; a key set or renewed with PX p at time e expires at e + p, or, when
- * the run's server clock runs fast, at e + p - (p/100 + 2): the most the
- * README's drift allows (local validity: t0 + ttl - drift).
+ * the run's server clock runs fast, at e + p - (p/100 + 2): the most
+ * drift the contract allows (man 3 redlease, TIMING: local validity is
+ * t0 + ttl - drift).
  *
  * Checked, after every step, inside every event, and at every moment a key
  * expires or an exemption ends while time passes:
@@ -83,8 +84,8 @@ static void violation(const char *fmt, ...)
     drv->violated(drv->ctx, what);
 }
 
-/* The README's local validity: a confirmation sent at t0 is good until
- * t0 + ttl - drift. Written here, not taken from lease_math.h, so that a
+/* The local validity of man 3 redlease, TIMING: a confirmation sent at
+ * t0 is good until t0 + ttl - drift. Written here, not taken from lease_math.h, so that a
  * mistake there is found. */
 static int64_t contract_drift(int64_t ttl) { return ttl / 100 + 2; }
 static int64_t contract_until(int64_t t0, int64_t ttl) { return t0 + ttl - contract_drift(ttl); }
