@@ -85,8 +85,8 @@ static void violation(const char *fmt, ...)
 }
 
 /* The local validity of man 3 redlease, TIMING: a confirmation sent at
- * t0 is good until t0 + ttl - drift. Written here, not taken from lease_math.h, so that a
- * mistake there is found. */
+ * t0 is good until t0 + ttl - drift. Written here, not taken from
+ * lease_math.h, so that a mistake there is found. */
 static int64_t contract_drift(int64_t ttl) { return ttl / 100 + 2; }
 static int64_t contract_until(int64_t t0, int64_t ttl) { return t0 + ttl - contract_drift(ttl); }
 
