@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Hostile servers: the library against a fake Redis (fake_redis.c) that
  * answers every error a lock can meet, replies of the wrong type, half
- * replies followed by silence or a close, and bytes that are not RESP; then
- * test_real.c causes the same errors on a real redis-server. Every scenario checks the exact status the
- * callback gets, that each callback runs exactly once, that nothing is
- * reported held wrongly, the stats, and (under ASan/valgrind) no leak.
- * Runs on the poll() loop of loop_poll.c; make check runs it through
- * hostile.itest (run-integration.sh starts the real redis-server). */#define _GNU_SOURCE /* memmem, in rig.h */
+ * replies followed by silence or a close, and bytes that are not RESP;
+ * test_real.c causes the same errors on a real redis-server. Every scenario
+ * checks the exact status the callback gets, that each callback runs
+ * exactly once, that nothing is reported held wrongly, the stats, and
+ * (under ASan/valgrind) no leak. Runs on the poll() loop of loop_poll.c;
+ * make check runs it through hostile.itest. */
+#define _GNU_SOURCE /* memmem, in rig.h */
 #include <stdio.h>
 #include <string.h>
 
