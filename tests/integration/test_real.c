@@ -3,7 +3,8 @@
  * production servers reach: binary resource names, a hash at the lock key
  * (WRONGTYPE), NOAUTH and a wrong password, OOM, READONLY, BUSY, a pause
  * longer than the TTL, ACL NOPERM, a password set later, a database that
- * does not exist, a flushed script cache, a silent server, and LOADING (on
+ * does not exist, a flushed script cache, a silent server, endpoints that
+ * never become a server, and LOADING (on
  * a second redis-server the test starts itself and stops by pid). Each
  * case checks the exact status, that each callback runs once, that nothing
  * is held wrongly, and restores the server. Runs on the poll() loop of
@@ -12,6 +13,8 @@
 #define _GNU_SOURCE /* memmem, in rig.h */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -508,6 +511,46 @@ static void test_real_wait_is_an_upper_bound(void)
     finish(c, &o);
 }
 
+/* The wait budget bounds an acquire against endpoints that never become a
+ * server: a socket path nobody listens on (each connect fails at once, and
+ * is retried with backoff), and a socket that listens but never accepts
+ * (the kernel completes the connect; the handshake's PING is never read).
+ * Default 2000 ms timeouts, a 600 ms budget: on_acquire by the budget,
+ * with a connection status, and the handle never held. */
+static void test_real_wait_bound_against_dead_endpoints(void)
+{
+    char dir[] = "/tmp/redlease-dead.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char missing[128], deaf[128];
+    snprintf(missing, sizeof missing, "%s/missing.sock", dir);
+    snprintf(deaf, sizeof deaf, "%s/deaf.sock", dir);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, deaf, strlen(deaf) + 1);
+    CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(lfd, 16) == 0);
+    const char *paths[2] = {missing, deaf};
+    for (int i = 0; i < 2; i++) {
+        obs o = {0};
+        redlease_client_options co = copts(paths[i], NULL, 0);
+        co.connect_timeout_ms = co.command_timeout_ms = 2000 * S;
+        redlease_client *c = client_with(&co, &o);
+        int64_t t0 = mono_ms();
+        acquire(c, &o, "dead", lopts(1000, 600, 0));
+        run_until(&o.acq, 3000, o.lk);
+        int64_t took = mono_ms() - t0;
+        printf("# %s: on_acquire %s after %lld ms of a 600 ms budget\n", i ? "never accepted" : "no listener",
+               redlease_strerror(o.acq_st), (long long)took);
+        CHECK_EQ(o.acq, 1);
+        CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT);
+        CHECK(took >= 600 * S - 5 && took <= 600 * S + 300 * S);
+        release(&o, o.lk);
+        finish(c, &o);
+    }
+    close(lfd);
+    unlink(deaf);
+    rmdir(dir);
+}
+
 /* Loading a dataset at startup: commands (and the handshake's PING) get
  * LOADING, which is transient; the acquire succeeds once the data is in.
  * A second redis-server of the test's own, started on a copy of a dump
@@ -578,6 +621,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_real_release_retried_while_busy),
         TEST_CASE(test_real_script_flush_then_evalsha),
         TEST_CASE(test_real_wait_is_an_upper_bound),
+        TEST_CASE(test_real_wait_bound_against_dead_endpoints),
         TEST_CASE(test_real_loading_is_retried),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
