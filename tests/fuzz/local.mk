@@ -12,43 +12,46 @@
 #    timeout (the input is then in fuzz-artifacts/).
 FUZZ_TARGETS = fuzz_replies fuzz_options fuzz_model
 FUZZ_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS)
-FUZZ_COMMON_SOURCES = %reldir%/fuzz_input.h tests/support/fake.c tests/support/fake.h \
-	tests/support/sha1.c tests/support/sha1.h
-FUZZ_REPLIES_SOURCES = %reldir%/fuzz_replies.c $(FUZZ_COMMON_SOURCES)
-FUZZ_OPTIONS_SOURCES = %reldir%/fuzz_options.c $(FUZZ_COMMON_SOURCES)
-FUZZ_MODEL_SOURCES = %reldir%/fuzz_model.c $(MODEL_SOURCES) $(FUZZ_COMMON_SOURCES)
+FUZZ_REPLIES_SOURCES = %reldir%/fuzz_replies.c %reldir%/fuzz_input.h
+FUZZ_OPTIONS_SOURCES = %reldir%/fuzz_options.c %reldir%/fuzz_input.h
+FUZZ_MODEL_SOURCES = %reldir%/fuzz_model.c %reldir%/fuzz_input.h $(MODEL_SOURCES)
+# The replays link the rig as the unit tests do; the fuzzers compile it
+# (and the library) again with the fuzzer's instrumentation.
+REPLAY_LDADD = tests/support/libfake.la libredlease_core.la $(HIREDIS_LIBS)
+FUZZ_RIG_SOURCES = tests/support/fake.c tests/support/fake.h tests/support/sha1.c \
+	tests/support/sha1.h $(libredlease_core_la_SOURCES)
 
 # The replays, in make check.
 check_PROGRAMS += %reldir%/replay_replies %reldir%/replay_options %reldir%/replay_model
 %canon_reldir%_replay_replies_SOURCES = $(FUZZ_REPLIES_SOURCES) %reldir%/replay_main.c
 %canon_reldir%_replay_replies_CPPFLAGS = $(FUZZ_CPPFLAGS)
-%canon_reldir%_replay_replies_LDADD = libredlease_core.la $(HIREDIS_LIBS)
+%canon_reldir%_replay_replies_LDADD = $(REPLAY_LDADD)
 %canon_reldir%_replay_options_SOURCES = $(FUZZ_OPTIONS_SOURCES) %reldir%/replay_main.c
 %canon_reldir%_replay_options_CPPFLAGS = $(FUZZ_CPPFLAGS)
-%canon_reldir%_replay_options_LDADD = libredlease_core.la $(HIREDIS_LIBS)
+%canon_reldir%_replay_options_LDADD = $(REPLAY_LDADD)
 %canon_reldir%_replay_model_SOURCES = $(FUZZ_MODEL_SOURCES) %reldir%/replay_main.c
 %canon_reldir%_replay_model_CPPFLAGS = $(FUZZ_CPPFLAGS)
-%canon_reldir%_replay_model_LDADD = libredlease_core.la $(HIREDIS_LIBS)
+%canon_reldir%_replay_model_LDADD = $(REPLAY_LDADD)
 TESTS += %reldir%/replay.sh
 EXTRA_DIST += %reldir%/replay.sh %reldir%/run-fuzz.sh %reldir%/write-seeds.py \
 	%reldir%/corpus %reldir%/crashes
 
-# The fuzzers. The library's sources are compiled again into each target
-# with the fuzzer's coverage instrumentation (libredlease_core.la has none).
+# The fuzzers (libredlease_core.la and libfake.la have no coverage
+# instrumentation).
 if ENABLE_FUZZING
 noinst_PROGRAMS += %reldir%/fuzz_replies %reldir%/fuzz_options %reldir%/fuzz_model
 endif
-%canon_reldir%_fuzz_replies_SOURCES = $(FUZZ_REPLIES_SOURCES) $(libredlease_core_la_SOURCES)
+%canon_reldir%_fuzz_replies_SOURCES = $(FUZZ_REPLIES_SOURCES) $(FUZZ_RIG_SOURCES)
 %canon_reldir%_fuzz_replies_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_replies_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_replies_LDFLAGS = $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_replies_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS)
-%canon_reldir%_fuzz_options_SOURCES = $(FUZZ_OPTIONS_SOURCES) $(libredlease_core_la_SOURCES)
+%canon_reldir%_fuzz_options_SOURCES = $(FUZZ_OPTIONS_SOURCES) $(FUZZ_RIG_SOURCES)
 %canon_reldir%_fuzz_options_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_options_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_options_LDFLAGS = $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_options_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS)
-%canon_reldir%_fuzz_model_SOURCES = $(FUZZ_MODEL_SOURCES) $(libredlease_core_la_SOURCES)
+%canon_reldir%_fuzz_model_SOURCES = $(FUZZ_MODEL_SOURCES) $(FUZZ_RIG_SOURCES)
 %canon_reldir%_fuzz_model_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_model_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_model_LDFLAGS = $(FUZZ_CFLAGS)
