@@ -73,7 +73,9 @@ enum redlease_status {
     REDLEASE_ESYS = -10,     /* the OS refused (no randomness for a token); see errno */
     REDLEASE_EAUTH = -11,    /* Redis refused the credentials (WRONGPASS, NOAUTH, AUTH error) */
     REDLEASE_EPERM = -12,    /* the ACL user may not run the command or touch the key (NOPERM) */
-    REDLEASE_ECONFIG = -13   /* Redis refused a client setting (SELECT of a missing database) */
+    REDLEASE_ECONFIG = -13,  /* Redis refused a client setting (SELECT of a missing database) */
+    REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support) */
+    REDLEASE_ETLS = -15      /* TLS failed: certificate not trusted, wrong name, handshake refused */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
@@ -102,6 +104,24 @@ typedef void (*redlease_release_cb)(redlease_lock *lk, int status, void *arg);
 typedef void (*redlease_close_cb)(redlease_client *c, void *arg);
 
 /* ----------------------------------------------------------------- client */
+/* TLS to Redis (man 3 redlease, TLS). The server's certificate chain and
+ * name are verified unless insecure is set. A library built without TLS
+ * (hiredis 0.14, or configure --without-tls; redlease_tls_available() is
+ * 0) refuses enable with REDLEASE_ENOTSUP: never a silent plaintext
+ * connection. */
+typedef struct redlease_tls_options {
+    int enable;              /* 0: plaintext */
+    const char *ca_file;     /* PEM file of the CAs to trust */
+    const char *ca_dir;      /* or a folder of them (c_rehash); both NULL: the system's */
+    const char *cert_file;   /* client certificate chain, PEM (mutual TLS); needs key_file */
+    const char *key_file;    /* its private key, PEM */
+    const char *server_name; /* SNI, and the name the certificate must carry; NULL: host */
+    int insecure;            /* nonzero: do not verify the server at all (tests only) */
+} redlease_tls_options;
+
+/* 1 if this library was built with TLS support, else 0. */
+REDLEASE_EXTERN int redlease_tls_available(void);
+
 typedef struct redlease_client_options {
     const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
     int port;                   /* 6379 */
@@ -114,6 +134,7 @@ typedef struct redlease_client_options {
     int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
     int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
+    redlease_tls_options tls;   /* off */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);

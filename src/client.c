@@ -65,7 +65,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                           .username = o->username, .password = o->password,
                           .connect_timeout = o->connect_timeout_ms,
                           .command_timeout = o->command_timeout_ms,
-                          .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms};
+                          .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms,
+                          .tls = &o->tls};
     int ok = rdl_conn_init(&c->conn, &cc, &conn_owner, c, &c->clock, &c->rng) == REDLEASE_OK;
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     c->wake.idx = RDL_HEAP_OUT;

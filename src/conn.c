@@ -49,6 +49,14 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     cn->unix_path = rdl_strdup(cfg->unix_path, &ok);
     cn->username = rdl_strdup(cfg->username, &ok);
     cn->password = rdl_strdup(cfg->password, &ok);
+    if (cfg->tls && cfg->tls->enable) {
+        cn->tls = *cfg->tls;
+        cn->tls.ca_file = rdl_strdup(cfg->tls->ca_file, &ok);
+        cn->tls.ca_dir = rdl_strdup(cfg->tls->ca_dir, &ok);
+        cn->tls.cert_file = rdl_strdup(cfg->tls->cert_file, &ok);
+        cn->tls.key_file = rdl_strdup(cfg->tls->key_file, &ok);
+        cn->tls.server_name = rdl_strdup(cfg->tls->server_name, &ok);
+    }
     cn->port = cfg->port;
     cn->db = cfg->db;
     cn->connect_timeout = cfg->connect_timeout;
@@ -71,6 +79,12 @@ void rdl_conn_free(rdl_conn *cn)
     rdl_free(cn->username);
     rdl_free(cn->password);
     cn->host = cn->unix_path = cn->username = cn->password = NULL;
+    rdl_free((char *)cn->tls.ca_file);
+    rdl_free((char *)cn->tls.ca_dir);
+    rdl_free((char *)cn->tls.cert_file);
+    rdl_free((char *)cn->tls.key_file);
+    rdl_free((char *)cn->tls.server_name);
+    memset(&cn->tls, 0, sizeof cn->tls);
 }
 
 int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
@@ -90,14 +104,17 @@ static void reconnect_later(rdl_conn *cn, int64_t now)
     emit(cn, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
 }
 
+static void conn_failed(rdl_conn *cn, int status, int64_t now);
+
 static void start_connect(rdl_conn *cn, int64_t now)
 {
-    rdl_endpoint ep = {cn->host, cn->port, cn->unix_path};
+    rdl_endpoint ep = {cn->host, cn->port, cn->unix_path, cn->tls.enable ? &cn->tls : NULL};
     cn->hs_failed = 0;
     int rc = cn->tr.ops->connect(cn->tr.self, &ep);
     if (rc) {
         cn->disconnects++;
         emit(cn, REDLEASE_EV_DISCONNECTED, rc, -1);
+        if (rc == REDLEASE_ETLS) conn_failed(cn, rc, now); /* a CA or key file: not cured by retrying */
         reconnect_later(cn, now);
         return;
     }
@@ -109,7 +126,8 @@ void rdl_conn_connect(rdl_conn *cn, int64_t now) { start_connect(cn, now); }
 
 static int status_is_definite(int status)
 {
-    return status == REDLEASE_EAUTH || status == REDLEASE_EPERM || status == REDLEASE_ECONFIG;
+    return status == REDLEASE_EAUTH || status == REDLEASE_EPERM || status == REDLEASE_ECONFIG ||
+           status == REDLEASE_ETLS;
 }
 
 /* Remembers why the connection failed, for the operations that wait for

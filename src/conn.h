@@ -79,6 +79,7 @@ typedef struct rdl_conn_config {
     const char *username, *password;
     int64_t connect_timeout, command_timeout;
     int64_t reconnect_min, reconnect_max;
+    const redlease_tls_options *tls; /* NULL or enable 0: plaintext */
 } rdl_conn_config;
 
 struct rdl_conn;
@@ -97,6 +98,7 @@ typedef struct rdl_conn {
 
     /* settings (rdl_conn_config) */
     char *host, *unix_path, *username, *password;
+    redlease_tls_options tls; /* its strings are the connection's copies */
     int port, db;
     int64_t connect_timeout, command_timeout;
 

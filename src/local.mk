@@ -20,16 +20,18 @@ libredlease_core_la_SOURCES = \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/lock.c %reldir%/lock.h \
 	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \
+	%reldir%/transport_tls.h %reldir%/transport_tls.c \
 	%reldir%/list.h
-libredlease_core_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/%reldir% $(HIREDIS_CFLAGS)
+libredlease_core_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/%reldir% $(HIREDIS_CFLAGS) \
+	$(TLS_CFLAGS)
 libredlease_core_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS)
-libredlease_core_la_LIBADD = $(SIGMASK_LIBS)
+libredlease_core_la_LIBADD = $(SIGMASK_LIBS) $(TLS_LIBS)
 
 lib_LTLIBRARIES += libredlease.la
 libredlease_la_SOURCES =
 # Never compiled: only tells automake to link libredlease.la with the C linker.
 nodist_EXTRA_libredlease_la_SOURCES = dummy.c
-libredlease_la_LIBADD = libredlease_core.la $(HIREDIS_LIBS)
+libredlease_la_LIBADD = libredlease_core.la $(HIREDIS_LIBS) $(TLS_LIBS)
 libredlease_la_LDFLAGS = -no-undefined -version-info $(LT_CURRENT):$(LT_REVISION):$(LT_AGE)
 
 pkgconfig_DATA = redlease.pc

@@ -32,6 +32,30 @@ void redlease_lock_options_init(redlease_lock_options *o)
 
 static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
 
+int redlease_tls_available(void)
+{
+#ifdef RDL_HAVE_TLS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static int empty(const char *s) { return s && !s[0]; }
+
+/* Off: nothing else is looked at. On: never a plaintext connection instead
+ * (ENOTSUP without TLS support); a certificate needs its key. */
+static int tls_options_check(const redlease_tls_options *t)
+{
+    if (!t->enable) return REDLEASE_OK;
+    if (!redlease_tls_available()) return REDLEASE_ENOTSUP;
+    if (empty(t->ca_file) || empty(t->ca_dir) || empty(t->cert_file) || empty(t->key_file) ||
+        empty(t->server_name))
+        return REDLEASE_EINVAL;
+    if (!t->cert_file != !t->key_file) return REDLEASE_EINVAL;
+    return REDLEASE_OK;
+}
+
 int rdl_client_options_check(const redlease_client_options *o)
 {
     int tcp = !o->unix_path;
@@ -45,7 +69,7 @@ int rdl_client_options_check(const redlease_client_options *o)
     if (!in_range(o->command_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    return REDLEASE_OK;
+    return tls_options_check(&o->tls);
 }
 
 int rdl_lock_options_check(const redlease_lock_options *o)

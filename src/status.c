@@ -21,6 +21,8 @@ const char *redlease_strerror(int status)
     case REDLEASE_EAUTH: return "Redis refused the credentials";
     case REDLEASE_EPERM: return "not permitted by the Redis ACL";
     case REDLEASE_ECONFIG: return "Redis refused a client setting";
+    case REDLEASE_ENOTSUP: return "not supported by this build of redlease";
+    case REDLEASE_ETLS: return "TLS failed";
     }
     return "unknown status";
 }

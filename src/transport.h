@@ -49,14 +49,19 @@ typedef struct rdl_reply {
     size_t len;
 } rdl_reply;
 
+struct redlease_tls_options;
+
 typedef struct rdl_endpoint {
     const char *host;
     int port;
     const char *unix_path;
+    const struct redlease_tls_options *tls; /* NULL: plaintext */
 } rdl_endpoint;
 
 typedef struct rdl_transport_ops {
-    /* Starts connecting; 0, or a status code (then nothing is pending). */
+    /* Starts connecting; 0, or a status code (then nothing is pending):
+     * REDLEASE_ETLS when TLS cannot be set up (a CA or key file). A TLS
+     * handshake that fails later is reported with REDLEASE_ETLS too. */
     int (*connect)(void *self, const rdl_endpoint *ep);
     /* Sends one command; req is returned through rdl_conn_on_reply. */
     int (*submit)(void *self, int argc, const char **argv, const size_t *lens, void *req);

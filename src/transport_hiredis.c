@@ -3,7 +3,8 @@
  * the contract this file keeps; docs/design.md, section 5 (Layering), shows
  * where it sits.
  *
- * The only file of the project that includes hiredis. It works on hiredis
+ * With its TLS part (transport_tls.c), the only file of the project that
+ * includes hiredis. It works on hiredis
  * 0.14.1 and 1.x, which differ in ways that matter here:
  *  - connect/disconnect callbacks use the const-pointer variant;
  *  - nothing frees or disconnects a context from inside onConnect or
@@ -26,6 +27,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,6 +37,7 @@
 #include "alloc.h"
 #include "redlease.h"
 #include "transport_hiredis.h"
+#include "transport_tls.h"
 
 typedef struct rdl_hiredis {
     struct rdl_conn *conn; /* what it reports to */
@@ -43,6 +46,7 @@ typedef struct rdl_hiredis {
     redisAsyncContext *ac;         /* live context, or NULL */
     redisAsyncContext *closing_ac; /* being freed by close() */
     int connected;                 /* onConnect(REDIS_OK) seen for ac */
+    rdl_tls *tls;                  /* TLS settings, made at the first connect; or NULL */
 } rdl_hiredis;
 
 static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
@@ -77,6 +81,19 @@ void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r)
     r->len = reply->str != NULL ? (size_t)reply->len : 0;
 }
 
+/* Why a link ended: a TLS handshake that failed (REDLEASE_ETLS, with
+ * OpenSSL's reason: hiredis's own text is often just "Success"), or
+ * REDLEASE_ECONN with hiredis's text. */
+static int hr_link_status(rdl_hiredis *t, const redisAsyncContext *ac, const char *dflt,
+                          char *why, size_t size)
+{
+    int failed = rdl_tls_failed(t->tls, why, size);
+    rdl_tls_forget(t->tls); /* hiredis frees the link's SSL with the context */
+    if (failed) return REDLEASE_ETLS;
+    snprintf(why, size, "%s", hr_errtext(ac, dflt));
+    return REDLEASE_ECONN;
+}
+
 /* ---------------------------------------------------- hiredis callbacks */
 
 static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
@@ -102,7 +119,9 @@ static void hr_on_connect(const redisAsyncContext *ac, int status)
         return;
     }
     t->ac = NULL; /* hiredis frees it right after this returns */
-    rdl_conn_on_connected(t->conn, REDLEASE_ECONN, hr_errtext(ac, "connect failed"));
+    char why[256];
+    int st = hr_link_status(t, ac, "connect failed", why, sizeof why);
+    rdl_conn_on_connected(t->conn, st, why);
 }
 
 /* Set when hiredis reports an I/O error (a failed write among them) in this
@@ -117,7 +136,9 @@ static void hr_on_disconnect(const redisAsyncContext *ac, int status)
     if (t == NULL || ac != t->ac) return; /* freed by close(): not reported */
     t->ac = NULL; /* hiredis frees it right after this returns */
     t->connected = 0;
-    rdl_conn_on_disconnected(t->conn, REDLEASE_ECONN, hr_errtext(ac, "connection closed"));
+    char why[256];
+    int st = hr_link_status(t, ac, "connection closed", why, sizeof why);
+    rdl_conn_on_disconnected(t->conn, st, why);
 }
 
 /* ------------------------------------------------- writes without SIGPIPE */
@@ -160,6 +181,18 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
      * not hand it to its children (hiredis 0.14 leaves it inheritable). */
     int fdflags = fcntl(ac->c.fd, F_GETFD);
     if (fdflags >= 0) fcntl(ac->c.fd, F_SETFD, fdflags | FD_CLOEXEC);
+    /* TLS starts with the socket, as hiredis's own examples do: the
+     * handshake then runs inside hiredis's reads and writes. */
+    if (ep->tls != NULL) {
+        char why[160];
+        int rc = t->tls ? REDLEASE_OK : rdl_tls_new(&t->tls, ep->tls, why, sizeof why);
+        if (rc == REDLEASE_OK) rc = rdl_tls_start(t->tls, &ac->c, ep->host, ep->unix_path != NULL, why, sizeof why);
+        if (rc != REDLEASE_OK) {
+            rdl_conn_note_error(t->conn, why);
+            redisAsyncFree(ac); /* not attached, no callbacks set */
+            return rc;
+        }
+    }
     ac->data = t;
     /* Attach before setting the connect callback (it arms the write event),
      * and neither set can fail on a fresh context. */
@@ -202,11 +235,13 @@ static void hr_close(void *self)
     t->closing_ac = ac;
     redisAsyncFree(ac); /* every pending reply callback runs now, with NULL */
     t->closing_ac = NULL;
+    rdl_tls_forget(t->tls); /* its SSL went with the context */
 }
 
 static void hr_destroy(void *self)
 {
-    hr_close(self);
+    hr_close(self); /* frees the context, and its SSL with it */
+    rdl_tls_free(((rdl_hiredis *)self)->tls);
     rdl_free(self);
 }
 

@@ -11,7 +11,7 @@
 #    in fuzz-corpus/<target>/ in the build tree; fails on any crash, leak or
 #    timeout (the input is then in fuzz-artifacts/).
 FUZZ_TARGETS = fuzz_replies fuzz_options fuzz_model
-FUZZ_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS)
+FUZZ_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS) $(TLS_CFLAGS)
 FUZZ_REPLIES_SOURCES = %reldir%/fuzz_replies.c %reldir%/fuzz_input.h
 FUZZ_OPTIONS_SOURCES = %reldir%/fuzz_options.c %reldir%/fuzz_input.h
 FUZZ_MODEL_SOURCES = %reldir%/fuzz_model.c %reldir%/fuzz_input.h $(MODEL_SOURCES)
@@ -45,17 +45,17 @@ endif
 %canon_reldir%_fuzz_replies_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_replies_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_replies_LDFLAGS = $(FUZZ_CFLAGS)
-%canon_reldir%_fuzz_replies_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS)
+%canon_reldir%_fuzz_replies_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS) $(TLS_LIBS)
 %canon_reldir%_fuzz_options_SOURCES = $(FUZZ_OPTIONS_SOURCES) $(FUZZ_RIG_SOURCES)
 %canon_reldir%_fuzz_options_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_options_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_options_LDFLAGS = $(FUZZ_CFLAGS)
-%canon_reldir%_fuzz_options_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS)
+%canon_reldir%_fuzz_options_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS) $(TLS_LIBS)
 %canon_reldir%_fuzz_model_SOURCES = $(FUZZ_MODEL_SOURCES) $(FUZZ_RIG_SOURCES)
 %canon_reldir%_fuzz_model_CPPFLAGS = $(FUZZ_CPPFLAGS)
 %canon_reldir%_fuzz_model_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 %canon_reldir%_fuzz_model_LDFLAGS = $(FUZZ_CFLAGS)
-%canon_reldir%_fuzz_model_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS)
+%canon_reldir%_fuzz_model_LDADD = $(HIREDIS_LIBS) $(SIGMASK_LIBS) $(TLS_LIBS)
 FUZZ_SECONDS = 60
 if ENABLE_FUZZING
 check-fuzz: %reldir%/fuzz_replies$(EXEEXT) %reldir%/fuzz_options$(EXEEXT) \

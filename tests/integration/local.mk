@@ -44,8 +44,8 @@ endif
 # types, half replies, non-RESP bytes. test_real: what a real Redis
 # answers in the states production servers reach (a pause longer than the
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
-check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real
-INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest
+check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls
+INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -56,9 +56,15 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_real_SOURCES = %reldir%/test_real.c $(RIG_SOURCES)
 %canon_reldir%_test_real_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)
+# test_tls: TLS on a redis-server of its own (tests/support/tls-certs.sh
+# makes its PKI); in a build without TLS, that asking for it is ENOTSUP.
+%canon_reldir%_test_tls_SOURCES = %reldir%/test_tls.c $(RIG_SOURCES)
+%canon_reldir%_test_tls_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_tls_LDADD = $(INTEGRATION_LDADD)
 
 TESTS += $(INTEGRATION_TESTS)
 # Every .itest, whichever loops this machine has.
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
-	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest
+	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
+	%reldir%/tls.itest

@@ -12,4 +12,4 @@ check_LTLIBRARIES += %reldir%/libfake.la
 SUPPORT_CPPFLAGS = -I$(top_srcdir)/%reldir%
 SUPPORT_H = %reldir%/testutil.h %reldir%/core_rig.h
 MODEL_SOURCES = %reldir%/model.c %reldir%/model.h
-EXTRA_DIST += %reldir%/redis-harness.sh
+EXTRA_DIST += %reldir%/redis-harness.sh %reldir%/tls-certs.sh

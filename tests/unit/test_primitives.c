@@ -17,7 +17,8 @@ static void test_status_strings(void)
 {
     int codes[] = {REDLEASE_OK, REDLEASE_EINVAL, REDLEASE_ENOMEM, REDLEASE_EBUSY,
                    REDLEASE_ETIMEDOUT, REDLEASE_ECANCELED, REDLEASE_ECONN, REDLEASE_EREDIS,
-                   REDLEASE_EPROTO, REDLEASE_ENOTHELD, REDLEASE_ESYS};
+                   REDLEASE_EPROTO, REDLEASE_ENOTHELD, REDLEASE_ESYS, REDLEASE_EAUTH,
+                   REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP, REDLEASE_ETLS};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
     CHECK_STR(redlease_strerror(12345), "unknown status");
@@ -165,6 +166,21 @@ static void test_invalid_arguments(void)
     co.username = "u"; /* a user without a password */
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK(c == NULL);
+    /* TLS: never plaintext instead (ENOTSUP without TLS support); with it,
+     * a certificate needs its key, and no name may be empty */
+    int no_tls = redlease_tls_available() ? REDLEASE_EINVAL : REDLEASE_ENOTSUP;
+    redlease_client_options_init(&co);
+    co.tls.enable = 1;
+    co.tls.cert_file = "client.crt";
+    CHECK_EQ(redlease_client_new(&c, &co), no_tls);
+    co.tls.cert_file = NULL;
+    co.tls.ca_file = "";
+    CHECK_EQ(redlease_client_new(&c, &co), no_tls);
+    CHECK(c == NULL);
+    co.tls.enable = 0; /* off: the rest is not looked at */
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    redlease_client_free(c);
+    c = NULL;
     CHECK_EQ(redlease_client_attach_loop(f.c, NULL, NULL), REDLEASE_EINVAL);
     end(&f);
 }

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* TLS to a real redis-server: the test starts its own, with --tls-port and
+ * client certificates required, on a throwaway PKI that
+ * tests/support/tls-certs.sh makes (a CA, the server's certificate for
+ * localhost and 127.0.0.1, a client certificate, and a CA nobody used).
+ * A lease over TLS; then each way TLS can fail, each with its status: a
+ * CA that did not sign the server (REDLEASE_ETLS, at once, also for a wait
+ * for ever), a name the certificate does not carry, no client
+ * certificate, a CA file that does not exist; TLS to a plaintext port and
+ * plaintext to the TLS port are never OK (the connection times out or is
+ * reset). In a build without TLS the one
+ * case is that asking for TLS is REDLEASE_ENOTSUP, never plaintext.
+ * Runs on the poll() loop through tls.itest (run-integration.sh starts the
+ * harness's plaintext server, which the TLS-to-plaintext case uses). */
+#define _GNU_SOURCE /* memmem, in rig.h */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rig.h"
+
+static char pki[512], pidfile[600];
+static int tls_port;
+
+static const char *file_of(const char *name)
+{
+    static char buf[4][700];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", pki, name);
+    return buf[i];
+}
+
+/* TCP to 127.0.0.1:port; TLS trusting ca (NULL: none asked), with the
+ * client certificate when cert. */
+static redlease_client_options tls_opts(int port, const char *ca, int cert)
+{
+    redlease_client_options co = copts(NULL, NULL, 0);
+    co.unix_path = NULL;
+    co.host = "127.0.0.1";
+    co.port = port;
+    co.connect_timeout_ms = co.command_timeout_ms = 1000 * S;
+    if (ca) {
+        co.tls.enable = 1;
+        co.tls.ca_file = file_of(ca);
+        if (cert) {
+            co.tls.cert_file = file_of("client.crt");
+            co.tls.key_file = file_of("client.key");
+        }
+    }
+    return co;
+}
+
+/* An acquire that waits for ever must end at once with status, the
+ * client's error text holding text. */
+static void expect_refused(redlease_client_options co, int status, const char *text)
+{
+    obs o = {0};
+    redlease_client *c = client_with(&co, &o);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "tls-refused", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&o.acq, 3000, o.lk);
+    printf("# %s after %lld ms: %s\n", redlease_strerror(o.acq_st), (long long)(mono_ms() - t0),
+           redlease_client_errstr(c));
+    CHECK_EQ(o.acq, 1);
+    CHECK_EQ(o.acq_st, status);
+    CHECK(strstr(redlease_client_errstr(c), text) != NULL);
+    CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* A lease over TLS: acquired, renewed (TTL 600 ms, renewals every 200),
+ * released; the server saw the key (through the same TLS). */
+static void test_tls_lease_over_tls(void)
+{
+    obs o = {0};
+    redlease_client_options co = tls_opts(tls_port, "ca.crt", 1);
+    redlease_client *c = client_with(&co, &o);
+    acquire(c, &o, "tls-lease", lopts(600, 0, 0));
+    run_until(&o.acq, 3000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    CHECK(redlease_lock_held(o.lk));
+    run_for(900, NULL);
+    CHECK(o.events[REDLEASE_EV_RENEWED] >= 2);
+    CHECK(redlease_lock_held(o.lk));
+    CHECK_EQ(o.lost, 0);
+    release(&o, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_OK);
+    finish(c, &o);
+}
+
+static void test_tls_wrong_ca(void)
+{
+    expect_refused(tls_opts(tls_port, "other-ca.crt", 1), REDLEASE_ETLS, "certificate");
+}
+
+static void test_tls_name_not_in_the_certificate(void)
+{
+    redlease_client_options co = tls_opts(tls_port, "ca.crt", 1);
+    co.tls.server_name = "redis.example";
+    expect_refused(co, REDLEASE_ETLS, "hostname mismatch");
+}
+
+/* insecure: the wrong CA and the wrong name are not checked. */
+static void test_tls_insecure_skips_verification(void)
+{
+    obs o = {0};
+    redlease_client_options co = tls_opts(tls_port, "other-ca.crt", 1);
+    co.tls.server_name = "redis.example";
+    co.tls.insecure = 1;
+    redlease_client *c = client_with(&co, &o);
+    acquire(c, &o, "tls-insecure", lopts(1000, 0, 0));
+    run_until(&o.acq, 3000, NULL);
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    release(&o, NULL);
+    finish(c, &o);
+}
+
+/* The server requires a client certificate. */
+static void test_tls_without_client_certificate(void)
+{
+    expect_refused(tls_opts(tls_port, "ca.crt", 0), REDLEASE_ETLS, "TLS");
+}
+
+static void test_tls_ca_file_missing(void)
+{
+    expect_refused(tls_opts(tls_port, "no-such-ca.crt", 1), REDLEASE_ETLS, "no-such-ca.crt");
+}
+
+/* TLS to the harness's plaintext port: Redis takes the ClientHello for
+ * the start of a command and never answers; the handshake times out, and
+ * the wait budget ends the acquire. Never OK. */
+static void test_tls_to_a_plaintext_port(void)
+{
+    const char *port = getenv("REDLEASE_TEST_PORT");
+    if (!port) SKIP_TEST("REDLEASE_TEST_PORT not set");
+    obs o = {0};
+    redlease_client_options co = tls_opts(atoi(port), "ca.crt", 1);
+    co.connect_timeout_ms = co.command_timeout_ms = 300 * S;
+    redlease_client *c = client_with(&co, &o);
+    acquire(c, &o, "tls-to-plain", lopts(1000, 1000, 0));
+    run_until(&o.acq, 4000, o.lk);
+    printf("# %s: %s\n", redlease_strerror(o.acq_st), redlease_client_errstr(c));
+    CHECK_EQ(o.acq, 1);
+    CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT || o.acq_st == REDLEASE_ETLS);
+    CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* Plaintext to the TLS port: never a lease; the connection fails. */
+static void test_plaintext_to_the_tls_port(void)
+{
+    obs o = {0};
+    redlease_client_options co = tls_opts(tls_port, NULL, 0);
+    redlease_client *c = client_with(&co, &o);
+    acquire(c, &o, "tls-plain", lopts(1000, 1500, 0));
+    run_until(&o.acq, 4000, o.lk);
+    printf("# %s: %s\n", redlease_strerror(o.acq_st), redlease_client_errstr(c));
+    CHECK_EQ(o.acq, 1);
+    CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT);
+    release(&o, o.lk);
+    finish(c, &o);
+}
+
+/* A build without TLS refuses to be asked for it. */
+static void test_tls_not_in_this_build(void)
+{
+    redlease_client_options co = tls_opts(6379, "ca.crt", 0);
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_tls_available(), 0);
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_ENOTSUP);
+    CHECK(c == NULL);
+    co.tls.enable = 0;
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    redlease_client_free(c);
+}
+
+static int start_tls_server(void)
+{
+    const char *server = getenv("REDIS_SERVER");
+    const char *dir = getenv("REDLEASE_TEST_DIR");
+    const char *src = getenv("REDLEASE_SRCDIR");
+    if (!server || !dir || !src) return -1;
+    snprintf(pki, sizeof pki, "%s/pki", dir);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "sh '%s/tests/support/tls-certs.sh' '%s'", src, pki);
+    if (system(cmd) != 0) return -1;
+    snprintf(pidfile, sizeof pidfile, "%s/tls-redis.pid", pki);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        tls_port = 20000 + (int)((getpid() * 7919L + attempt * 104729L) % 30000);
+        snprintf(cmd, sizeof cmd,
+                 "'%s' --port 0 --tls-port %d --bind 127.0.0.1 --tls-cert-file '%s' "
+                 "--tls-key-file '%s' --tls-ca-cert-file '%s' --tls-auth-clients yes "
+                 "--save '' --appendonly no --dir '%s' --daemonize yes --pidfile '%s' "
+                 "--logfile '%s/tls-redis.log'",
+                 server, tls_port, file_of("server.crt"), file_of("server.key"), file_of("ca.crt"),
+                 pki, pidfile, pki);
+        unlink(pidfile);
+        if (system(cmd) != 0) continue;
+        int64_t end = mono_ms() + 3000;
+        while (access(pidfile, F_OK) != 0 && mono_ms() < end) usleep(10000);
+        usleep(200000); /* listening, or gone for a port in use */
+        FILE *pf = fopen(pidfile, "r");
+        int pid = 0;
+        if (pf) {
+            if (fscanf(pf, "%d", &pid) != 1) pid = 0;
+            fclose(pf);
+        }
+        if (pid > 0 && kill(pid, 0) == 0) return pid;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (rig_start()) return 1;
+    if (!redlease_tls_available()) {
+        static const test_case plain[] = {TEST_CASE(test_tls_not_in_this_build)};
+        int rc = run_tests(plain, 1, argc, argv);
+        rig_stop();
+        return rc;
+    }
+    int pid = start_tls_server();
+    if (pid < 0) {
+        printf("Bail out! could not start a TLS redis-server\n");
+        rig_stop();
+        return 1;
+    }
+    printf("# TLS redis-server on 127.0.0.1:%d (pid %d)\n", tls_port, pid);
+    static const test_case tests[] = {
+        TEST_CASE(test_tls_lease_over_tls),
+        TEST_CASE(test_tls_wrong_ca),
+        TEST_CASE(test_tls_name_not_in_the_certificate),
+        TEST_CASE(test_tls_insecure_skips_verification),
+        TEST_CASE(test_tls_without_client_certificate),
+        TEST_CASE(test_tls_ca_file_missing),
+        TEST_CASE(test_tls_to_a_plaintext_port),
+        TEST_CASE(test_plaintext_to_the_tls_port),
+    };
+    int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+    kill(pid, SIGKILL);
+    rig_stop();
+    return rc;
+}
