@@ -8,7 +8,7 @@ bin_PROGRAMS += %reldir%/redlease
 	%reldir%/server.c %reldir%/server.h \
 	%reldir%/run.c %reldir%/child.c %reldir%/child.h %reldir%/signals.c %reldir%/signals.h \
 	%reldir%/status.c
-%canon_reldir%_redlease_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
+%canon_reldir%_redlease_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
 # Linked with the library statically (as redis-cli is with hiredis): the
 # command works straight after make install, before any ldconfig.
 %canon_reldir%_redlease_LDADD = libredlease_core.la $(HIREDIS_LIBS) $(LIBEV_LIBS)

@@ -392,7 +392,10 @@ static int start(run *r)
     if (rc == REDLEASE_OK) rc = redlease_libev_attach(r->client, r->loop);
     if (rc != REDLEASE_OK) {
         cli_error("%s", redlease_strerror(rc));
-        return rc == REDLEASE_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+        /* ENOTSUP: --tls, and this redlease has no TLS: unavailable */
+        return rc == REDLEASE_EINVAL    ? CLI_EXIT_USAGE
+               : rc == REDLEASE_ENOTSUP ? CLI_EXIT_UNAVAILABLE
+                                        : CLI_EXIT_FAILED;
     }
     return 0;
 }

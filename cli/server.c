@@ -11,6 +11,7 @@
 #include "exit_status.h"
 #include "msg.h"
 #include "server.h"
+#include "transport_tls.h" /* the library's TLS set-up: one place verifies names */
 
 enum {
     OPT_HOST = 1000,
@@ -21,7 +22,13 @@ enum {
     OPT_PASSWORD_FILE,
     OPT_PASSWORD, /* refused: only here to say why */
     OPT_PREFIX,
-    OPT_TIMEOUT
+    OPT_TIMEOUT,
+    OPT_TLS,
+    OPT_CACERT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_SNI,
+    OPT_INSECURE
 };
 
 const cli_opt cli_server_opts[] = {
@@ -34,6 +41,12 @@ const cli_opt cli_server_opts[] = {
     {"password", 'a', 1, OPT_PASSWORD},
     {"prefix", 0, 1, OPT_PREFIX},
     {"timeout", 0, 1, OPT_TIMEOUT},
+    {"tls", 0, 0, OPT_TLS},
+    {"cacert", 0, 1, OPT_CACERT},
+    {"cert", 0, 1, OPT_CERT},
+    {"key", 0, 1, OPT_KEY},
+    {"sni", 0, 1, OPT_SNI},
+    {"insecure", 0, 0, OPT_INSECURE},
     {NULL, 0, 0, 0},
 };
 
@@ -90,6 +103,16 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
             return cli_usage_error("%s: at most %d bytes and no '{' or '}'", a->name,
                                    REDLEASE_MAX_PREFIX);
         s->prefix = a->value;
+        return 0;
+    case OPT_TLS: s->tls.enable = 1; return 0;
+    case OPT_INSECURE: s->tls.insecure = 1; return 0;
+    case OPT_CACERT:
+    case OPT_CERT:
+    case OPT_KEY:
+    case OPT_SNI:
+        if (!a->value[0]) return cli_usage_error("%s: empty value", a->name);
+        *(id == OPT_CACERT ? &s->tls.ca_file : id == OPT_CERT ? &s->tls.cert_file
+          : id == OPT_KEY ? &s->tls.key_file : &s->tls.server_name) = a->value;
         return 0;
     case OPT_TIMEOUT:
         if (cli_args_number(a, 1, REDLEASE_MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
@@ -176,6 +199,12 @@ int cli_server_finish(cli_server *s)
     }
     if (s->user && !s->password)
         return cli_usage_error("--user needs a password (REDLEASE_PASSWORD or --password-file)");
+    /* As with redis-cli, the TLS settings mean nothing without --tls; here
+     * they are refused rather than ignored, so nobody thinks they are used. */
+    const redlease_tls_options *t = &s->tls;
+    if (!t->enable && (t->ca_file || t->cert_file || t->key_file || t->server_name || t->insecure))
+        return cli_usage_error("--cacert, --cert, --key, --sni and --insecure need --tls");
+    if (!t->cert_file != !t->key_file) return cli_usage_error("--cert and --key go together");
 
     if (s->socket)
         snprintf(s->where, sizeof s->where, "unix:%s", s->socket);
@@ -196,6 +225,17 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->key_prefix = s->prefix;
     o->connect_timeout_ms = s->timeout_ms;
     o->command_timeout_ms = s->timeout_ms;
+    o->tls = s->tls;
+}
+
+int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)
+{
+    if (!s->tls.enable) return 0;
+    rdl_tls *t = NULL;
+    int rc = rdl_tls_new(&t, &s->tls, why, size);
+    if (rc == REDLEASE_OK) rc = rdl_tls_start(t, ctx, s->host, s->socket != NULL, why, size);
+    rdl_tls_free(t); /* an SSL holds a reference to what it needs */
+    return rc == REDLEASE_OK ? 0 : -1;
 }
 
 void cli_server_free(cli_server *s)

@@ -6,11 +6,14 @@
 #ifndef REDLEASE_CLI_SERVER_H
 #define REDLEASE_CLI_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <redlease.h>
 
 #include "args.h"
+
+struct redisContext;
 
 typedef struct cli_server {
     const char *host;
@@ -22,6 +25,7 @@ typedef struct cli_server {
     char *password; /* owned; from the file or REDLEASE_PASSWORD */
     const char *prefix;
     int64_t timeout_ms; /* connect and command timeout */
+    redlease_tls_options tls; /* --tls, --cacert, --cert, --key, --sni, --insecure */
     int host_given, port_given; /* on the command line */
     char where[300];    /* "unix:PATH" or "HOST:PORT", for messages */
 } cli_server;
@@ -36,6 +40,10 @@ int cli_server_take(cli_server *s, const cli_args *a, int id);
  * 0 or CLI_EXIT_USAGE. */
 int cli_server_finish(cli_server *s);
 void cli_server_client_options(const cli_server *s, redlease_client_options *o);
+/* Starts TLS on a blocking context when --tls was given (status talks to
+ * hiredis itself), with the library's own set-up and checks. 0, or -1
+ * and why. */
+int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size);
 /* Frees the password (wiped first). */
 void cli_server_free(cli_server *s);
 

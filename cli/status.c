@@ -115,8 +115,14 @@ static redisContext *connect_and_login(const status_query *q)
         if (ctx) redisFree(ctx);
         return NULL;
     }
-    if (redisSetTimeout(ctx, tv) != REDIS_OK) {
+    if (redisSetTimeout(ctx, tv) != REDIS_OK) { /* before TLS: it bounds the handshake */
         unavailable(q, "", "cannot set the command timeout");
+        redisFree(ctx);
+        return NULL;
+    }
+    char why[300];
+    if (cli_server_start_tls(s, ctx, why, sizeof why) != 0) {
+        unavailable(q, "", why);
         redisFree(ctx);
         return NULL;
     }

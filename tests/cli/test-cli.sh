@@ -144,6 +144,8 @@ usage_cases=(
     "--wait with --no-wait|run --wait 10 --no-wait res -- touch $tmp/ran"
     "--socket with --port|run --socket /x --port 1 res -- touch $tmp/ran"
     "status without RESOURCE|status"
+    "--cacert without --tls|run --cacert /x res -- touch $tmp/ran"
+    "--cert without --key|run --tls --cert /x res -- touch $tmp/ran"
     "status with two RESOURCEs|status a b"
 )
 usage_error() {
@@ -502,6 +504,18 @@ check "no server (TCP port closed) => 69 in ${ms} ms" \
     eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((3000 * slow)) ] && [ ! -e "$tmp/ran" ]'
 rl status --socket "$tmp/no-such.sock" down
 check "status with no server => 69" eval '[ "$st" -eq 69 ]'
+# --tls against the harness's plaintext server: no TLS handshake ever
+# completes (or this redlease has no TLS): like any unusable server, 69,
+# with a reason, COMMAND never run, never plaintext instead.
+rl run --tls --timeout 300 tls-res -- touch "$tmp/ran"
+check "--tls to a plaintext server => 69 in ${ms} ms, with a reason, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ -n "$err" ] && [ ! -e "$tmp/ran" ] && [ "$ms" -lt $((5000 * slow)) ]'
+rl run --tls --cacert "$tmp/no-such-ca.pem" --timeout 300 tls-res -- touch "$tmp/ran"
+check "--tls with a CA file that does not exist => 69, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -qE "no-such-ca.pem|not supported" <<<"$err"'
+rl status --tls --timeout 300 tls-res
+check "status --tls to a plaintext server => 69 in ${ms} ms" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((5000 * slow)) ]'
 
 # ------------------------------------------------------------ password
 pw=redlease-test-pw-$RANDOM
