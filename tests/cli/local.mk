@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# redlease(1): test-cli.sh against a private redis-server; test-help.sh
-# checks --help against man 1 and the option parser against both.
-CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-help.sh
+# redlease(1): test-cli.sh against a private redis-server; test-cli-tls.sh
+# over TLS, on a redis-server it starts; test-help.sh checks --help
+# against man 1 and the option parser against both.
+CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-cli-tls.sh %reldir%/test-help.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += $(CLI_TESTS)

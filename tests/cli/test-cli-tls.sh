@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check: redlease(1) over TLS, against a redis-server this script
+# starts with --tls-port and client certificates required, on a throwaway
+# PKI (tests/support/tls-certs.sh). A redlease built without TLS gets one
+# case: --tls is refused with 69 and a reason, never run in plaintext
+# (asked of the harness's plaintext server, which tells the two builds
+# apart: the one with TLS fails its handshake there instead).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
+redis_harness_start_tap
+
+bin=${REDLEASE_BUILDDIR:-.}/cli/redlease
+if [ ! -x "$bin" ]; then
+    echo "Bail out! $bin not built"
+    exit 1
+fi
+if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then
+    RL=("${REDLEASE_BUILDDIR:-.}/libtool" --mode=execute $REDLEASE_TEST_WRAPPER "$bin")
+    slow=10
+else
+    RL=("$bin")
+    slow=1
+fi
+unset REDLEASE_HOST REDLEASE_PORT REDLEASE_PASSWORD REDLEASE_SOCKET
+tmp=$REDLEASE_TEST_DIR/cli-tls
+mkdir -p "$tmp" || exit 99
+
+n=0
+check() { # NAME CONDITION...: one TAP case
+    local name=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $name"
+    else
+        echo "not ok $n - $name"
+        printf '#   status=%s\n#   stdout: %s\n#   stderr: %s\n' "$st" "$out" "$err"
+    fi
+}
+rl() {
+    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
+    st=$?
+    err=$(<"$tmp/stderr")
+}
+
+# Without TLS support: the one case.
+rl status --tls --timeout 300 --socket "$REDLEASE_TEST_SOCKET" res
+if grep -q "no TLS support" <<<"$err"; then
+    echo "1..1"
+    check "--tls in a redlease without TLS => 69, 'no TLS support'" eval '[ "$st" -eq 69 ]'
+    exit 0
+fi
+
+sh "$REDLEASE_SRCDIR/tests/support/tls-certs.sh" "$tmp/pki" || { echo "Bail out! tls-certs.sh failed"; exit 1; }
+port=
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+    _rh_port_busy "$p" && continue
+    "$REDIS_SERVER" --port 0 --tls-port "$p" --bind 127.0.0.1 \
+        --tls-cert-file "$tmp/pki/server.crt" --tls-key-file "$tmp/pki/server.key" \
+        --tls-ca-cert-file "$tmp/pki/ca.crt" --tls-auth-clients yes --save '' \
+        --appendonly no --dir "$tmp" --daemonize yes --pidfile "$tmp/redis.pid" \
+        --logfile "$tmp/redis.log" || continue
+    for _ in $(seq 50); do [ -s "$tmp/redis.pid" ] && break; sleep 0.1; done
+    sleep 0.2
+    if [ -s "$tmp/redis.pid" ] && kill -0 "$(cat "$tmp/redis.pid")" 2>/dev/null; then port=$p; break; fi
+done
+if [ -z "$port" ]; then
+    echo "Bail out! could not start a TLS redis-server"
+    exit 1
+fi
+trap 'kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null' EXIT
+
+echo "1..4"
+tls=(--tls --host 127.0.0.1 --port "$port" --cacert "$tmp/pki/ca.crt"
+     --cert "$tmp/pki/client.crt" --key "$tmp/pki/client.key")
+rl run "${tls[@]}" --ttl 3000 tls-job -- sh -c 'echo "$REDLEASE_KEY"'
+check "run over TLS => 0, COMMAND ran under lock:{tls-job}" \
+    eval '[ "$st" -eq 0 ] && [ "$out" = "lock:{tls-job}" ]'
+rl status "${tls[@]}" tls-job
+check "status over TLS => 1 (free after the run)" eval '[ "$st" -eq 1 ]'
+rl run --tls --host 127.0.0.1 --port "$port" --cacert "$tmp/pki/other-ca.crt" \
+    --cert "$tmp/pki/client.crt" --key "$tmp/pki/client.key" tls-job -- touch "$tmp/ran"
+check "run, a CA that did not sign the server => 69 with the reason, nothing run" \
+    eval '[ "$st" -eq 69 ] && grep -q "certificate" <<<"$err" && [ ! -e "$tmp/ran" ]'
+rl status "${tls[@]}" --sni redis.example tls-job
+check "status, a name the certificate does not carry => 69, 'hostname mismatch'" \
+    eval '[ "$st" -eq 69 ] && grep -q "hostname mismatch" <<<"$err"'
