@@ -4,8 +4,8 @@
  * where it sits.
  *
  * With its TLS part (transport_tls.c), the only file of the project that
- * includes hiredis. It works on hiredis
- * 0.14.1 and 1.x, which differ in ways that matter here:
+ * includes hiredis. It works on hiredis 0.14.1 and 1.x, which differ in
+ * ways that matter here:
  *  - connect/disconnect callbacks use the const-pointer variant;
  *  - nothing frees or disconnects a context from inside onConnect or
  *    onDisconnect (0.14 crashes on it): the core closes only from outside

@@ -156,7 +156,9 @@ int rdl_tls_start(rdl_tls *t, struct redisContext *c, const char *host, int unix
 }
 
 /* 1 and why if ssl failed in TLS: the server's certificate refused, or
- * an error OpenSSL queued (a protocol error, an alert from the server). */
+ * an error OpenSSL queued (a protocol error, an alert from the server).
+ * The queue is the thread's: an error a program's own OpenSSL calls left
+ * in it would make a dropped link read as a TLS failure. */
 static int tls_failure(SSL *ssl, char *why, size_t size)
 {
     long v = SSL_get_verify_result(ssl);
