@@ -63,6 +63,14 @@ void cli_server_init(cli_server *s)
     s->timeout_ms = d.command_timeout_ms;
 }
 
+/* A TLS file or name: any non-empty value. */
+static int take_path(const cli_args *a, const char **to)
+{
+    if (!a->value[0]) return cli_usage_error("%s: empty value", a->name);
+    *to = a->value;
+    return 0;
+}
+
 int cli_server_take(cli_server *s, const cli_args *a, int id)
 {
     int64_t n;
@@ -106,14 +114,10 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         return 0;
     case OPT_TLS: s->tls.enable = 1; return 0;
     case OPT_INSECURE: s->tls.insecure = 1; return 0;
-    case OPT_CACERT:
-    case OPT_CERT:
-    case OPT_KEY:
-    case OPT_SNI:
-        if (!a->value[0]) return cli_usage_error("%s: empty value", a->name);
-        *(id == OPT_CACERT ? &s->tls.ca_file : id == OPT_CERT ? &s->tls.cert_file
-          : id == OPT_KEY ? &s->tls.key_file : &s->tls.server_name) = a->value;
-        return 0;
+    case OPT_CACERT: return take_path(a, &s->tls.ca_file);
+    case OPT_CERT: return take_path(a, &s->tls.cert_file);
+    case OPT_KEY: return take_path(a, &s->tls.key_file);
+    case OPT_SNI: return take_path(a, &s->tls.server_name);
     case OPT_TIMEOUT:
         if (cli_args_number(a, 1, REDLEASE_MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
         s->timeout_ms = n;

@@ -104,18 +104,15 @@ static void reconnect_later(rdl_conn *cn, int64_t now)
     emit(cn, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
 }
 
-static void conn_failed(rdl_conn *cn, int status, int64_t now);
+static void link_failed(rdl_conn *cn, int status, int64_t now);
 
 static void start_connect(rdl_conn *cn, int64_t now)
 {
     rdl_endpoint ep = {cn->host, cn->port, cn->unix_path, cn->tls.enable ? &cn->tls : NULL};
     cn->hs_failed = 0;
-    int rc = cn->tr.ops->connect(cn->tr.self, &ep);
+    int rc = cn->tr.ops->connect(cn->tr.self, &ep); /* its text is noted already */
     if (rc) {
-        cn->disconnects++;
-        emit(cn, REDLEASE_EV_DISCONNECTED, rc, -1);
-        if (rc == REDLEASE_ETLS) conn_failed(cn, rc, now); /* a CA or key file: not cured by retrying */
-        reconnect_later(cn, now);
+        link_failed(cn, rc, now);
         return;
     }
     cn->state = RDL_CONN_CONNECTING;
@@ -139,6 +136,17 @@ static void conn_failed(rdl_conn *cn, int status, int64_t now)
     if (cn->definite) cn->owner_ops->refused(cn->owner, status, now);
 }
 
+/* Every way a link ends or fails to start (the connect refused at once or
+ * later, dropped by us, lost by the transport), once its text is noted:
+ * counted, told, remembered for what waits, and a reconnect after backoff. */
+static void link_failed(rdl_conn *cn, int status, int64_t now)
+{
+    cn->disconnects++;
+    emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
+    conn_failed(cn, status, now);
+    reconnect_later(cn, now);
+}
+
 /* Drops the connection we have (timeout, failed handshake, a reply that
  * says it is no use); never called from inside a transport callback. */
 static void drop_connection(rdl_conn *cn, int status, const char *why, int64_t now)
@@ -148,10 +156,7 @@ static void drop_connection(rdl_conn *cn, int status, const char *why, int64_t n
     cn->drop_status = 0;
     cn->state = RDL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
     cn->tr.ops->close(cn->tr.self);
-    cn->disconnects++;
-    emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
-    conn_failed(cn, status, now);
-    reconnect_later(cn, now);
+    link_failed(cn, status, now);
 }
 
 /* ------------------------------------------------------------ handshake */
@@ -252,10 +257,7 @@ void rdl_conn_on_connected(rdl_conn *cn, int status, const char *detail)
     int64_t now = now_of(cn);
     if (status) {
         say_error_str(cn, detail);
-        cn->disconnects++;
-        emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
-        conn_failed(cn, status, now);
-        reconnect_later(cn, now);
+        link_failed(cn, status, now);
     } else {
         handshake_start(cn, now);
     }
@@ -271,10 +273,7 @@ void rdl_conn_on_disconnected(rdl_conn *cn, int status, const char *detail)
     cn->state = RDL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
     cn->drop_status = 0;       /* gone already */
     say_error_str(cn, detail);
-    cn->disconnects++;
-    emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
-    conn_failed(cn, status, now_of(cn));
-    reconnect_later(cn, now_of(cn));
+    link_failed(cn, status, now_of(cn));
     cn->owner_ops->leave(cn->owner);
 }
 
