@@ -75,7 +75,8 @@ enum redlease_status {
     REDLEASE_EPERM = -12,    /* the ACL user may not run the command or touch the key (NOPERM) */
     REDLEASE_ECONFIG = -13,  /* Redis refused a client setting (SELECT of a missing database) */
     REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support) */
-    REDLEASE_ETLS = -15      /* TLS failed: certificate not trusted, wrong name, handshake refused */
+    REDLEASE_ETLS = -15,     /* TLS failed: certificate not trusted, wrong name, handshake refused */
+    REDLEASE_EREPLICAS = -16 /* too few replicas acknowledged (or fsynced) the write in time */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
@@ -241,6 +242,18 @@ typedef struct redlease_lock_options {
     int64_t max_hold_ms;       /* 0: no cap; renewals stop and on_lost(MAX_HOLD) fires */
     int fencing;               /* nonzero: mint a fencing token with the lease */
     int jitter;                /* enum redlease_jitter */
+    /* Replication acknowledgement (man 3 redlease, REPLICATION): the lease
+     * counts as acquired only once the write reached min_replicas replicas
+     * (WAIT), so a failover to one of them cannot lose it. Too few in
+     * replica_timeout_ms: the key is deleted again and the attempt fails
+     * with REDLEASE_EREPLICAS (retried inside the wait budget). A WAIT
+     * holds up the connection's other commands while it waits. */
+    int min_replicas;           /* 0: no acknowledgement */
+    int64_t replica_timeout_ms; /* 0: half the client's command_timeout_ms; below it */
+    int wait_fsync;             /* nonzero: WAITAOF: also fsynced to the primary's
+                                   AOF and to min_replicas replicas' (Redis >= 7.2) */
+    int renewal_acks;           /* 1: renewals extend the lease only once acknowledged
+                                   the same way; 0: only the acquire waits */
 } redlease_lock_options;
 
 REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
@@ -258,6 +271,8 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
 #define REDLEASE_MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000)
 /* wait_ms and max_hold_ms: a year */
 #define REDLEASE_MAX_WAIT_MS (REDLEASE_MAX_TIMEOUT_MS * 365)
+/* min_replicas */
+#define REDLEASE_MAX_REPLICAS 1000
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key and,
  * with fencing, one counter key, every key of a resource in one hash slot

@@ -179,6 +179,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
         /* Only a later attempt can meet a key of its own making. */
         return lk->attempts > 1 ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
+    case RDL_REQ_ACK: return -1;
     default: return RDL_SCRIPT_RELEASE; /* the release and drops */
     }
 }
@@ -196,6 +197,21 @@ static int req_submit(rdl_req *req)
     int n = 0;
     int s = req->script;
 #define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
+    if (req->kind == RDL_REQ_ACK) {
+        /* WAIT numreplicas timeout, or WAITAOF numlocal numreplicas timeout */
+        char replicas[16];
+        snprintf(replicas, sizeof replicas, "%d", lk->min_replicas);
+        snprintf(ttl, sizeof ttl, "%ld", (long)lk->replica_timeout);
+        if (lk->wait_fsync) {
+            ARG("WAITAOF", 7);
+            ARG("1", 1);
+        } else {
+            ARG("WAIT", 4);
+        }
+        ARG(replicas, strlen(replicas));
+        ARG(ttl, strlen(ttl));
+        return rdl_conn_submit(&c->conn, req, n, argv, lens);
+    }
     if (s < 0) {
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
@@ -288,13 +304,39 @@ static void queue_drop(struct redlease_lock *lk, int64_t now)
     pump(lk, now);
 }
 
+/* Each command of an op gets a command timeout from its send, cut at
+ * op_limit (an acquire's wait budget). */
+static void set_op_deadline(struct redlease_lock *lk, int64_t now)
+{
+    int64_t natural = now + lk->c->command_timeout;
+    lk->op_cut = lk->op_limit < natural;
+    lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
+}
+
+/* The server confirmed write (an acquire or a renewal) and the lock asks
+ * for replicas: op goes on with a WAIT (WAITAOF) behind it. It must go out
+ * on the connection the write went out on: WAIT counts the replicas that
+ * have this connection's writes, and on a connection that wrote nothing it
+ * would count every replica at once. 0, or a status (nothing sent). */
+static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
+                    int64_t now)
+{
+    redlease_client *c = lk->c;
+    if (!rdl_client_ready(c) || rdl_conn_epoch(&c->conn) != write->epoch) return REDLEASE_ECONN;
+    int rc = send_req(lk, RDL_REQ_ACK, now);
+    if (rc) return rc;
+    lk->req->t0 = write->t0; /* validity still counts from the write's send */
+    lk->req->fence = fence;
+    lk->op = op;
+    set_op_deadline(lk, now);
+    return REDLEASE_OK;
+}
+
 static void start_op(struct redlease_lock *lk, int op, int64_t now)
 {
     redlease_client *c = lk->c;
-    int64_t natural = now + c->command_timeout;
     lk->op = op;
-    lk->op_cut = lk->op_limit < natural;
-    lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
+    set_op_deadline(lk, now);
     lk->next_action = RDL_NEVER;
     set_release_retry(lk, 0);
     if (op == RDL_REQ_ACQUIRE) {
@@ -408,8 +450,10 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
     int may_have_set = res == 1 || res == REDLEASE_ECONN; /* NULL: the link broke */
     if (!current) {
         if (lk->state == RDL_LOCK_HELD) return; /* ours already */
-        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh) {
-            become_held(lk, req, fence, now); /* a late OK still worth having */
+        /* A late OK still worth having; not when replicas must acknowledge
+         * it (nobody asked them): the next attempt reclaims the key. */
+        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !lk->replica_timeout) {
+            become_held(lk, req, fence, now);
         } else if (may_have_set) {
             lk->maybe_set = 1; /* the next attempt reclaims the key */
             if (lk->state != RDL_LOCK_ACQUIRING) queue_drop(lk, now); /* nobody wants it */
@@ -417,6 +461,14 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         return;
     }
     lk->op = 0;
+    if (res == 1 && fresh && lk->replica_timeout) {
+        /* Ours in Redis, not a lease until replicas have it: an acquire
+         * that ends without it deletes the key (maybe_set). */
+        lk->maybe_set = 1;
+        res = send_ack(lk, RDL_REQ_ACQUIRE, req, fence, now);
+        if (res != REDLEASE_OK) attempt_ended(lk, res, res != REDLEASE_ECONN, 0, now);
+        return;
+    }
     if (res == 1 && fresh) {
         become_held(lk, req, fence, now);
         return;
@@ -449,6 +501,17 @@ static void renew_failed(struct redlease_lock *lk, int status, int64_t now)
     emit(lk, REDLEASE_EV_RENEW_FAILED, status, -1, lk->next_action - now, now);
 }
 
+/* A renewal sent at req->t0 is confirmed (and acknowledged, when asked). */
+static void renew_confirmed(struct redlease_lock *lk, const rdl_req *req, int current, int64_t now)
+{
+    int64_t vu = rdl_valid_until(req->t0, lk->ttl);
+    if (vu > lk->valid_until) lk->valid_until = vu;
+    lk->confirm_epoch = req->epoch;
+    if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
+    lk->c->stats.renewed++;
+    emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
+}
+
 static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
                         int64_t now)
 {
@@ -459,18 +522,77 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
         return;
     }
     if (r && r->type == RDL_REPLY_INTEGER && r->integer == 1) {
-        int64_t vu = rdl_valid_until(req->t0, lk->ttl);
-        if (vu > lk->valid_until) lk->valid_until = vu;
-        lk->confirm_epoch = req->epoch;
-        if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
-        lk->c->stats.renewed++;
-        emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
+        if (!(lk->replica_timeout && lk->renewal_acks)) {
+            renew_confirmed(lk, req, current, now);
+        } else if (current) { /* a stale one was never acknowledged: it counts for nothing */
+            int rc = send_ack(lk, RDL_REQ_RENEW, req, 0, now);
+            if (rc) renew_failed(lk, rc, now);
+        }
     } else if ((r && r->type == RDL_REPLY_INTEGER && r->integer == 0) || is_wrongtype(r)) {
         /* Replies come in order, so even a stale "not ours" is the truth. */
         lose(lk, REDLEASE_LOST_NOT_OWNER, now);
     } else if (current) {
         int definite; /* renewals are retried to the deadline whatever the error */
         renew_failed(lk, reply_failure(lk->c, r, &definite), now);
+    }
+}
+
+/* ---------------------------------------------------- acknowledgement */
+
+/* 1: enough replicas (and the local fsync) acknowledged; 0: too few (the
+ * counts go to errstr, for the event and redlease_client_errstr()); or
+ * the status of any other answer. */
+static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *definite)
+{
+    *definite = 0;
+    long long local = 1, replicas;
+    if (r && !lk->wait_fsync && r->type == RDL_REPLY_INTEGER) {
+        replicas = r->integer;
+    } else if (r && lk->wait_fsync && r->type == RDL_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0].type == RDL_REPLY_INTEGER && r->element[1].type == RDL_REPLY_INTEGER) {
+        local = r->element[0].integer;
+        replicas = r->element[1].integer;
+    } else {
+        return reply_failure(lk->c, r, definite); /* refused (NOPERM, unknown command...) */
+    }
+    if (local >= 1 && replicas >= lk->min_replicas) return 1;
+    char text[128];
+    if (lk->wait_fsync)
+        snprintf(text, sizeof text, "WAITAOF: %s, %lld of %d replicas fsynced in %ld ms",
+                 local >= 1 ? "fsynced here" : "not fsynced here", replicas, lk->min_replicas,
+                 (long)lk->replica_timeout);
+    else
+        snprintf(text, sizeof text, "WAIT: %lld of %d replicas acknowledged in %ld ms", replicas,
+                 lk->min_replicas, (long)lk->replica_timeout);
+    rdl_set_errstr(lk->c, text, strlen(text));
+    return 0;
+}
+
+/* The WAIT (WAITAOF) behind an acquire or a renewal came back. A stale one
+ * changes nothing: its op moved on, and the key an acquire set is still
+ * covered by maybe_set. */
+static void ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
+                      int64_t now)
+{
+    if (!current) return;
+    int definite;
+    int res = ack_outcome(lk, r, &definite);
+    int status = res == 1 ? REDLEASE_OK : res == 0 ? REDLEASE_EREPLICAS : res;
+    int op = lk->op;
+    lk->op = 0;
+    int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
+    if (op == RDL_REQ_ACQUIRE) {
+        if (status == REDLEASE_OK && fresh)
+            become_held(lk, req, req->fence, now);
+        else /* too late: retried (reclaims the key) or dropped, as any late OK */
+            attempt_ended(lk, status == REDLEASE_OK ? REDLEASE_ETIMEDOUT : status, definite, 0, now);
+    } else if (op == RDL_REQ_RENEW && lk->state == RDL_LOCK_HELD) {
+        if (now >= lk->valid_until)
+            lose(lk, REDLEASE_LOST_EXPIRED, now);
+        else if (status == REDLEASE_OK)
+            renew_confirmed(lk, req, 1, now);
+        else
+            renew_failed(lk, status, now); /* the lease runs on its last acknowledged renewal */
     }
 }
 
@@ -628,6 +750,7 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     switch (req->kind) {
     case RDL_REQ_ACQUIRE: acquire_reply(lk, req, r, current, now); break;
     case RDL_REQ_RENEW: renew_reply(lk, req, r, current, now); break;
+    case RDL_REQ_ACK: ack_reply(lk, req, r, current, now); break;
     case RDL_REQ_RELEASE:
         if (current) release_reply(lk, r, now);
         break;
@@ -758,6 +881,8 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     }
     int rc = rdl_lock_options_check(o);
     if (rc) return rc;
+    int64_t replica_timeout = rdl_replica_timeout(o, c->command_timeout);
+    if (replica_timeout < 0) return REDLEASE_EINVAL;
     if (c->dead || c->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
@@ -795,6 +920,10 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->max_hold = o->max_hold_ms;
     lk->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
+    lk->min_replicas = o->min_replicas;
+    lk->replica_timeout = (int32_t)replica_timeout;
+    lk->wait_fsync = o->wait_fsync != 0;
+    lk->renewal_acks = o->renewal_acks != 0;
     rdl_backoff_init(&lk->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
     lk->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
     /* With a budget, on_acquire comes by its end whatever the timeouts;

@@ -48,6 +48,8 @@ struct redlease_lock {
     unsigned release_retry : 1; /* a release waits for its retry (counted in
                                    c->release_retries by set_release_retry()) */
     unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
+    unsigned wait_fsync : 1;    /* option: acknowledgement by WAITAOF */
+    unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
     redlease_lost_cb on_lost;
@@ -57,6 +59,8 @@ struct redlease_lock {
     /* options, validated */
     int64_t ttl, renew_interval, max_hold;
     int max_attempts;
+    int min_replicas;         /* acknowledgement (WAIT/WAITAOF) after each write */
+    int32_t replica_timeout;  /* its timeout, ms; 0: no acknowledgement */
 
     /* acquiring */
     rdl_backoff backoff;
@@ -107,5 +111,9 @@ void rdl_lock_destroy(struct redlease_lock *lk);
 
 /* options.c */
 int rdl_lock_options_check(const redlease_lock_options *o);
+/* The WAIT timeout a lock with these (checked) options uses under a client
+ * with this command timeout: 0 when it asks for no acknowledgement,
+ * REDLEASE_EINVAL when it could not answer before the command times out. */
+int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout);
 
 #endif

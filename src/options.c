@@ -28,6 +28,8 @@ void redlease_lock_options_init(redlease_lock_options *o)
     o->retry_base_ms = 50;
     o->retry_max_ms = 1000;
     o->jitter = REDLEASE_JITTER_FULL;
+    o->renewal_acks = 1; /* with min_replicas: a renewal a failover could lose
+                            would let the local deadline outlive the replica's key */
 }
 
 static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
@@ -85,5 +87,16 @@ int rdl_lock_options_check(const redlease_lock_options *o)
     if (!in_range(o->max_hold_ms, 0, REDLEASE_MAX_WAIT_MS)) return REDLEASE_EINVAL;
     if (o->jitter != REDLEASE_JITTER_FULL && o->jitter != REDLEASE_JITTER_DECORRELATED)
         return REDLEASE_EINVAL;
+    if (!in_range(o->min_replicas, 0, REDLEASE_MAX_REPLICAS)) return REDLEASE_EINVAL;
+    if (!in_range(o->replica_timeout_ms, 0, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (o->renewal_acks != 0 && o->renewal_acks != 1) return REDLEASE_EINVAL;
     return REDLEASE_OK;
+}
+
+int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout)
+{
+    if (!o->min_replicas && !o->wait_fsync) return 0;
+    if (o->replica_timeout_ms == 0) return command_timeout / 2 > 0 ? command_timeout / 2 : 1;
+    /* WAIT must answer before the command times out locally. */
+    return o->replica_timeout_ms < command_timeout ? o->replica_timeout_ms : REDLEASE_EINVAL;
 }

@@ -23,6 +23,7 @@ enum rdl_req_kind {
     RDL_REQ_RENEW,
     RDL_REQ_RELEASE,
     RDL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
+    RDL_REQ_ACK,  /* WAIT / WAITAOF behind an acquire or renewal that wrote */
     RDL_REQ_AUTH, /* the handshake, the connection's own, from here on */
     RDL_REQ_SELECT,
     RDL_REQ_PING /* last of the handshake: the server serves us (no NOAUTH, not LOADING) */
@@ -33,8 +34,10 @@ typedef struct rdl_req {
     int kind;
     int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
-    int64_t t0;      /* monotonic time before sending */
+    int64_t t0;      /* monotonic time before sending; an ACK's is that of
+                        the write it acknowledges (validity counts from it) */
     uint64_t epoch;  /* connection it went out on */
+    uint64_t fence;  /* an ACK's: the fence its acquire minted */
 } rdl_req;
 
 #endif

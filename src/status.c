@@ -23,6 +23,7 @@ const char *redlease_strerror(int status)
     case REDLEASE_ECONFIG: return "Redis refused a client setting";
     case REDLEASE_ENOTSUP: return "not supported by this build of redlease";
     case REDLEASE_ETLS: return "TLS failed";
+    case REDLEASE_EREPLICAS: return "too few replicas acknowledged the write in time";
     }
     return "unknown status";
 }

@@ -39,14 +39,23 @@ enum rdl_reply_type {
     RDL_REPLY_INTEGER,    /* :n */
     RDL_REPLY_NIL,        /* $-1 / *-1 */
     RDL_REPLY_STRING,     /* $n (str) */
-    RDL_REPLY_OTHER       /* arrays and RESP3 types we never ask for */
+    RDL_REPLY_ARRAY,      /* *n (elements, element) */
+    RDL_REPLY_OTHER       /* nested arrays and RESP3 types we never ask for */
 };
+
+/* Array elements copied per reply: the replies the core reads (WAITAOF's
+ * two counts) are short and flat. */
+#define RDL_REPLY_MAX_ELEMENTS 8
 
 typedef struct rdl_reply {
     int type;
     long long integer;
     const char *str; /* STATUS, ERROR, STRING: not NUL-terminated */
     size_t len;
+    size_t elements; /* ARRAY: how many the server sent */
+    /* ARRAY: the first min(elements, RDL_REPLY_MAX_ELEMENTS) of them, each
+     * of the types above except ARRAY (an array inside is OTHER) */
+    const struct rdl_reply *element;
 } rdl_reply;
 
 struct redlease_tls_options;

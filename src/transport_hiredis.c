@@ -56,7 +56,8 @@ static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
     return dflt;
 }
 
-void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r)
+/* One reply that is not an array (an array is OTHER here). */
+static void convert_flat(const redisReply *reply, rdl_reply *r)
 {
     memset(r, 0, sizeof(*r));
     switch (reply->type) {
@@ -79,6 +80,18 @@ void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r)
     /* STATUS, ERROR and STRING carry text. */
     r->str = reply->str;
     r->len = reply->str != NULL ? (size_t)reply->len : 0;
+}
+
+void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r,
+                               rdl_reply elem[RDL_REPLY_MAX_ELEMENTS])
+{
+    convert_flat(reply, r);
+    if (reply->type != REDIS_REPLY_ARRAY) return;
+    r->type = RDL_REPLY_ARRAY;
+    r->elements = reply->elements;
+    r->element = elem;
+    for (size_t i = 0; i < reply->elements && i < RDL_REPLY_MAX_ELEMENTS; i++)
+        convert_flat(reply->element[i], &elem[i]);
 }
 
 /* Why a link ended: a TLS handshake that failed (REDLEASE_ETLS, with
@@ -104,8 +117,8 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
         rdl_conn_on_reply(t->conn, req, NULL);
         return;
     }
-    rdl_reply r;
-    rdl_hiredis_convert_reply((const redisReply *)reply, &r);
+    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
+    rdl_hiredis_convert_reply((const redisReply *)reply, &r, elem);
     rdl_conn_on_reply(t->conn, req, &r);
 }
 

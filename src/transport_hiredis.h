@@ -9,7 +9,9 @@
 
 struct redisReply;
 
-/* Fills r from reply; r's text points into reply (valid while reply is). */
-void rdl_hiredis_convert_reply(const struct redisReply *reply, rdl_reply *r);
+/* Fills r from reply; r's text points into reply (valid while reply is),
+ * an array's elements into elem. */
+void rdl_hiredis_convert_reply(const struct redisReply *reply, rdl_reply *r,
+                               rdl_reply elem[RDL_REPLY_MAX_ELEMENTS]);
 
 #endif

@@ -44,8 +44,10 @@ endif
 # types, half replies, non-RESP bytes. test_real: what a real Redis
 # answers in the states production servers reach (a pause longer than the
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
-check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls
-INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest
+check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
+	%reldir%/test_replication
+INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
+	%reldir%/replication.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -58,13 +60,19 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)
 # test_tls: TLS on a redis-server of its own (tests/support/tls-certs.sh
 # makes its PKI); in a build without TLS, that asking for it is ENOTSUP.
-%canon_reldir%_test_tls_SOURCES = %reldir%/test_tls.c $(RIG_SOURCES)
+%canon_reldir%_test_tls_SOURCES = %reldir%/test_tls.c %reldir%/servers.h $(RIG_SOURCES)
 %canon_reldir%_test_tls_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_tls_LDADD = $(INTEGRATION_LDADD)
+# test_replication: a primary and two replicas of its own (servers.h) for
+# each case: WAIT, too few replicas, a failover with and without it.
+%canon_reldir%_test_replication_SOURCES = %reldir%/test_replication.c %reldir%/servers.h \
+	$(RIG_SOURCES)
+%canon_reldir%_test_replication_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_replication_LDADD = $(INTEGRATION_LDADD)
 
 TESTS += $(INTEGRATION_TESTS)
 # Every .itest, whichever loops this machine has.
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
-	%reldir%/tls.itest
+	%reldir%/tls.itest %reldir%/replication.itest

@@ -13,15 +13,14 @@
  * Runs on the poll() loop through tls.itest (run-integration.sh starts the
  * harness's plaintext server, which the TLS-to-plaintext case uses). */
 #define _GNU_SOURCE /* memmem, in rig.h */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rig.h"
+#include "servers.h"
 
-static char pki[512], pidfile[600];
+static char pki[512];
 static int tls_port;
 
 static const char *file_of(const char *name)
@@ -179,40 +178,23 @@ static void test_tls_not_in_this_build(void)
     redlease_client_free(c);
 }
 
-static int start_tls_server(void)
+/* The PKI, then the TLS server on it (servers.h). 0, or -1. */
+static int start_tls_server(srv *tls)
 {
-    const char *server = getenv("REDIS_SERVER");
     const char *dir = getenv("REDLEASE_TEST_DIR");
     const char *src = getenv("REDLEASE_SRCDIR");
-    if (!server || !dir || !src) return -1;
+    if (!dir || !src) return -1;
     snprintf(pki, sizeof pki, "%s/pki", dir);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "sh '%s/tests/support/tls-certs.sh' '%s'", src, pki);
     if (system(cmd) != 0) return -1;
-    snprintf(pidfile, sizeof pidfile, "%s/tls-redis.pid", pki);
-    for (int attempt = 0; attempt < 20; attempt++) {
-        tls_port = 20000 + (int)((getpid() * 7919L + attempt * 104729L) % 30000);
-        snprintf(cmd, sizeof cmd,
-                 "'%s' --port 0 --tls-port %d --bind 127.0.0.1 --tls-cert-file '%s' "
-                 "--tls-key-file '%s' --tls-ca-cert-file '%s' --tls-auth-clients yes "
-                 "--save '' --appendonly no --dir '%s' --daemonize yes --pidfile '%s' "
-                 "--logfile '%s/tls-redis.log'",
-                 server, tls_port, file_of("server.crt"), file_of("server.key"), file_of("ca.crt"),
-                 pki, pidfile, pki);
-        unlink(pidfile);
-        if (system(cmd) != 0) continue;
-        int64_t end = mono_ms() + 3000;
-        while (access(pidfile, F_OK) != 0 && mono_ms() < end) usleep(10000);
-        usleep(200000); /* listening, or gone for a port in use */
-        FILE *pf = fopen(pidfile, "r");
-        int pid = 0;
-        if (pf) {
-            if (fscanf(pf, "%d", &pid) != 1) pid = 0;
-            fclose(pf);
-        }
-        if (pid > 0 && kill(pid, 0) == 0) return pid;
-    }
-    return -1;
+    snprintf(cmd, sizeof cmd,
+             "--port 0 --tls-cert-file '%s' --tls-key-file '%s' --tls-ca-cert-file '%s' "
+             "--tls-auth-clients yes",
+             file_of("server.crt"), file_of("server.key"), file_of("ca.crt"));
+    if (srv_start(tls, "tls", "--tls-port", cmd) != 0) return -1;
+    tls_port = tls->port;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -224,13 +206,13 @@ int main(int argc, char **argv)
         rig_stop();
         return rc;
     }
-    int pid = start_tls_server();
-    if (pid < 0) {
+    srv tls;
+    if (start_tls_server(&tls) != 0) {
         printf("Bail out! could not start a TLS redis-server\n");
         rig_stop();
         return 1;
     }
-    printf("# TLS redis-server on 127.0.0.1:%d (pid %d)\n", tls_port, pid);
+    printf("# TLS redis-server on 127.0.0.1:%d (pid %d)\n", tls_port, tls.pid);
     static const test_case tests[] = {
         TEST_CASE(test_tls_lease_over_tls),
         TEST_CASE(test_tls_wrong_ca),
@@ -242,7 +224,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_plaintext_to_the_tls_port),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
-    kill(pid, SIGKILL);
+    srv_kill(&tls);
     rig_stop();
     return rc;
 }

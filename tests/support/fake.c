@@ -193,34 +193,44 @@ int fake_pending(const fake *f) { return f->ncmds - f->head; }
 
 void fake_reply_status(fake *f, const char *s)
 {
-    rdl_reply r = {RDL_REPLY_STATUS, 0, s, strlen(s)};
+    rdl_reply r = {.type = RDL_REPLY_STATUS, .str = s, .len = strlen(s)};
     answer(f, &r);
 }
 void fake_reply_nil(fake *f)
 {
-    rdl_reply r = {RDL_REPLY_NIL, 0, NULL, 0};
+    rdl_reply r = {.type = RDL_REPLY_NIL};
     answer(f, &r);
 }
 void fake_reply_int(fake *f, long long v)
 {
-    rdl_reply r = {RDL_REPLY_INTEGER, v, NULL, 0};
+    rdl_reply r = {.type = RDL_REPLY_INTEGER, .integer = v};
     answer(f, &r);
 }
 void fake_reply_err(fake *f, const char *s)
 {
-    rdl_reply r = {RDL_REPLY_ERROR, 0, s, strlen(s)};
+    rdl_reply r = {.type = RDL_REPLY_ERROR, .str = s, .len = strlen(s)};
     answer(f, &r);
 }
 void fake_reply_str(fake *f, const char *s)
 {
-    rdl_reply r = {RDL_REPLY_STRING, 0, s, strlen(s)};
+    rdl_reply r = {.type = RDL_REPLY_STRING, .str = s, .len = strlen(s)};
+    answer(f, &r);
+}
+void fake_reply_ints(fake *f, int n, const long long *v)
+{
+    rdl_reply elem[RDL_REPLY_MAX_ELEMENTS] = {{0}};
+    for (int i = 0; i < n && i < RDL_REPLY_MAX_ELEMENTS; i++) {
+        elem[i].type = RDL_REPLY_INTEGER;
+        elem[i].integer = v[i];
+    }
+    rdl_reply r = {.type = RDL_REPLY_ARRAY, .elements = (size_t)n, .element = elem};
     answer(f, &r);
 }
 
 void fake_reply_raw(fake *f, const struct redisReply *reply)
 {
-    rdl_reply r;
-    rdl_hiredis_convert_reply(reply, &r);
+    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
+    rdl_hiredis_convert_reply(reply, &r, elem);
     answer(f, &r);
 }
 

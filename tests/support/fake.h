@@ -66,6 +66,8 @@ void fake_reply_nil(fake *f);
 void fake_reply_int(fake *f, long long v);
 void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
+/* An array of n integers (WAITAOF's answer). */
+void fake_reply_ints(fake *f, int n, const long long *v);
 /* Answer with a reply as hiredis parsed it (converted as the hiredis
  * transport converts it). */
 struct redisReply;

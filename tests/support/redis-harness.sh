@@ -11,7 +11,9 @@
 #                                      # stops CMD too
 #     redis_harness_restart            # crash redis (SIGKILL) and start an
 #                                      # empty one on the same port and socket
-#     redis_harness_stop               # idempotent
+#     redis_harness_extra NAME PORTOPT [ARG...]  # one more redis-server
+#                                      # (a replica, a TLS port...): see below
+#     redis_harness_stop               # idempotent; stops the extras too
 #     redis_harness_start_tap          # for a TAP test: start, or print the
 #                                      # TAP skip (exit 0) / bail out (exit 1)
 #     redis_harness_require_tap        # the same verdict for a missing
@@ -114,8 +116,57 @@ redis_harness_require_tap() {
     _rh_tap_verdict "$rc" "redis-server not found, and CI is set (install redis-server)"
 }
 
+# Stops every extra server: those of redis_harness_extra, and those a test
+# program started the same way (tests/integration/servers.h), whose pid
+# files are $REDLEASE_TEST_DIR/NAME/redis.pid, even if the program died.
+_rh_stop_extras() {
+    local f pid
+    for f in "${REDLEASE_TEST_DIR:-/nonexistent}"/*/redis.pid; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f" 2>/dev/null)
+        [ -n "$pid" ] && grep -qs '^redis' "/proc/$pid/comm" && kill -KILL "$pid" 2>/dev/null
+        rm -f "$f"
+    done
+}
+
+# redis_harness_extra NAME PORTOPT [ARG...]: starts one more redis-server,
+# daemonized in $REDLEASE_TEST_DIR/NAME (its pid file, log and files), on
+# 127.0.0.1 at a free port given with PORTOPT (--port, or --tls-port with
+# --port 0 among ARGs), without persistence, with ARGs added. Sets
+# REDLEASE_EXTRA_PORT and REDLEASE_EXTRA_PID; redis_harness_stop stops it.
+# 0 once it runs (a plain one: answers PING), else 1.
+redis_harness_extra() {
+    local name=$1 portopt=$2 dir=$REDLEASE_TEST_DIR/$1 port pid i
+    shift 2
+    mkdir -p "$dir" || return 1
+    for _ in $(seq 1 20); do
+        port=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+        _rh_port_busy "$port" && continue
+        rm -f "$dir/redis.pid"
+        "${REDIS_SERVER:-redis-server}" "$portopt" "$port" --bind 127.0.0.1 --save '' \
+            --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" \
+            --logfile "$dir/redis.log" "$@" </dev/null >/dev/null 2>&1 || continue
+        for i in $(seq 1 50); do [ -s "$dir/redis.pid" ] && break; sleep 0.1; done
+        sleep 0.2 # listening, or gone for a port in use
+        pid=$(cat "$dir/redis.pid" 2>/dev/null)
+        [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue
+        REDLEASE_EXTRA_PORT=$port REDLEASE_EXTRA_PID=$pid
+        [ "$portopt" = --port ] || return 0
+        for i in $(seq 1 100); do
+            case $(_rh_timeout 2 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$port" PING 2>/dev/null) in
+                PONG) return 0 ;;
+            esac
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null
+    done
+    _rh_log "could not start the extra redis-server '$name'"
+    return 1
+}
+
 redis_harness_stop() {
     local pid=${REDLEASE_TEST_REDIS_PID:-} dir=${REDLEASE_TEST_DIR:-} i
+    _rh_stop_extras
     # Never signal a recycled pid: on Linux, check it is still redis.
     if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] &&
        ! grep -q '^redis' "/proc/$pid/comm" 2>/dev/null; then
