@@ -41,6 +41,7 @@ typedef struct run {
     int64_t wait_ms; /* REDLEASE_WAIT_FOREVER, or the budget */
     int64_t ttl_ms, max_hold_ms, grace_ms;
     int fencing;
+    int64_t min_replicas, replica_timeout_ms; /* 0: none; 0: the library's default */
 
     struct ev_loop *loop;
     redlease_client *client;
@@ -62,8 +63,8 @@ typedef struct run {
 
 /* ------------------------------------------------------------ options */
 
-enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_QUIET,
-       OPT_VERBOSE, OPT_HELP };
+enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
+       OPT_REPLICA_TIMEOUT, OPT_QUIET, OPT_VERBOSE, OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -72,6 +73,8 @@ static const cli_opt run_opts[] = {
     {"max-hold", 0, 1, OPT_MAX_HOLD},
     {"grace", 'g', 1, OPT_GRACE},
     {"fence", 'f', 0, OPT_FENCE},
+    {"min-replicas", 0, 1, OPT_MIN_REPLICAS},
+    {"replica-timeout", 0, 1, OPT_REPLICA_TIMEOUT},
     {"quiet", 'q', 0, OPT_QUIET},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"help", 'h', 0, OPT_HELP},
@@ -84,7 +87,7 @@ static int parse(run *r, int argc, char **argv)
     static const cli_opt *const tables[] = {run_opts, cli_server_opts, NULL};
     cli_args a;
     cli_args_init(&a, argc, argv, tables);
-    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, id;
+    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, id, rc_server;
     while ((id = cli_args_next(&a)) != CLI_ARG_DONE) {
         int rc = 0;
         switch (id) {
@@ -103,6 +106,10 @@ static int parse(run *r, int argc, char **argv)
         case OPT_MAX_HOLD: rc = cli_args_number(&a, 1, REDLEASE_MAX_WAIT_MS, &r->max_hold_ms); break;
         case OPT_GRACE: rc = cli_args_number(&a, 0, MAX_GRACE_MS, &r->grace_ms); break;
         case OPT_FENCE: r->fencing = 1; break;
+        case OPT_MIN_REPLICAS: rc = cli_args_number(&a, 1, REDLEASE_MAX_REPLICAS, &r->min_replicas); break;
+        case OPT_REPLICA_TIMEOUT:
+            rc = cli_args_number(&a, 1, REDLEASE_MAX_TIMEOUT_MS, &r->replica_timeout_ms);
+            break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_HELP: cli_help(stdout); return -1;
@@ -119,10 +126,26 @@ static int parse(run *r, int argc, char **argv)
         return cli_usage_error("RESOURCE must be 1 to %d bytes long", REDLEASE_MAX_RESOURCE);
     if (!r->command) return cli_usage_error("run: missing '--' before COMMAND");
     if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
-    return cli_server_finish(&r->server);
+    if (r->replica_timeout_ms && !r->min_replicas)
+        return cli_usage_error("--replica-timeout needs --min-replicas");
+    rc_server = cli_server_finish(&r->server);
+    if (rc_server) return rc_server;
+    /* WAIT must answer before the command times out (man 3, REPLICATION) */
+    if (r->replica_timeout_ms >= r->server.timeout_ms)
+        return cli_usage_error("--replica-timeout must be below --timeout (%" PRId64 " ms)",
+                               r->server.timeout_ms);
+    return 0;
 }
 
 /* ------------------------------------------------------------ endings */
+
+static void on_closed(redlease_client *c, void *arg)
+{
+    (void)c;
+    run *r = arg;
+    r->client = NULL; /* freed by the library once this returns */
+    ev_break(r->loop, EVBREAK_ALL);
+}
 
 static void on_released(redlease_lock *lk, int status, void *arg)
 {
@@ -141,9 +164,16 @@ static void on_released(redlease_lock *lk, int status, void *arg)
     }
     r->lock = NULL;
     r->phase = FINISHED;
-    redlease_client_free(r->client); /* allowed from a callback */
-    r->client = NULL;
-    ev_break(r->loop, EVBREAK_ALL);
+    /* What the library still has to send (the delete of a key a failed
+     * acquire may have set: an unanswered attempt, too few replicas) goes
+     * out before we exit, within the command timeout; without a
+     * connection there is nothing to wait for. Both allowed from here. */
+    if (redlease_client_connected(r->client)) {
+        redlease_client_close(r->client, on_closed, r);
+        return;
+    }
+    redlease_client_free(r->client);
+    on_closed(NULL, r);
 }
 
 /* Ends the handle, in any state; on_released follows. */
@@ -237,7 +267,9 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_ECONN:
     case REDLEASE_ETIMEDOUT:
     case REDLEASE_EREDIS:
-    case REDLEASE_EPROTO: {
+    case REDLEASE_EPROTO:
+    case REDLEASE_EPERM:
+    case REDLEASE_EREPLICAS: { /* --min-replicas unmet: not a usable server either */
         const char *detail = redlease_client_errstr(r->client);
         cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
                   detail[0] ? ": " : "", detail);
@@ -381,6 +413,8 @@ static int start(run *r)
     lo.wait_ms = r->wait_ms;
     lo.max_hold_ms = r->max_hold_ms;
     lo.fencing = r->fencing;
+    lo.min_replicas = (int)r->min_replicas; /* renewals acknowledged too (the default) */
+    lo.replica_timeout_ms = r->replica_timeout_ms;
 
     int rc = redlease_client_new(&r->client, &co);
     if (rc == REDLEASE_OK) {

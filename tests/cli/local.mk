@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # redlease(1): test-cli.sh against a private redis-server; test-cli-tls.sh
-# over TLS, on a redis-server it starts; test-help.sh checks --help
+# over TLS, on a redis-server it starts; test-cli-replicas.sh with
+# --min-replicas, on a replica it starts; test-help.sh checks --help
 # against man 1 and the option parser against both.
-CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-cli-tls.sh %reldir%/test-help.sh
+CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-cli-tls.sh %reldir%/test-cli-replicas.sh \
+	%reldir%/test-help.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += $(CLI_TESTS)

@@ -53,24 +53,11 @@ if grep -q "no TLS support" <<<"$err"; then
 fi
 
 sh "$REDLEASE_SRCDIR/tests/support/tls-certs.sh" "$tmp/pki" || { echo "Bail out! tls-certs.sh failed"; exit 1; }
-port=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
-    _rh_port_busy "$p" && continue
-    "$REDIS_SERVER" --port 0 --tls-port "$p" --bind 127.0.0.1 \
-        --tls-cert-file "$tmp/pki/server.crt" --tls-key-file "$tmp/pki/server.key" \
-        --tls-ca-cert-file "$tmp/pki/ca.crt" --tls-auth-clients yes --save '' \
-        --appendonly no --dir "$tmp" --daemonize yes --pidfile "$tmp/redis.pid" \
-        --logfile "$tmp/redis.log" || continue
-    for _ in $(seq 50); do [ -s "$tmp/redis.pid" ] && break; sleep 0.1; done
-    sleep 0.2
-    if [ -s "$tmp/redis.pid" ] && kill -0 "$(cat "$tmp/redis.pid")" 2>/dev/null; then port=$p; break; fi
-done
-if [ -z "$port" ]; then
-    echo "Bail out! could not start a TLS redis-server"
-    exit 1
-fi
-trap 'kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null' EXIT
+redis_harness_extra cli-tls-server --tls-port --port 0 \
+    --tls-cert-file "$tmp/pki/server.crt" --tls-key-file "$tmp/pki/server.key" \
+    --tls-ca-cert-file "$tmp/pki/ca.crt" --tls-auth-clients yes ||
+    { echo "Bail out! could not start a TLS redis-server"; exit 1; }
+port=$REDLEASE_EXTRA_PORT
 
 echo "1..4"
 tls=(--tls --host 127.0.0.1 --port "$port" --cacert "$tmp/pki/ca.crt"

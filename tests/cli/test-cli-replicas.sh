@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check: redlease(1) with --min-replicas, against the harness's
+# redis-server as the primary and one replica of it that this script
+# starts (redis_harness_extra): with one replica asked for, COMMAND runs,
+# and the replica already has the lease when it starts; with two asked for,
+# redlease exits 69 with the counts, COMMAND never runs, and the key is
+# deleted again.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/../support/redis-harness.sh" || exit 99
+redis_harness_start_tap
+
+bin=${REDLEASE_BUILDDIR:-.}/cli/redlease
+if [ ! -x "$bin" ]; then
+    echo "Bail out! $bin not built"
+    exit 1
+fi
+if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then
+    RL=("${REDLEASE_BUILDDIR:-.}/libtool" --mode=execute $REDLEASE_TEST_WRAPPER "$bin")
+    slow=10
+else
+    RL=("$bin")
+    slow=1
+fi
+unset REDLEASE_HOST REDLEASE_PORT REDLEASE_PASSWORD REDLEASE_SOCKET
+tmp=$REDLEASE_TEST_DIR/cli-replicas
+mkdir -p "$tmp" || exit 99
+cli=${REDLEASE_TEST_REDIS_CLI:-redis-cli}
+
+# no 5 s wait for more replicas before the full sync (the default)
+"$cli" -p "$REDLEASE_TEST_PORT" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+redis_harness_extra cli-replica --port --replicaof 127.0.0.1 "$REDLEASE_TEST_PORT" ||
+    { echo "Bail out! could not start a replica"; exit 1; }
+replica=$REDLEASE_EXTRA_PORT
+# Online is not enough: a replica is sent writes only after its first ACK.
+online=
+for _ in $(seq 1 100); do
+    [ "$(printf 'SET ready 1\r\nWAIT 1 100\r\n' | "$cli" -p "$REDLEASE_TEST_PORT" | tail -n 1)" = 1 ] &&
+        online=1 && break
+done
+[ -n "$online" ] || { echo "Bail out! the replica did not come online"; exit 1; }
+
+n=0
+check() { # NAME CONDITION...: one TAP case
+    local name=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $name"
+    else
+        echo "not ok $n - $name"
+        printf '#   status=%s\n#   stdout: %s\n#   stderr: %s\n' "$st" "$out" "$err"
+    fi
+}
+rl() {
+    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
+    st=$?
+    err=$(<"$tmp/stderr")
+}
+primary=(--host 127.0.0.1 --port "$REDLEASE_TEST_PORT" --timeout $((2000 * slow)))
+
+echo "1..4"
+rl run "${primary[@]}" --min-replicas 1 --ttl 5000 repl-job -- \
+    sh -c '"$1" -p "$2" GET "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"' _ "$cli" "$replica"
+check "run --min-replicas 1 => 0, and the replica had the lease when COMMAND started" \
+    eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "$(sed -n 2p <<<"$out")" ] && [ -n "$(sed -n 2p <<<"$out")" ]'
+rl run "${primary[@]}" --min-replicas 2 --replica-timeout 100 repl-job -- touch "$tmp/ran"
+check "run --min-replicas 2 with one replica => 69 with the counts, COMMAND not run" \
+    eval '[ "$st" -eq 69 ] && grep -q "1 of 2 replicas" <<<"$err" && [ ! -e "$tmp/ran" ]'
+sleep 0.2
+rl status "${primary[@]}" repl-job
+check "status after the refused run => 1: the key was deleted again" eval '[ "$st" -eq 1 ]'
+rl run "${primary[@]}" --min-replicas 1 --replica-timeout $((2000 * slow)) repl-job -- true
+check "--replica-timeout not below --timeout => 64" eval '[ "$st" -eq 64 ]'
