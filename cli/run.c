@@ -363,6 +363,9 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
     case REDLEASE_EV_CONNECTED:
         cli_verbose("connected to %s", r->server.where);
         break;
+    case REDLEASE_EV_PRIMARY:
+        cli_verbose("Sentinel: the primary of '%s' is at %s", r->server.master, detail);
+        break;
     case REDLEASE_EV_DISCONNECTED:
         if (r->phase == WAITING) {
             cli_error("Redis at %s: %s", r->server.where, detail);

@@ -8,9 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include "exit_status.h"
 #include "msg.h"
 #include "server.h"
+#include "alloc.h"
+#include "sentinel.h"      /* the library's parser of Sentinel lists */
 #include "transport_tls.h" /* the library's TLS set-up: one place verifies names */
 
 enum {
@@ -28,7 +32,9 @@ enum {
     OPT_CERT,
     OPT_KEY,
     OPT_SNI,
-    OPT_INSECURE
+    OPT_INSECURE,
+    OPT_SENTINEL,
+    OPT_MASTER
 };
 
 const cli_opt cli_server_opts[] = {
@@ -47,6 +53,8 @@ const cli_opt cli_server_opts[] = {
     {"key", 0, 1, OPT_KEY},
     {"sni", 0, 1, OPT_SNI},
     {"insecure", 0, 0, OPT_INSECURE},
+    {"sentinel", 0, 1, OPT_SENTINEL},
+    {"master", 0, 1, OPT_MASTER},
     {NULL, 0, 0, 0},
 };
 
@@ -122,6 +130,17 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         if (cli_args_number(a, 1, REDLEASE_MAX_TIMEOUT_MS, &n)) return CLI_EXIT_USAGE;
         s->timeout_ms = n;
         return 0;
+    case OPT_SENTINEL:
+        if (rdl_sentinel_parse(a->value, NULL) < 0)
+            return cli_usage_error("%s: expected HOST:PORT[,HOST:PORT...] (at most %d; IPv6 as "
+                                   "[ADDR]:PORT), got '%s'", a->name, REDLEASE_MAX_SENTINELS, a->value);
+        s->sentinels = a->value;
+        return 0;
+    case OPT_MASTER:
+        if (!a->value[0] || strlen(a->value) > 200)
+            return cli_usage_error("%s: 1 to 200 bytes", a->name);
+        s->master = a->value;
+        return 0;
     default:
         return cli_usage_error("internal: unknown server option %d", id);
     }
@@ -185,6 +204,9 @@ int cli_server_finish(cli_server *s)
     const char *env_port = getenv("REDLEASE_PORT");
     if (s->socket && tcp_given)
         return cli_usage_error("--socket and --host/--port exclude each other");
+    if (!s->sentinels != !s->master) return cli_usage_error("--sentinel and --master go together");
+    if (s->sentinels && (s->socket || tcp_given))
+        return cli_usage_error("--sentinel finds the primary: no --socket, --host or --port");
     if (!s->socket && !tcp_given && env_socket && env_socket[0]) s->socket = env_socket;
     /* REDLEASE_HOST and REDLEASE_PORT only matter for TCP: a bad one next
      * to a socket is not an error. */
@@ -210,11 +232,111 @@ int cli_server_finish(cli_server *s)
         return cli_usage_error("--cacert, --cert, --key, --sni and --insecure need --tls");
     if (!t->cert_file != !t->key_file) return cli_usage_error("--cert and --key go together");
 
-    if (s->socket)
+    const char *env_sentinel_password = getenv("REDLEASE_SENTINEL_PASSWORD");
+    if (s->sentinels && env_sentinel_password && env_sentinel_password[0] &&
+        !(s->sentinel_password = strdup(env_sentinel_password)))
+        return cli_usage_error("out of memory");
+
+    if (s->sentinels) {
+        s->socket = NULL; /* REDLEASE_SOCKET does not say where the primary is */
+        snprintf(s->where, sizeof s->where, "master '%s' (Sentinel %.200s)", s->master, s->sentinels);
+    } else if (s->socket) {
         snprintf(s->where, sizeof s->where, "unix:%s", s->socket);
-    else
+    } else {
         snprintf(s->where, sizeof s->where, "%s:%d", s->host, s->port);
+    }
     return 0;
+}
+
+/* Starts TLS on ctx to host, when --tls was given. 0, or -1 and why. */
+static int start_tls_to(const cli_server *s, redisContext *ctx, const char *host, int unix_socket,
+                        char *why, size_t size)
+{
+    if (!s->tls.enable) return 0;
+    rdl_tls *t = NULL;
+    int rc = rdl_tls_new(&t, &s->tls, why, size);
+    if (rc == REDLEASE_OK) rc = rdl_tls_start(t, ctx, host, unix_socket, why, size);
+    rdl_tls_free(t); /* an SSL holds a reference to what it needs */
+    return rc == REDLEASE_OK ? 0 : -1;
+}
+
+/* A blocking connection to Sentinel a, with TLS and its password when
+ * asked; NULL and why. */
+static redisContext *connect_sentinel(const cli_server *s, const rdl_sentinel_addr *a, char *why,
+                                      size_t size)
+{
+    struct timeval tv = {(time_t)(s->timeout_ms / 1000), (suseconds_t)(s->timeout_ms % 1000 * 1000)};
+    redisContext *ctx = redisConnectWithTimeout(a->host, a->port, tv);
+    if (!ctx || ctx->err) {
+        snprintf(why, size, "%s", ctx ? ctx->errstr : "out of memory");
+    } else if (redisSetTimeout(ctx, tv) != REDIS_OK) {
+        snprintf(why, size, "cannot set the timeout");
+    } else if (start_tls_to(s, ctx, a->host, 0, why, size) == 0) {
+        if (!s->sentinel_password) return ctx;
+        redisReply *r = redisCommand(ctx, "AUTH %s", s->sentinel_password);
+        int ok = r && r->type != REDIS_REPLY_ERROR;
+        snprintf(why, size, "AUTH: %s", r ? r->str : ctx->errstr);
+        freeReplyObject(r);
+        if (ok) return ctx;
+    }
+    if (ctx) redisFree(ctx);
+    return NULL;
+}
+
+/* What SENTINEL get-master-addr-by-name answered: 0 and the primary in s,
+ * or -1 and why. */
+static int take_answer(cli_server *s, const redisContext *ctx, const redisReply *r, char *why,
+                       size_t size)
+{
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+        free(s->found_host);
+        s->found_host = strdup(r->element[0]->str);
+        s->port = atoi(r->element[1]->str);
+        if (!s->found_host || s->port < 1 || s->port > 65535) {
+            snprintf(why, size, "%s", s->found_host ? "a port out of range" : "out of memory");
+            return -1;
+        }
+        s->host = s->found_host;
+        return 0;
+    }
+    if (r && r->type == REDIS_REPLY_NIL)
+        snprintf(why, size, "does not know master '%s'", s->master);
+    else
+        snprintf(why, size, "%s", !r ? ctx->errstr : r->type == REDIS_REPLY_ERROR ? r->str
+                                                                               : "unexpected answer");
+    return -1;
+}
+
+/* One Sentinel's answer: 0 and the primary in s, or -1 and why. */
+static int ask_sentinel(cli_server *s, const rdl_sentinel_addr *a, char *why, size_t size)
+{
+    char err[256];
+    int rc = -1;
+    redisContext *ctx = connect_sentinel(s, a, err, sizeof err);
+    if (ctx) {
+        redisReply *r = redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", s->master);
+        rc = take_answer(s, ctx, r, err, sizeof err);
+        freeReplyObject(r);
+        redisFree(ctx);
+    }
+    if (rc) snprintf(why, size, "Sentinel %s:%d: %s", a->host, a->port, err);
+    return rc;
+}
+
+int cli_server_find_primary(cli_server *s, char *why, size_t size)
+{
+    if (!s->sentinels) return 0;
+    rdl_sentinel_addr addrs[REDLEASE_MAX_SENTINELS];
+    int n = rdl_sentinel_parse(s->sentinels, addrs);
+    if (n < 0) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    for (int i = 0; i < n && rc; i++) rc = ask_sentinel(s, &addrs[i], why, size);
+    for (int i = 0; i < n; i++) rdl_free(addrs[i].host);
+    return rc;
 }
 
 void cli_server_client_options(const cli_server *s, redlease_client_options *o)
@@ -230,24 +352,31 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->connect_timeout_ms = s->timeout_ms;
     o->command_timeout_ms = s->timeout_ms;
     o->tls = s->tls;
+    o->sentinel.addrs = s->sentinels;
+    o->sentinel.master_name = s->master;
+    o->sentinel.password = s->sentinel_password;
+    o->sentinel.tls = s->tls.enable;
 }
 
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)
 {
-    if (!s->tls.enable) return 0;
-    rdl_tls *t = NULL;
-    int rc = rdl_tls_new(&t, &s->tls, why, size);
-    if (rc == REDLEASE_OK) rc = rdl_tls_start(t, ctx, s->host, s->socket != NULL, why, size);
-    rdl_tls_free(t); /* an SSL holds a reference to what it needs */
-    return rc == REDLEASE_OK ? 0 : -1;
+    return start_tls_to(s, ctx, s->host, s->socket != NULL, why, size);
+}
+
+/* Wipes and frees a secret. */
+static void forget(char **secret)
+{
+    if (!*secret) return;
+    volatile char *p = *secret;
+    while (*p) *p++ = '\0';
+    free(*secret);
+    *secret = NULL;
 }
 
 void cli_server_free(cli_server *s)
 {
-    if (s->password) {
-        volatile char *p = s->password;
-        while (*p) *p++ = '\0';
-        free(s->password);
-        s->password = NULL;
-    }
+    forget(&s->password);
+    forget(&s->sentinel_password);
+    free(s->found_host);
+    s->found_host = NULL;
 }

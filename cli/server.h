@@ -26,6 +26,10 @@ typedef struct cli_server {
     const char *prefix;
     int64_t timeout_ms; /* connect and command timeout */
     redlease_tls_options tls; /* --tls, --cacert, --cert, --key, --sni, --insecure */
+    const char *sentinels;    /* --sentinel HOST:PORT[,...], or NULL */
+    const char *master;       /* --master NAME */
+    char *sentinel_password;  /* owned; REDLEASE_SENTINEL_PASSWORD */
+    char *found_host;         /* owned: the primary a Sentinel named (status) */
     int host_given, port_given; /* on the command line */
     char where[300];    /* "unix:PATH" or "HOST:PORT", for messages */
 } cli_server;
@@ -44,6 +48,10 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o);
  * hiredis itself), with the library's own set-up and checks. 0, or -1
  * and why. */
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size);
+/* With --sentinel, for a command that talks to Redis itself (status): asks
+ * the Sentinels in turn where the primary is, and points host and port
+ * there. 0 (also without --sentinel), or -1 and why. */
+int cli_server_find_primary(cli_server *s, char *why, size_t size);
 /* Frees the password (wiped first). */
 void cli_server_free(cli_server *s);
 

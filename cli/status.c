@@ -218,7 +218,12 @@ int cli_status(int argc, char **argv)
     } else {
         redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, key, klen + 1, &klen);
         redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, fence_key, flen + 1, &flen);
-        redisContext *ctx = connect_and_login(&q);
+        char why[400];
+        redisContext *ctx = NULL;
+        if (cli_server_find_primary(&q.server, why, sizeof why) != 0)
+            unavailable(&q, "", why); /* no Sentinel named the primary */
+        else
+            ctx = connect_and_login(&q);
         rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
         if (ctx) redisFree(ctx);
     }

@@ -123,6 +123,22 @@ typedef struct redlease_tls_options {
 /* 1 if this library was built with TLS support, else 0. */
 REDLEASE_EXTERN int redlease_tls_available(void);
 
+/* A primary that Sentinel manages (man 3 redlease, SENTINEL): the client
+ * asks the Sentinels where the primary of master_name is, checks with ROLE
+ * that it reached a primary, and follows failovers (+switch-master; asking
+ * again after a lost connection or READONLY). host, port and unix_path
+ * are then not used. */
+typedef struct redlease_sentinel_options {
+    const char *addrs;       /* NULL: no Sentinel; else "HOST:PORT[,HOST:PORT...]"
+                                (at most REDLEASE_MAX_SENTINELS; IPv6 as [ADDR]:PORT) */
+    const char *master_name; /* the name the Sentinels monitor the primary by */
+    const char *username;    /* the Sentinels' own ACL user, or NULL */
+    const char *password;    /* the Sentinels' own password, or NULL: none */
+    int tls;                 /* nonzero: reach the Sentinels over TLS too, with the
+                                client's tls settings (their own address as the name) */
+} redlease_sentinel_options;
+#define REDLEASE_MAX_SENTINELS 16
+
 typedef struct redlease_client_options {
     const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
     int port;                   /* 6379 */
@@ -136,6 +152,7 @@ typedef struct redlease_client_options {
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
     int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
     redlease_tls_options tls;   /* off */
+    redlease_sentinel_options sentinel; /* off */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);
@@ -189,8 +206,9 @@ enum redlease_event_type {
     REDLEASE_EV_RECONNECTING,   /* next connect in retry_in_ms */
     REDLEASE_EV_ATTEMPT_FAILED, /* an acquire attempt failed (status, detail: Redis's text);
                                    retry_in_ms, or -1 when on_acquire follows */
-    REDLEASE_EV_RELEASE_FAILED  /* a release command failed (status, detail); retried in
+    REDLEASE_EV_RELEASE_FAILED, /* a release command failed (status, detail); retried in
                                    retry_in_ms, or -1 when on_release follows */
+    REDLEASE_EV_PRIMARY         /* Sentinel named a new primary; detail "HOST:PORT" */
 };
 
 typedef struct redlease_event {

@@ -7,6 +7,7 @@
  * for the earliest. redlease_client_on_timer() is the only place that runs
  * lock callbacks, so a user callback never runs inside hiredis.
  */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,7 +42,8 @@ void rdl_emit(redlease_client *c, const redlease_event *ev)
 
 /* ------------------------------------------------------------- creation */
 
-static const rdl_conn_owner conn_owner; /* below: what the connection tells us */
+static const rdl_conn_owner conn_owner;         /* below: what the connection tells us */
+static const rdl_sentinel_owner sentinel_owner; /* and what the Sentinels do */
 
 int redlease_client_new(redlease_client **out, const redlease_client_options *o)
 {
@@ -67,10 +69,20 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                           .command_timeout = o->command_timeout_ms,
                           .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms,
                           .tls = &o->tls};
-    int ok = rdl_conn_init(&c->conn, &cc, &conn_owner, c, &c->clock, &c->rng) == REDLEASE_OK;
+    int ok = 1;
+    if (o->sentinel.addrs) {
+        /* No address until a Sentinel names the primary; ROLE checks it. */
+        cc.host = cc.unix_path = NULL;
+        cc.verify_primary = 1;
+        c->sentinel = rdl_calloc(1, sizeof *c->sentinel);
+        ok = c->sentinel && rdl_sentinel_init(c->sentinel, &o->sentinel, &cc, &sentinel_owner, c,
+                                              &c->clock, &c->rng) == REDLEASE_OK;
+    }
+    ok = rdl_conn_init(&c->conn, &cc, &conn_owner, c, &c->clock, &c->rng) == REDLEASE_OK && ok;
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     c->wake.idx = RDL_HEAP_OUT;
     if (!ok) {
+        /* teardown() frees what was made; the loop never saw the client */
         redlease_client_free(c);
         return REDLEASE_ENOMEM;
     }
@@ -131,6 +143,19 @@ void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory 
 
 /* ----------------------------------------------------------- the timer */
 
+/* The Sentinel link's timer work, as conn_run's. */
+static void sentinel_run(redlease_client *c, int64_t now)
+{
+    rdl_sentinel_run(c->sentinel, now);
+    int64_t at = rdl_sentinel_deadline(c->sentinel);
+    rdl_heap_update(&c->heap, &c->sentinel->wake, at <= now ? RDL_NEVER : at);
+}
+
+static int sentinel_due(const redlease_client *c)
+{
+    return c->sentinel && rdl_sentinel_due(c->sentinel);
+}
+
 /* Arms the loop timer for the earliest thing to do. Called when leaving the
  * library, so the adapter never sees a timer_set from inside itself. */
 static void arm(redlease_client *c)
@@ -140,7 +165,8 @@ static void arm(redlease_client *c)
     /* What waited for a connection that broke again before the timer sent
      * it waits for the next one: due now only while the link is ready. */
     int flush = c->flush_needed && rdl_client_ready(c);
-    if (!rdl_list_empty(&c->notify) || flush || rdl_conn_due(&c->conn) || c->dead || c->close_check) {
+    if (!rdl_list_empty(&c->notify) || flush || rdl_conn_due(&c->conn) || sentinel_due(c) ||
+        c->dead || c->close_check) {
         at = 0; /* due now */
     } else {
         rdl_heap_node *top = rdl_heap_top(&c->heap);
@@ -188,16 +214,21 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
     if (c->loop || c->dead || c->closing) return REDLEASE_EINVAL;
     int rc = rdl_heap_insert(&c->heap, &c->wake, RDL_NEVER);
-    if (rc) return rc;
-    rc = rdl_conn_attach(&c->conn, c->transport_new, ops, loop_data);
+    if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
+    if (!rc) rc = rdl_conn_attach(&c->conn, c->transport_new, ops, loop_data);
+    if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
     if (rc) {
+        /* a transport made is destroyed with the client (never connected) */
         rdl_heap_remove(&c->heap, &c->wake);
+        if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
         return rc;
     }
     c->loop = ops;
     c->loop_data = loop_data;
     rdl_enter(c);
-    rdl_conn_connect(&c->conn, rdl_now(c));
+    int64_t now = rdl_now(c);
+    rdl_conn_connect(&c->conn, now); /* with Sentinel: waits for an address */
+    if (c->sentinel) rdl_sentinel_start(c->sentinel, now);
     rdl_leave(c);
     return REDLEASE_OK;
 }
@@ -252,11 +283,14 @@ void redlease_client_on_timer(redlease_client *c)
     int64_t now = rdl_now(c);
     while (!c->dead) {
         if (rdl_conn_due(&c->conn)) conn_run(c, now);
+        if (sentinel_due(c)) sentinel_run(c, now);
         if (c->flush_needed && rdl_client_ready(c)) flush(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
             if (top == &c->wake)
                 conn_run(c, now);
+            else if (c->sentinel && top == &c->sentinel->wake)
+                sentinel_run(c, now);
             else
                 rdl_lock_run(RDL_CONTAINER(top, struct redlease_lock, wake), now);
             continue;
@@ -291,6 +325,8 @@ static void teardown(redlease_client *c)
     c->dead = 1;
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
     rdl_conn_free(&c->conn); /* every request comes back now, NULL */
+    if (c->sentinel) rdl_sentinel_free(c->sentinel);
+    rdl_free(c->sentinel);
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
         rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
@@ -386,6 +422,9 @@ static void on_conn_event(void *owner, int type, int status, int64_t retry_in)
     redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
                          .retry_in_ms = retry_in, .detail = detail};
     rdl_emit(c, &ev);
+    /* The primary failed us (gone, a replica now, READONLY): it may have
+     * moved while we missed the news. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->sentinel && !c->dead) rdl_sentinel_refresh(c->sentinel);
 }
 
 static void on_conn_error(void *owner, const char *text, size_t len)
@@ -405,4 +444,36 @@ static const rdl_conn_owner conn_owner = {
     .event = on_conn_event,
     .error = on_conn_error,
     .deadline = on_conn_deadline,
+};
+
+/* ------------------------------------------ what the Sentinels tell the client */
+
+/* A Sentinel named the primary: the connection goes there (at once, if it
+ * was elsewhere), and the user hears of a change. Held leases are then
+ * confirmed again on the new primary before they count (rdl_lock_on_ready). */
+static void on_sentinel_primary(void *owner, const char *host, int port)
+{
+    redlease_client *c = owner;
+    if (rdl_conn_set_endpoint(&c->conn, host, port, rdl_now(c)) != 1) return; /* same, or no memory */
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d", host, port);
+    redlease_event ev = {.type = REDLEASE_EV_PRIMARY, .rtt_ms = -1, .remaining_ms = -1,
+                         .retry_in_ms = -1, .detail = where};
+    rdl_emit(c, &ev);
+}
+
+static void on_sentinel_deadline(void *owner, int64_t at)
+{
+    redlease_client *c = owner;
+    if (c->sentinel->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->sentinel->wake, at);
+}
+
+static const rdl_sentinel_owner sentinel_owner = {
+    .enter = on_conn_enter,
+    .leave = on_conn_leave,
+    .ending = on_conn_ending,
+    .primary = on_sentinel_primary,
+    .error = on_conn_error,
+    .refused = on_conn_refused,
+    .deadline = on_sentinel_deadline,
 };

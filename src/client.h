@@ -24,6 +24,7 @@
 #include "list.h"
 #include "redlease.h"
 #include "req.h"
+#include "sentinel.h"
 #include "transport.h"
 
 struct redlease_client {
@@ -51,6 +52,9 @@ struct redlease_client {
                            ready, so what a broken link owed waits for the
                            next one) */
     char errstr[128];   /* the last failure's text: the connection's or Redis's */
+    /* With Sentinel (client options): where the primary is; its link's
+     * deadline is its own heap node (sentinel->wake). NULL without. */
+    rdl_sentinel *sentinel;
 
     /* locks */
     rdl_heap heap;

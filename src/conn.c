@@ -59,6 +59,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     }
     cn->port = cfg->port;
     cn->db = cfg->db;
+    cn->verify_primary = cfg->verify_primary;
     cn->connect_timeout = cfg->connect_timeout;
     cn->command_timeout = cfg->command_timeout;
     rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
@@ -108,6 +109,11 @@ static void link_failed(rdl_conn *cn, int status, int64_t now);
 
 static void start_connect(rdl_conn *cn, int64_t now)
 {
+    if (!cn->host && !cn->unix_path) { /* no address yet: rdl_conn_set_endpoint() */
+        cn->state = RDL_CONN_BACKOFF;
+        schedule(cn, RDL_NEVER);
+        return;
+    }
     rdl_endpoint ep = {cn->host, cn->port, cn->unix_path, cn->tls.enable ? &cn->tls : NULL};
     cn->hs_failed = 0;
     int rc = cn->tr.ops->connect(cn->tr.self, &ep); /* its text is noted already */
@@ -206,9 +212,34 @@ static void handshake_start(rdl_conn *cn, int64_t now)
     }
     const char *argv[1] = {"PING"};
     handshake_send(cn, RDL_REQ_PING, 1, argv);
+    if (cn->verify_primary) {
+        const char *role[1] = {"ROLE"};
+        handshake_send(cn, RDL_REQ_ROLE, 1, role);
+    }
 }
 
-static int is_handshake(const rdl_req *req) { return req->kind >= RDL_REQ_AUTH; }
+/* ROLE's answer: 1 for a primary ("master"); else 0, with what it is in
+ * the error text (a replica, a Sentinel: a failover under way, or an
+ * address that is stale). */
+static int role_is_primary(rdl_conn *cn, const rdl_reply *r)
+{
+    if (r->type == RDL_REPLY_ARRAY && r->elements >= 1 && r->element[0].type == RDL_REPLY_STRING) {
+        const rdl_reply *e = &r->element[0];
+        if (e->len == 6 && memcmp(e->str, "master", 6) == 0) return 1;
+        char text[96];
+        snprintf(text, sizeof text, "the server is not the primary (ROLE: %.*s)",
+                 (int)(e->len < 32 ? e->len : 32), e->str);
+        say_error_str(cn, text);
+        return 0;
+    }
+    if (r->type == RDL_REPLY_ERROR) say_error(cn, r->str, r->len);
+    return 0;
+}
+
+static int is_handshake(const rdl_req *req)
+{
+    return req->kind >= RDL_REQ_AUTH && req->kind <= RDL_REQ_ROLE;
+}
 
 /* Why a handshake command failed. A plain error means the setting itself
  * was refused: AUTH's credentials, SELECT's database. */
@@ -241,7 +272,11 @@ static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
     if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
     cn->hs_pending--;
     if (!r) return; /* the disconnect report follows */
-    if (r->type != RDL_REPLY_STATUS && !cn->hs_failed) { /* the first failure says why */
+    if (req->kind == RDL_REQ_ROLE) {
+        /* not the primary: transient, the owner asks where it is now */
+        if (!cn->hs_failed && !role_is_primary(cn, r))
+            cn->hs_failed = r->type == RDL_REPLY_ERROR ? handshake_status(req, r) : REDLEASE_ECONN;
+    } else if (r->type != RDL_REPLY_STATUS && !cn->hs_failed) { /* the first failure says why */
         if (r->type == RDL_REPLY_ERROR) say_error(cn, r->str, r->len);
         cn->hs_failed = handshake_status(req, r);
     }
@@ -317,7 +352,67 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
     cn->owner_ops->leave(cn->owner);
 }
 
+void rdl_conn_on_push(rdl_conn *cn, void *req, const rdl_reply *r)
+{
+    cn->owner_ops->enter(cn->owner);
+    if (!cn->owner_ops->ending(cn->owner)) cn->owner_ops->push(cn->owner, req, r);
+    cn->owner_ops->leave(cn->owner);
+}
+
 /* ------------------------------------------------------ driven by owner */
+
+int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    int rc = cn->tr.ops->subscribe(cn->tr.self, argc, argv, lens, req);
+    if (rc == 0) {
+        cn->commands_sent++;
+        cn->reqs_out++; /* until its end comes back, NULL */
+    }
+    return rc;
+}
+
+void rdl_conn_restart(rdl_conn *cn, int status, const char *why)
+{
+    if (cn->state != RDL_CONN_CONNECTING && cn->state != RDL_CONN_HANDSHAKE &&
+        cn->state != RDL_CONN_READY)
+        return; /* none to drop: the next connect goes where it should */
+    if (why) say_error_str(cn, why);
+    cn->drop_status = status;
+    cn->state = RDL_CONN_DOWN; /* nothing is sent on it, nothing reads as held */
+}
+
+int rdl_conn_set_address(rdl_conn *cn, const char *host, int port)
+{
+    if (cn->host && strcmp(cn->host, host) == 0 && cn->port == port) return REDLEASE_OK;
+    int ok = 1;
+    char *copy = rdl_strdup(host, &ok);
+    if (!ok) return REDLEASE_ENOMEM;
+    rdl_free(cn->host);
+    rdl_free(cn->unix_path);
+    cn->unix_path = NULL;
+    cn->host = copy;
+    cn->port = port;
+    return REDLEASE_OK;
+}
+
+int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now)
+{
+    if (cn->host && strcmp(cn->host, host) == 0 && cn->port == port) return 0;
+    int had = cn->host != NULL || cn->unix_path != NULL;
+    if (rdl_conn_set_address(cn, host, port) != REDLEASE_OK) return REDLEASE_ENOMEM;
+    if (!had && cn->state == RDL_CONN_BACKOFF) {
+        schedule(cn, now); /* it was waiting for an address */
+    } else if (cn->state == RDL_CONN_BACKOFF) {
+        /* a retry against the old address may be far off: go now */
+        rdl_backoff_init(&cn->reconnect, cn->reconnect.jitter, cn->reconnect.base, cn->reconnect.max);
+        schedule(cn, now);
+    } else {
+        char why[300];
+        snprintf(why, sizeof why, "moving to %s:%d", host, port);
+        rdl_conn_restart(cn, REDLEASE_ECONN, why);
+    }
+    return 1;
+}
 
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
 {

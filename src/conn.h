@@ -62,6 +62,9 @@ typedef struct rdl_conn_owner {
      * to free; NULL when it was one of the connection's own (the
      * handshake), so the owner still learns one fewer is in flight. */
     void (*reply)(void *owner, rdl_req *req, const rdl_reply *r);
+    /* A subscription's confirmation or message (rdl_conn_subscribe); its
+     * end comes through reply, NULL. Only owners that subscribe get it. */
+    void (*push)(void *owner, rdl_req *req, const rdl_reply *r);
     /* A connection event to emit (REDLEASE_EV_CONNECTED, _DISCONNECTED,
      * _RECONNECTING); its detail is the text error() gave last. */
     void (*event)(void *owner, int type, int status, int64_t retry_in);
@@ -80,6 +83,7 @@ typedef struct rdl_conn_config {
     int64_t connect_timeout, command_timeout;
     int64_t reconnect_min, reconnect_max;
     const redlease_tls_options *tls; /* NULL or enable 0: plaintext */
+    int verify_primary; /* the handshake ends with ROLE, which must say "master" */
 } rdl_conn_config;
 
 struct rdl_conn;
@@ -100,6 +104,7 @@ typedef struct rdl_conn {
     char *host, *unix_path, *username, *password;
     redlease_tls_options tls; /* its strings are the connection's copies */
     int port, db;
+    int verify_primary;
     int64_t connect_timeout, command_timeout;
 
     rdl_transport tr;   /* tr.ops is NULL until rdl_conn_attach() */
@@ -132,12 +137,26 @@ void rdl_conn_free(rdl_conn *cn);
 /* Makes the transport on the owner's loop; 0 or a status. */
 int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
                     void *loop_data);
-/* Starts the first connect. */
+/* Starts the first connect; without an address (host and unix_path
+ * NULL) it waits for rdl_conn_set_endpoint(). */
 void rdl_conn_connect(rdl_conn *cn, int64_t now);
+/* Where to connect from now on (a primary that Sentinel named). A
+ * connection to elsewhere is dropped (rdl_conn_restart), one waiting to
+ * reconnect goes now. 1 when it moved, 0 for the same address, or ENOMEM. */
+int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now);
+/* Only the address the next connect goes to (a connection going round a
+ * list of servers): nothing else changes. 0 or ENOMEM. */
+int rdl_conn_set_address(rdl_conn *cn, const char *host, int port);
+/* Drops the link at the owner's next timer run (rdl_conn_due()), from
+ * anywhere, inside transport callbacks too: nothing more is sent on it,
+ * and it reconnects with backoff. why: the text of the failure, or NULL. */
+void rdl_conn_restart(rdl_conn *cn, int status, const char *why);
 /* From the owner's timer: the deadline passed, or rdl_conn_due(). */
 void rdl_conn_run(rdl_conn *cn, int64_t now);
 /* Sends argv for req; 0 or a status (req not sent, never reported). */
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
+/* The same for a SUBSCRIBE: its messages come to the owner's push. */
+int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* The stall rule: a command sent at sent_at is still unanswered at now,
  * past its timeout (or past the lease it was renewing). */
 void rdl_conn_note_timeout(rdl_conn *cn, int64_t sent_at, int64_t now);

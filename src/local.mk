@@ -17,6 +17,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/options.c \
 	%reldir%/req.h \
 	%reldir%/conn.c %reldir%/conn.h \
+	%reldir%/sentinel.c %reldir%/sentinel.h \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/lock.c %reldir%/lock.h \
 	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \

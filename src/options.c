@@ -6,6 +6,7 @@
 #include "client.h"
 #include "lock.h"
 #include "keys.h"
+#include "sentinel.h"
 
 void redlease_client_options_init(redlease_client_options *o)
 {
@@ -58,11 +59,9 @@ static int tls_options_check(const redlease_tls_options *t)
     return REDLEASE_OK;
 }
 
-int rdl_client_options_check(const redlease_client_options *o)
+/* What every client is checked for, wherever its server comes from. */
+static int common_check(const redlease_client_options *o)
 {
-    int tcp = !o->unix_path;
-    if (o->unix_path && !o->unix_path[0]) return REDLEASE_EINVAL;
-    if (tcp && (!o->host || !o->host[0] || !in_range(o->port, 1, 65535))) return REDLEASE_EINVAL;
     if (o->db < 0) return REDLEASE_EINVAL;
     if (o->username && !o->password) return REDLEASE_EINVAL;
     if (o->key_prefix && !rdl_key_prefix_ok(o->key_prefix, strnlen(o->key_prefix, REDLEASE_MAX_PREFIX + 1)))
@@ -72,6 +71,33 @@ int rdl_client_options_check(const redlease_client_options *o)
     if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     return tls_options_check(&o->tls);
+}
+
+/* A server named by the options: a unix socket, or a host and port. */
+static int address_check(const redlease_client_options *o)
+{
+    if (o->unix_path) return o->unix_path[0] ? REDLEASE_OK : REDLEASE_EINVAL;
+    return o->host && o->host[0] && in_range(o->port, 1, 65535) ? REDLEASE_OK : REDLEASE_EINVAL;
+}
+
+/* A primary named by Sentinels: their addresses and the master name, a
+ * password with a user; not a unix socket too (which would win?), and
+ * Sentinel TLS only with TLS settings. */
+static int sentinel_check(const redlease_client_options *o)
+{
+    const redlease_sentinel_options *s = &o->sentinel;
+    if (rdl_sentinel_parse(s->addrs, NULL) < 0) return REDLEASE_EINVAL;
+    if (!s->master_name || !s->master_name[0] || strlen(s->master_name) > 200) return REDLEASE_EINVAL;
+    if (s->username && !s->password) return REDLEASE_EINVAL;
+    if (o->unix_path) return REDLEASE_EINVAL;
+    if (s->tls && !o->tls.enable) return REDLEASE_EINVAL;
+    return REDLEASE_OK;
+}
+
+int rdl_client_options_check(const redlease_client_options *o)
+{
+    int rc = o->sentinel.addrs ? sentinel_check(o) : address_check(o);
+    return rc ? rc : common_check(o);
 }
 
 int rdl_lock_options_check(const redlease_lock_options *o)

@@ -26,7 +26,11 @@ enum rdl_req_kind {
     RDL_REQ_ACK,  /* WAIT / WAITAOF behind an acquire or renewal that wrote */
     RDL_REQ_AUTH, /* the handshake, the connection's own, from here on */
     RDL_REQ_SELECT,
-    RDL_REQ_PING /* last of the handshake: the server serves us (no NOAUTH, not LOADING) */
+    RDL_REQ_PING, /* the server serves us (no NOAUTH, not LOADING) */
+    RDL_REQ_ROLE, /* last, when asked: the server is the primary */
+    /* a Sentinel connection's own (src/sentinel.c) */
+    RDL_REQ_SENTINEL_QUERY, /* SENTINEL get-master-addr-by-name */
+    RDL_REQ_SENTINEL_SUB    /* SUBSCRIBE +switch-master */
 };
 
 typedef struct rdl_req {

@@ -16,6 +16,11 @@
  *  - close() ends the connection now: before it returns, every submitted
  *    req has had its rdl_conn_on_reply(r == NULL). No rdl_conn_on_disconnected
  *    is reported for a close the core asked for.
+ *  - subscribe() is submit() for a SUBSCRIBE: its replies (the
+ *    confirmation, then every message) come through rdl_conn_on_push(),
+ *    any number of times, and its end (link lost or closed) as one
+ *    rdl_conn_on_reply(r == NULL), as any request's. Nothing else is sent
+ *    on that link after it.
  *  - A connection that breaks by itself reports every pending req with
  *    r == NULL, then rdl_conn_on_disconnected().
  *  - destroy() frees the transport; it is only called while closed.
@@ -74,6 +79,8 @@ typedef struct rdl_transport_ops {
     int (*connect)(void *self, const rdl_endpoint *ep);
     /* Sends one command; req is returned through rdl_conn_on_reply. */
     int (*submit)(void *self, int argc, const char **argv, const size_t *lens, void *req);
+    /* Sends a SUBSCRIBE; messages come through rdl_conn_on_push (above). */
+    int (*subscribe)(void *self, int argc, const char **argv, const size_t *lens, void *req);
     void (*close)(void *self);
     void (*destroy)(void *self);
 } rdl_transport_ops;
@@ -93,6 +100,8 @@ int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
 void rdl_conn_on_connected(struct rdl_conn *cn, int status, const char *detail);
 void rdl_conn_on_disconnected(struct rdl_conn *cn, int status, const char *detail);
 void rdl_conn_on_reply(struct rdl_conn *cn, void *req, const rdl_reply *r);
+/* A reply to a subscription (never NULL): its confirmation or a message. */
+void rdl_conn_on_push(struct rdl_conn *cn, void *req, const rdl_reply *r);
 /* Keeps the text of an error the transport returned synchronously (a
  * connect that failed at once), for redlease_client_errstr(). */
 void rdl_conn_note_error(struct rdl_conn *cn, const char *detail);

@@ -122,6 +122,21 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
     rdl_conn_on_reply(t->conn, req, &r);
 }
 
+/* A subscription's callback: hiredis calls it for the confirmation and for
+ * every message, and once with NULL when the context goes. */
+static void hr_on_push(redisAsyncContext *ac, void *reply, void *req)
+{
+    rdl_hiredis *t = (rdl_hiredis *)ac->data;
+    if (t == NULL || (ac != t->ac && ac != t->closing_ac)) return;
+    if (reply == NULL) {
+        rdl_conn_on_reply(t->conn, req, NULL);
+        return;
+    }
+    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
+    rdl_hiredis_convert_reply((const redisReply *)reply, &r, elem);
+    rdl_conn_on_push(t->conn, req, &r);
+}
+
 static void hr_on_connect(const redisAsyncContext *ac, int status)
 {
     rdl_hiredis *t = (rdl_hiredis *)ac->data;
@@ -226,16 +241,25 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
     return REDLEASE_OK;
 }
 
-static int hr_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)
+static int hr_send(rdl_hiredis *t, redisCallbackFn *fn, int argc, const char **argv,
+                   const size_t *lens, void *req)
 {
-    rdl_hiredis *t = (rdl_hiredis *)self;
     redisAsyncContext *ac = t->ac;
     if (ac == NULL || !t->connected || !(ac->c.flags & REDIS_CONNECTED) ||
         (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
         return REDLEASE_ECONN;
-    if (redisAsyncCommandArgv(ac, hr_on_reply, req, argc, argv, lens) != REDIS_OK)
-        return REDLEASE_ECONN;
+    if (redisAsyncCommandArgv(ac, fn, req, argc, argv, lens) != REDIS_OK) return REDLEASE_ECONN;
     return REDLEASE_OK;
+}
+
+static int hr_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)
+{
+    return hr_send((rdl_hiredis *)self, hr_on_reply, argc, argv, lens, req);
+}
+
+static int hr_subscribe(void *self, int argc, const char **argv, const size_t *lens, void *req)
+{
+    return hr_send((rdl_hiredis *)self, hr_on_push, argc, argv, lens, req);
 }
 
 static void hr_close(void *self)
@@ -258,7 +282,8 @@ static void hr_destroy(void *self)
     rdl_free(self);
 }
 
-static const rdl_transport_ops hr_ops = {hr_connect, hr_submit, hr_close, hr_destroy};
+static const rdl_transport_ops hr_ops = {hr_connect, hr_submit, hr_subscribe, hr_close,
+                                         hr_destroy};
 
 int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
                              const struct redlease_loop_ops *loop, void *loop_data)

@@ -7,25 +7,7 @@
 # redlease exits 69 with the counts, COMMAND never runs, and the key is
 # deleted again.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../support/redis-harness.sh" || exit 99
-redis_harness_start_tap
-
-bin=${REDLEASE_BUILDDIR:-.}/cli/redlease
-if [ ! -x "$bin" ]; then
-    echo "Bail out! $bin not built"
-    exit 1
-fi
-if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then
-    RL=("${REDLEASE_BUILDDIR:-.}/libtool" --mode=execute $REDLEASE_TEST_WRAPPER "$bin")
-    slow=10
-else
-    RL=("$bin")
-    slow=1
-fi
-unset REDLEASE_HOST REDLEASE_PORT REDLEASE_PASSWORD REDLEASE_SOCKET
-tmp=$REDLEASE_TEST_DIR/cli-replicas
-mkdir -p "$tmp" || exit 99
-cli=${REDLEASE_TEST_REDIS_CLI:-redis-cli}
+. "$here/cli-rig.sh" cli-replicas
 
 # no 5 s wait for more replicas before the full sync (the default)
 "$cli" -p "$REDLEASE_TEST_PORT" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
@@ -40,23 +22,6 @@ for _ in $(seq 1 100); do
 done
 [ -n "$online" ] || { echo "Bail out! the replica did not come online"; exit 1; }
 
-n=0
-check() { # NAME CONDITION...: one TAP case
-    local name=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n - $name"
-    else
-        echo "not ok $n - $name"
-        printf '#   status=%s\n#   stdout: %s\n#   stderr: %s\n' "$st" "$out" "$err"
-    fi
-}
-rl() {
-    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
-    st=$?
-    err=$(<"$tmp/stderr")
-}
 primary=(--host 127.0.0.1 --port "$REDLEASE_TEST_PORT" --timeout $((2000 * slow)))
 
 echo "1..4"

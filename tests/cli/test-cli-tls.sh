@@ -7,42 +7,7 @@
 # (asked of the harness's plaintext server, which tells the two builds
 # apart: the one with TLS fails its handshake there instead).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-. "$here/../support/redis-harness.sh" || exit 99
-redis_harness_start_tap
-
-bin=${REDLEASE_BUILDDIR:-.}/cli/redlease
-if [ ! -x "$bin" ]; then
-    echo "Bail out! $bin not built"
-    exit 1
-fi
-if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then
-    RL=("${REDLEASE_BUILDDIR:-.}/libtool" --mode=execute $REDLEASE_TEST_WRAPPER "$bin")
-    slow=10
-else
-    RL=("$bin")
-    slow=1
-fi
-unset REDLEASE_HOST REDLEASE_PORT REDLEASE_PASSWORD REDLEASE_SOCKET
-tmp=$REDLEASE_TEST_DIR/cli-tls
-mkdir -p "$tmp" || exit 99
-
-n=0
-check() { # NAME CONDITION...: one TAP case
-    local name=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n - $name"
-    else
-        echo "not ok $n - $name"
-        printf '#   status=%s\n#   stdout: %s\n#   stderr: %s\n' "$st" "$out" "$err"
-    fi
-}
-rl() {
-    out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
-    st=$?
-    err=$(<"$tmp/stderr")
-}
+. "$here/cli-rig.sh" cli-tls
 
 # Without TLS support: the one case.
 rl status --tls --timeout 300 --socket "$REDLEASE_TEST_SOCKET" res

@@ -45,9 +45,9 @@ endif
 # answers in the states production servers reach (a pause longer than the
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
-	%reldir%/test_replication
+	%reldir%/test_replication %reldir%/test_sentinel
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
-	%reldir%/replication.itest
+	%reldir%/replication.itest %reldir%/sentinel.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -69,10 +69,16 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 	$(RIG_SOURCES)
 %canon_reldir%_test_replication_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_replication_LDADD = $(INTEGRATION_LDADD)
+# test_sentinel: a primary, two replicas and three Sentinels of its own:
+# finding the primary, a forced failover and a killed primary with leases
+# held and an acquire waiting, a key the new primary lacks.
+%canon_reldir%_test_sentinel_SOURCES = %reldir%/test_sentinel.c %reldir%/servers.h $(RIG_SOURCES)
+%canon_reldir%_test_sentinel_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_sentinel_LDADD = $(INTEGRATION_LDADD)
 
 TESTS += $(INTEGRATION_TESTS)
 # Every .itest, whichever loops this machine has.
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
-	%reldir%/tls.itest %reldir%/replication.itest
+	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest

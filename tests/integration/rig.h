@@ -146,6 +146,18 @@ static inline redlease_client_options copts(const char *path, const char *passwo
     return co;
 }
 
+/* The same over TCP to 127.0.0.1:port, with timeouts of 1000 ms (a
+ * server of a test's own, servers.h). */
+static inline redlease_client_options copts_tcp(int port)
+{
+    redlease_client_options co = copts(NULL, NULL, 0);
+    co.unix_path = NULL;
+    co.host = "127.0.0.1";
+    co.port = port;
+    co.connect_timeout_ms = co.command_timeout_ms = 1000 * S;
+    return co;
+}
+
 static inline redlease_client *client_with(const redlease_client_options *co, obs *o)
 {
     redlease_client *c = NULL;

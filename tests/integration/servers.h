@@ -23,11 +23,13 @@ typedef struct srv {
     char dir[512]; /* its folder: pid file, log, replication files */
 } srv;
 
-/* Starts REDIS_SERVER (default redis-server) as name, listening with port_option ("--port", or
- * "--tls-port" with "--port 0" in extra) on a free port, with the options
- * in extra (shell words). A plain server is waited for until it answers
- * PING. 0, or -1. */
-static inline int srv_start(srv *s, const char *name, const char *port_option, const char *extra)
+/* Starts REDIS_SERVER (default redis-server) as name, listening with
+ * port_option ("--port", or "--tls-port" with "--port 0" in extra) on a
+ * free port, with conf (NULL: none) as its configuration file (a Sentinel
+ * needs one it can rewrite) and the options in extra (shell words). A
+ * plain server is waited for until it answers PING. 0, or -1. */
+static inline int srv_start_conf(srv *s, const char *name, const char *conf,
+                                 const char *port_option, const char *extra)
 {
     const char *server = getenv("REDIS_SERVER");
     const char *top = getenv("REDLEASE_TEST_DIR");
@@ -36,15 +38,27 @@ static inline int srv_start(srv *s, const char *name, const char *port_option, c
     if (!top) return -1;
     snprintf(s->dir, sizeof s->dir, "%s/%s", top, name);
     mkdir(s->dir, 0700);
-    char cmd[8192], pidfile[600];
+    char cmd[8192], pidfile[600], conffile[600] = "";
     snprintf(pidfile, sizeof pidfile, "%s/redis.pid", s->dir);
+    if (conf) {
+        snprintf(conffile, sizeof conffile, "'%s/redis.conf'", s->dir);
+        char path[600];
+        snprintf(path, sizeof path, "%s/redis.conf", s->dir);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(conf, f) < 0) {
+            if (f) fclose(f);
+            return -1;
+        }
+        fclose(f);
+    }
     static int salt;
     for (int attempt = 0; attempt < 20; attempt++) {
         s->port = 20000 + (int)((getpid() * 7919L + (salt++) * 104729L) % 30000);
         snprintf(cmd, sizeof cmd,
-                 "'%s' %s %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
+                 "'%s' %s %s %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
                  "--daemonize yes --pidfile '%s' --logfile '%s/redis.log' %s",
-                 server, port_option, s->port, s->dir, pidfile, s->dir, extra ? extra : "");
+                 server, conffile, port_option, s->port, s->dir, pidfile, s->dir,
+                 extra ? extra : "");
         unlink(pidfile);
         if (system(cmd) != 0) continue;
         for (int i = 0; i < 300 && access(pidfile, F_OK) != 0; i++) usleep(10000);
@@ -70,6 +84,11 @@ static inline int srv_start(srv *s, const char *name, const char *port_option, c
     }
     s->pid = 0;
     return -1;
+}
+
+static inline int srv_start(srv *s, const char *name, const char *port_option, const char *extra)
+{
+    return srv_start_conf(s, name, NULL, port_option, extra);
 }
 
 /* A command on a connection of its own, answered within 2 s (a stopped

@@ -83,11 +83,7 @@ static int start_all(void)
 
 static redlease_client *client_to(const srv *s, obs *o)
 {
-    redlease_client_options co = copts(NULL, NULL, 0);
-    co.unix_path = NULL;
-    co.host = "127.0.0.1";
-    co.port = s->port;
-    co.command_timeout_ms = 1000 * S;
+    redlease_client_options co = copts_tcp(s->port);
     redlease_client *c = client_with(&co, o);
     wait_connected(c, 3000);
     return c;
@@ -253,12 +249,9 @@ static void test_repl_wait_refused(void)
     CHECK(r && r->type == REDIS_REPLY_STATUS);
     if (r) freeReplyObject(r);
     obs o = {0};
-    redlease_client_options co = copts(NULL, "pw", 0);
-    co.unix_path = NULL;
-    co.host = "127.0.0.1";
-    co.port = primary.port;
+    redlease_client_options co = copts_tcp(primary.port);
     co.username = "nowait";
-    co.command_timeout_ms = 1000 * S;
+    co.password = "pw";
     redlease_client *c = client_with(&co, &o);
     redlease_lock_options lo = acked(2000, 1, 200);
     lo.wait_ms = 2000 * S; /* definite: at once, whatever the budget */

@@ -36,11 +36,7 @@ static const char *file_of(const char *name)
  * client certificate when cert. */
 static redlease_client_options tls_opts(int port, const char *ca, int cert)
 {
-    redlease_client_options co = copts(NULL, NULL, 0);
-    co.unix_path = NULL;
-    co.host = "127.0.0.1";
-    co.port = port;
-    co.connect_timeout_ms = co.command_timeout_ms = 1000 * S;
+    redlease_client_options co = copts_tcp(port);
     if (ca) {
         co.tls.enable = 1;
         co.tls.ca_file = file_of(ca);

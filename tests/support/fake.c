@@ -63,7 +63,8 @@ static void fake_close(void *self)
 
 static void fake_destroy(void *self) { (void)self; }
 
-static const rdl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_close, fake_destroy};
+static const rdl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_submit, fake_close,
+                                           fake_destroy};
 
 static fake *the_fake; /* the factory has no user pointer of its own */
 

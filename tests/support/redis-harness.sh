@@ -132,18 +132,22 @@ _rh_stop_extras() {
 # redis_harness_extra NAME PORTOPT [ARG...]: starts one more redis-server,
 # daemonized in $REDLEASE_TEST_DIR/NAME (its pid file, log and files), on
 # 127.0.0.1 at a free port given with PORTOPT (--port, or --tls-port with
-# --port 0 among ARGs), without persistence, with ARGs added. Sets
+# --port 0 among ARGs), without persistence, with ARGs added; a redis.conf
+# the caller wrote into that folder first is its configuration file (a
+# Sentinel needs one it can rewrite: ARGs then include --sentinel). Sets
 # REDLEASE_EXTRA_PORT and REDLEASE_EXTRA_PID; redis_harness_stop stops it.
 # 0 once it runs (a plain one: answers PING), else 1.
 redis_harness_extra() {
     local name=$1 portopt=$2 dir=$REDLEASE_TEST_DIR/$1 port pid i
+    local -a conf=()
     shift 2
     mkdir -p "$dir" || return 1
+    [ -f "$dir/redis.conf" ] && conf=("$dir/redis.conf")
     for _ in $(seq 1 20); do
         port=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
         _rh_port_busy "$port" && continue
         rm -f "$dir/redis.pid"
-        "${REDIS_SERVER:-redis-server}" "$portopt" "$port" --bind 127.0.0.1 --save '' \
+        "${REDIS_SERVER:-redis-server}" "${conf[@]}" "$portopt" "$port" --bind 127.0.0.1 --save '' \
             --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" \
             --logfile "$dir/redis.log" "$@" </dev/null >/dev/null 2>&1 || continue
         for i in $(seq 1 50); do [ -s "$dir/redis.pid" ] && break; sleep 0.1; done

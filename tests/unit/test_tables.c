@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The pure tables of the core, no client needed: the key scheme
  * (src/keys.c: one-to-one, one hash slot per resource), the error
- * classification (src/errors.c: the table man 3 redlease documents) and
+ * classification (src/errors.c: the table man 3 redlease documents), the
+ * Sentinel list and +switch-master message (src/sentinel.c) and
  * the SHA-1 that names the scripts for EVALSHA (tests/support/sha1.c, and the
  * digests src/scripts.c writes out). */
 #include <stdint.h>
@@ -12,7 +13,9 @@
 #include "errors.h"
 #include "keys.h"
 #include "redlease.h"
+#include "alloc.h"
 #include "scripts.h"
+#include "sentinel.h"
 #include "sha1.h"
 
 /* --------------------------------------------------------------- keys */
@@ -195,11 +198,58 @@ static void test_error_table(void)
 
 static void test_new_status_strings(void)
 {
-    int codes[] = {REDLEASE_EAUTH, REDLEASE_EPERM, REDLEASE_ECONFIG};
-    for (size_t i = 0; i < 3; i++) CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
+    int codes[] = {REDLEASE_EAUTH, REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP,
+                   REDLEASE_ETLS, REDLEASE_EREPLICAS};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
     CHECK_EQ(REDLEASE_EAUTH, -11);
     CHECK_EQ(REDLEASE_EPERM, -12);
     CHECK_EQ(REDLEASE_ECONFIG, -13);
+    CHECK_EQ(REDLEASE_ENOTSUP, -14);
+    CHECK_EQ(REDLEASE_ETLS, -15);
+    CHECK_EQ(REDLEASE_EREPLICAS, -16);
+}
+
+/* ----------------------------------------------------------- Sentinel */
+
+static void test_sentinel_list(void)
+{
+    rdl_sentinel_addr a[REDLEASE_MAX_SENTINELS];
+    CHECK_EQ(rdl_sentinel_parse("10.0.0.1:26379,[::1]:26380,sentinel-3.internal:1", a), 3);
+    CHECK_STR(a[0].host, "10.0.0.1");
+    CHECK_EQ(a[0].port, 26379);
+    CHECK_STR(a[1].host, "::1");
+    CHECK_EQ(a[1].port, 26380);
+    CHECK_STR(a[2].host, "sentinel-3.internal");
+    CHECK_EQ(a[2].port, 1);
+    for (int i = 0; i < 3; i++) rdl_free(a[i].host);
+    const char *bad[] = {NULL, "", "h", "h:", ":1", "h:0", "h:65536", "h:123456", "h:1,", ",h:1",
+                         "h:1,,h:2", "::1:26379", "[::1]", "[::1]:", "[]:1", "h:1x", "h: 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_EQ(rdl_sentinel_parse(bad[i], NULL), -1);
+    char many[512] = "";
+    for (int i = 0; i <= REDLEASE_MAX_SENTINELS; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%sh:%d", i ? "," : "", i + 1);
+    CHECK_EQ(rdl_sentinel_parse(many, NULL), -1); /* one too many */
+    *strrchr(many, ',') = '\0';
+    CHECK_EQ(rdl_sentinel_parse(many, NULL), REDLEASE_MAX_SENTINELS);
+}
+
+static void test_sentinel_switch_message(void)
+{
+    char host[64];
+    int port = 0;
+    const char *m = "mymaster 10.0.0.1 6379 10.0.0.2 6380";
+    CHECK_EQ(rdl_sentinel_parse_switch(m, strlen(m), "mymaster", host, sizeof host, &port), 1);
+    CHECK_STR(host, "10.0.0.2");
+    CHECK_EQ(port, 6380);
+    CHECK_EQ(rdl_sentinel_parse_switch(m, strlen(m), "other", host, sizeof host, &port), 0);
+    CHECK_EQ(rdl_sentinel_parse_switch(m, strlen(m), "mymast", host, sizeof host, &port), 0);
+    const char *bad[] = {"", "mymaster", "mymaster 10.0.0.1 6379 10.0.0.2",
+                         "mymaster 10.0.0.1 6379 10.0.0.2 6380 extra", "mymaster a 1 b 0",
+                         "mymaster a 1 b 70000", "mymaster a 1 b x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(rdl_sentinel_parse_switch(bad[i], strlen(bad[i]), "mymaster", host, sizeof host, &port), 0);
+    CHECK_EQ(rdl_sentinel_parse_switch(m, strlen(m), "mymaster", host, 8, &port), 0); /* too long */
 }
 
 /* -------------------------------------------------------------- SHA-1 */
@@ -248,6 +298,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_key_scheme_as_documented),
         TEST_CASE(test_error_table),
         TEST_CASE(test_new_status_strings),
+        TEST_CASE(test_sentinel_list),
+        TEST_CASE(test_sentinel_switch_message),
         TEST_CASE(test_sha1),
         TEST_CASE(test_script_sha_constants),
     };

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/* Sentinel: one connection to one Sentinel at a time, asking where the
+ * primary is and subscribed to +switch-master (src/sentinel.h says what it
+ * tells its owner; docs/design.md, section 8, why). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "sentinel.h"
+
+/* ---------------------------------------------------------- parsing */
+
+/* A port: 1 to 65535, digits only. */
+static int parse_port(const char *p, size_t n)
+{
+    if (n == 0 || n > 5) return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v >= 1 && v <= 65535 ? v : -1;
+}
+
+/* One "HOST:PORT" or "[ADDR]:PORT" of n bytes: host in [*h, *h + *hn). */
+static int parse_one(const char *p, size_t n, const char **h, size_t *hn, int *port)
+{
+    const char *colon;
+    if (n > 0 && p[0] == '[') {
+        const char *close = memchr(p, ']', n);
+        if (!close || close + 1 >= p + n || close[1] != ':') return -1;
+        *h = p + 1;
+        *hn = (size_t)(close - p - 1);
+        colon = close + 1;
+    } else {
+        colon = NULL;
+        for (const char *q = p; q < p + n; q++)
+            if (*q == ':') colon = q; /* the last one */
+        if (!colon || memchr(p, ':', (size_t)(colon - p))) return -1; /* IPv6 needs [] */
+        *h = p;
+        *hn = (size_t)(colon - p);
+    }
+    if (*hn == 0 || *hn > 255) return -1;
+    *port = parse_port(colon + 1, (size_t)(p + n - colon - 1));
+    return *port < 0 ? -1 : 0;
+}
+
+int rdl_sentinel_parse(const char *list, rdl_sentinel_addr *out)
+{
+    if (!list || !list[0]) return -1;
+    int count = 0;
+    const char *p = list;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *h;
+        size_t hn;
+        int port;
+        if (count == REDLEASE_MAX_SENTINELS || parse_one(p, n, &h, &hn, &port) != 0) goto bad;
+        if (out) {
+            out[count].host = rdl_malloc(hn + 1);
+            if (!out[count].host) {
+                count = -count - 1; /* free what was copied, then say ENOMEM */
+                goto bad;
+            }
+            memcpy(out[count].host, h, hn);
+            out[count].host[hn] = '\0';
+            out[count].port = port;
+        }
+        count++;
+        if (!end) return count;
+        p = end + 1;
+    }
+bad:;
+    int copied = count < 0 ? -count - 1 : count;
+    for (int i = 0; out && i < copied; i++) {
+        rdl_free(out[i].host);
+        out[i].host = NULL;
+    }
+    return count < 0 ? -2 : -1;
+}
+
+int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, char *host, size_t size,
+                              int *port)
+{
+    /* five words: name, old host, old port, new host, new port */
+    const char *w[5];
+    size_t wn[5];
+    int k = 0;
+    size_t i = 0;
+    while (i < len && k < 5) {
+        while (i < len && msg[i] == ' ') i++;
+        if (i == len) break;
+        w[k] = msg + i;
+        while (i < len && msg[i] != ' ') i++;
+        wn[k] = (size_t)(msg + i - w[k]);
+        k++;
+    }
+    while (i < len && msg[i] == ' ') i++;
+    if (k != 5 || i != len) return 0;
+    if (wn[0] != strlen(name) || memcmp(w[0], name, wn[0]) != 0) return 0;
+    int p = parse_port(w[4], wn[4]);
+    if (p < 0 || wn[3] == 0 || wn[3] >= size) return 0;
+    memcpy(host, w[3], wn[3]);
+    host[wn[3]] = '\0';
+    *port = p;
+    return 1;
+}
+
+/* ------------------------------------------------------- asking */
+
+static void say(rdl_sentinel *s, const char *text, size_t len)
+{
+    char buf[400];
+    const rdl_sentinel_addr *a = &s->addrs[s->current];
+    int n = snprintf(buf, sizeof buf, "Sentinel %s:%d: %.*s", a->host, a->port,
+                     (int)(len < 300 ? len : 300), text);
+    s->ops->error(s->owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* This Sentinel is no use now: drop the link; its failure moves us on to
+ * the next one (on_event). */
+static void give_up(rdl_sentinel *s, int status, const char *why)
+{
+    say(s, why, strlen(why));
+    rdl_conn_restart(&s->conn, status, NULL);
+}
+
+static rdl_req *new_req(int kind, int64_t now, uint64_t epoch)
+{
+    rdl_req *req = rdl_calloc(1, sizeof *req);
+    if (req) {
+        req->kind = kind;
+        req->script = -1;
+        req->t0 = now;
+        req->epoch = epoch;
+    }
+    return req;
+}
+
+/* The question, and the subscription behind it on the same link: a
+ * Sentinel runs both in one go, so no switch can fall between them. */
+static void ask(rdl_sentinel *s)
+{
+    int64_t now = rdl_clock_now(s->conn.clock);
+    uint64_t epoch = rdl_conn_epoch(&s->conn);
+    rdl_req *q = new_req(RDL_REQ_SENTINEL_QUERY, now, epoch);
+    rdl_req *sub = new_req(RDL_REQ_SENTINEL_SUB, now, epoch);
+    const char *qa[3] = {"SENTINEL", "get-master-addr-by-name", s->name};
+    size_t ql[3] = {8, 23, strlen(s->name)};
+    const char *sa[2] = {"SUBSCRIBE", "+switch-master"};
+    size_t sl[2] = {9, 14};
+    if (q && sub && rdl_conn_submit(&s->conn, q, 3, qa, ql) == 0) {
+        s->query = q;
+        q = NULL;
+        if (rdl_conn_subscribe(&s->conn, sub, 2, sa, sl) == 0) {
+            s->sub = sub;
+            sub = NULL;
+        }
+    }
+    if (q || sub) give_up(s, q ? REDLEASE_ENOMEM : REDLEASE_ECONN, "could not ask");
+    rdl_free(q);
+    rdl_free(sub);
+}
+
+/* The answer to SENTINEL get-master-addr-by-name: [host, port], or nil
+ * for a name this Sentinel does not monitor. */
+static void answered(rdl_sentinel *s, const rdl_reply *r)
+{
+    if (r->type == RDL_REPLY_ARRAY && r->elements == 2 && r->element[0].type == RDL_REPLY_STRING &&
+        r->element[1].type == RDL_REPLY_STRING && r->element[0].len > 0 &&
+        r->element[0].len < 256) {
+        char host[256];
+        memcpy(host, r->element[0].str, r->element[0].len);
+        host[r->element[0].len] = '\0';
+        int port = parse_port(r->element[1].str, r->element[1].len);
+        if (port > 0) {
+            s->ops->primary(s->owner, host, port);
+            return;
+        }
+    }
+    if (r->type == RDL_REPLY_ERROR) {
+        say(s, r->str, r->len);
+        rdl_conn_restart(&s->conn, REDLEASE_EREDIS, NULL);
+    } else if (r->type == RDL_REPLY_NIL) {
+        char why[300];
+        snprintf(why, sizeof why, "does not know master '%.200s'", s->name);
+        give_up(s, REDLEASE_ECONN, why);
+    } else {
+        give_up(s, REDLEASE_EPROTO, "unexpected answer to SENTINEL get-master-addr-by-name");
+    }
+}
+
+/* ------------------------------------------------- the connection's reports */
+
+static void on_enter(void *owner)
+{
+    rdl_sentinel *s = owner;
+    s->ops->enter(s->owner);
+}
+
+static void on_leave(void *owner)
+{
+    rdl_sentinel *s = owner;
+    s->ops->leave(s->owner);
+}
+
+static int on_ending(void *owner)
+{
+    rdl_sentinel *s = owner;
+    return s->ops->ending(s->owner);
+}
+
+static void on_ready(void *owner) { ask(owner); }
+
+static void on_refused(void *owner, int status, int64_t now)
+{
+    rdl_sentinel *s = owner;
+    s->ops->refused(s->owner, status, now);
+}
+
+static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
+{
+    rdl_sentinel *s = owner;
+    if (!req) return; /* the handshake's */
+    if (req == s->query) {
+        s->query = NULL;
+        if (r) answered(s, r);
+    } else if (req == s->sub) {
+        s->sub = NULL; /* its end: the link is gone */
+    }
+    rdl_free(req);
+}
+
+/* ["message", "+switch-master", "NAME OLDHOST OLDPORT NEWHOST NEWPORT"];
+ * the subscription's confirmation is ignored. */
+static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
+{
+    rdl_sentinel *s = owner;
+    (void)req;
+    if (r->type != RDL_REPLY_ARRAY || r->elements != 3) return;
+    const rdl_reply *kind = &r->element[0], *msg = &r->element[2];
+    if (kind->type != RDL_REPLY_STRING || kind->len != 7 || memcmp(kind->str, "message", 7) != 0 ||
+        msg->type != RDL_REPLY_STRING)
+        return;
+    char host[256];
+    int port;
+    if (rdl_sentinel_parse_switch(msg->str, msg->len, s->name, host, sizeof host, &port))
+        s->ops->primary(s->owner, host, port);
+}
+
+/* A link that failed or was dropped moves us on to the next Sentinel (the
+ * connection's backoff paces the round). */
+static void on_event(void *owner, int type, int status, int64_t retry_in)
+{
+    rdl_sentinel *s = owner;
+    (void)status, (void)retry_in;
+    if (type != REDLEASE_EV_DISCONNECTED || s->naddrs < 2) return;
+    s->current = (s->current + 1) % s->naddrs;
+    rdl_conn_set_address(&s->conn, s->addrs[s->current].host, s->addrs[s->current].port);
+}
+
+static void on_error(void *owner, const char *text, size_t len)
+{
+    if (text && len) say(owner, text, len);
+}
+
+static void on_deadline(void *owner, int64_t at)
+{
+    rdl_sentinel *s = owner;
+    s->ops->deadline(s->owner, at);
+}
+
+static const rdl_conn_owner conn_owner = {
+    .enter = on_enter,
+    .leave = on_leave,
+    .ending = on_ending,
+    .ready = on_ready,
+    .refused = on_refused,
+    .reply = on_reply,
+    .push = on_push,
+    .event = on_event,
+    .error = on_error,
+    .deadline = on_deadline,
+};
+
+/* ------------------------------------------------------------ life */
+
+int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
+                      const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
+                      const rdl_clock *clock, const rdl_rng *rng)
+{
+    memset(s, 0, sizeof *s);
+    s->wake.idx = RDL_HEAP_OUT;
+    s->ops = ops;
+    s->owner = owner;
+    int n = rdl_sentinel_parse(o->addrs, s->addrs);
+    if (n < 0) return n == -2 ? REDLEASE_ENOMEM : REDLEASE_EINVAL;
+    s->naddrs = n;
+    int ok = 1;
+    s->name = rdl_strdup(o->master_name, &ok);
+    rdl_conn_config cc = *base;
+    cc.host = s->addrs[0].host;
+    cc.port = s->addrs[0].port;
+    cc.unix_path = NULL;
+    cc.db = 0;
+    cc.username = o->username;
+    cc.password = o->password;
+    cc.verify_primary = 0;
+    redlease_tls_options tls = o->tls && base->tls ? *base->tls : (redlease_tls_options){0};
+    tls.server_name = NULL; /* each Sentinel by its own address */
+    cc.tls = &tls;
+    if (rdl_conn_init(&s->conn, &cc, &conn_owner, s, clock, rng) != REDLEASE_OK) ok = 0;
+    return ok ? REDLEASE_OK : REDLEASE_ENOMEM;
+}
+
+void rdl_sentinel_free(rdl_sentinel *s)
+{
+    rdl_conn_free(&s->conn); /* the query and the subscription come back, NULL */
+    for (int i = 0; i < s->naddrs; i++) rdl_free(s->addrs[i].host);
+    rdl_free(s->name);
+    s->naddrs = 0;
+    s->name = NULL;
+}
+
+int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redlease_loop_ops *loop,
+                        void *loop_data)
+{
+    return rdl_conn_attach(&s->conn, make, loop, loop_data);
+}
+
+void rdl_sentinel_start(rdl_sentinel *s, int64_t now) { rdl_conn_connect(&s->conn, now); }
+
+void rdl_sentinel_run(rdl_sentinel *s, int64_t now) { rdl_conn_run(&s->conn, now); }
+
+void rdl_sentinel_refresh(rdl_sentinel *s)
+{
+    /* A question out (or one to come on the next link) will answer. */
+    if (s->query || !rdl_conn_ready(&s->conn)) return;
+    rdl_conn_restart(&s->conn, REDLEASE_ECONN, NULL);
+}

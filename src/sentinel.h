@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* Sentinel (src/sentinel.c): where the primary of a master name is, from a
+ * set of Sentinels, and news of every failover at once.
+ *
+ * It keeps one connection (an rdl_conn) to one Sentinel at a time. When
+ * that connection becomes ready it asks SENTINEL get-master-addr-by-name
+ * and, behind it on the same link, subscribes to +switch-master, and stays
+ * subscribed: the answer and every switch of our master name go to the
+ * owner (primary). A Sentinel that cannot be reached, refuses us or does
+ * not know the name is left for the next in the list, with the
+ * connection's backoff. The owner asks again (rdl_sentinel_refresh) when
+ * its own connection to the primary fails: a switch announced while we
+ * were not subscribed is then still learnt.
+ *
+ * Pure core like conn.c: no hiredis, time from the owner's clock, and the
+ * transport closed only from rdl_sentinel_run() and rdl_sentinel_free().
+ */
+#ifndef REDLEASE_SENTINEL_H
+#define REDLEASE_SENTINEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "heap.h"
+#include "redlease.h"
+
+typedef struct rdl_sentinel_owner {
+    /* As rdl_conn_owner's: bracket every report, and say when ending. */
+    void (*enter)(void *owner);
+    void (*leave)(void *owner);
+    int (*ending)(void *owner);
+    /* A Sentinel named the primary: asked, or announcing a failover. */
+    void (*primary)(void *owner, const char *host, int port);
+    /* A failure's text, naming the Sentinel. */
+    void (*error)(void *owner, const char *text, size_t len);
+    /* A Sentinel refused us in a way retrying cannot cure (EAUTH, ETLS). */
+    void (*refused)(void *owner, int status, int64_t now);
+    /* rdl_sentinel_deadline() moved. */
+    void (*deadline)(void *owner, int64_t at);
+} rdl_sentinel_owner;
+
+typedef struct rdl_sentinel_addr {
+    char *host;
+    int port;
+} rdl_sentinel_addr;
+
+typedef struct rdl_sentinel {
+    rdl_heap_node wake; /* the owner's heap node for this connection's deadline */
+    const rdl_sentinel_owner *ops;
+    void *owner;
+    rdl_sentinel_addr addrs[REDLEASE_MAX_SENTINELS];
+    int naddrs, current; /* the Sentinel the connection goes to */
+    char *name;          /* the master name */
+    rdl_conn conn;
+    rdl_req *query; /* in flight, or NULL */
+    rdl_req *sub;   /* the subscription, until its end comes back */
+} rdl_sentinel;
+
+/* Splits "HOST:PORT[,HOST:PORT...]" (IPv6 as [ADDR]:PORT) into at most
+ * REDLEASE_MAX_SENTINELS addresses; hosts are copies (out NULL: only
+ * checks). The count, or -1 for a list that cannot work, or -2 when out of
+ * memory (what was copied is freed). */
+int rdl_sentinel_parse(const char *list, rdl_sentinel_addr *out);
+/* Reads a +switch-master message ("NAME OLDHOST OLDPORT NEWHOST NEWPORT"):
+ * 1 when it is about name, with the new primary in host (size bytes) and
+ * *port; else 0. */
+int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, char *host,
+                              size_t size, int *port);
+
+/* From the client's options (checked); connection settings (timeouts,
+ * reconnect delays, TLS) from base. 0 or ENOMEM (then rdl_sentinel_free()
+ * still frees what was made). */
+int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
+                      const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
+                      const rdl_clock *clock, const rdl_rng *rng);
+void rdl_sentinel_free(rdl_sentinel *s);
+int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redlease_loop_ops *loop,
+                        void *loop_data);
+/* Connects to the first Sentinel. */
+void rdl_sentinel_start(rdl_sentinel *s, int64_t now);
+/* From the owner's timer: the deadline passed, or rdl_sentinel_due(). */
+void rdl_sentinel_run(rdl_sentinel *s, int64_t now);
+/* The primary may have moved (the owner's link to it failed): ask again,
+ * unless a question is out already. Safe inside transport callbacks. */
+void rdl_sentinel_refresh(rdl_sentinel *s);
+
+static inline int rdl_sentinel_due(const rdl_sentinel *s) { return rdl_conn_due(&s->conn); }
+static inline int64_t rdl_sentinel_deadline(const rdl_sentinel *s)
+{
+    return rdl_conn_deadline(&s->conn);
+}
+
+#endif
