@@ -9,6 +9,9 @@
  *
  *   chaos-worker ID STORE      REDLEASE_SOCKET=/path/redis.sock
  *   chaos-worker --now         prints the clock (ms), for chaos.sh
+ *   CHAOS_SENTINEL=HOST:PORT[,...] and CHAOS_MASTER=NAME instead of the
+ *   socket: the primary through Sentinel; CHAOS_MIN_REPLICAS (default 0):
+ *   the lock option min_replicas (and the acknowledged renewals with it);
  *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
  *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
  *   longer ones need renewals, so a frozen server costs the lease),
@@ -354,12 +357,16 @@ int main(int argc, char **argv)
     lock_options.retry_base_ms = 10;
     lock_options.retry_max_ms = 100;
     lock_options.fencing = 1;
+    lock_options.min_replicas = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
     cs_max_ms = (int)env_ms("CHAOS_CS_MS", lock_options.ttl_ms * 3 / 2);
     if (cs_max_ms < 1) cs_max_ms = 1;
 
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.unix_path = getenv("REDLEASE_SOCKET");
+    co.sentinel.addrs = getenv("CHAOS_SENTINEL");
+    co.sentinel.master_name = getenv("CHAOS_MASTER");
+    if (co.sentinel.addrs) co.unix_path = NULL;
     /* Commands must time out within a lease, or a frozen server keeps a
      * cycle waiting long after its lease is gone. */
     co.command_timeout_ms = lock_options.ttl_ms;

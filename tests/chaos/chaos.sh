@@ -18,12 +18,21 @@
 #   CHAOS_KEEP        set: keep the log directory even when all is well
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
 #                     default all of them), e.g. "net-delay net-drop net-cut"
+#   CHAOS_TOPOLOGY    single (default), or sentinel: the harness's server
+#                     as a primary, one replica of it and one Sentinel; the
+#                     workers find the primary through the Sentinel and ask
+#                     for min_replicas 1 (CHAOS_MIN_REPLICAS); the faults are failover, stop and
+#                     kill (no proxy, no restart), and a failover has no
+#                     excuse window: 0 overlaps
 #   REDLEASE_TEST_WRAPPER  runs each worker under it (valgrind)
 #   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker and netfault-proxy are
 #
 # Faults (one at a time, 1-3 TTL apart):
 #   stop        SIGSTOP a holder for 1.5-2.5 TTL, then SIGCONT (a GC pause)
 #   kill        CLIENT KILL TYPE normal: every worker's connection drops
+#   failover    (sentinel) SENTINEL FAILOVER: the replica becomes the
+#               primary, the primary its replica; refused while one is
+#               under way or no replica is ready (failed-failover)
 #   restart     redis-server SIGKILLed and started empty (same socket): the
 #               window [kill, back up + TTL] is where overlaps are expected
 #   sleep-renew DEBUG SLEEP 0.5 TTL: longer than a renewal interval (TTL/3)
@@ -76,6 +85,33 @@ rcli() {
 
 redis_harness_start || exit 1
 [ -n "${REDLEASE_TEST_REDIS_CLI:-}" ] || { echo "chaos: redis-cli is needed" >&2; exit 1; }
+topology=${CHAOS_TOPOLOGY:-single}
+case $topology in single | sentinel) ;; *) echo "chaos: CHAOS_TOPOLOGY: single or sentinel" >&2; exit 1 ;; esac
+
+# The sentinel topology: a replica of the harness's server and a Sentinel
+# watching it as master "chaos"; primary_cli runs redis-cli on whichever
+# server is the primary now.
+primary_cli() { timeout 10 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" "$@"; }
+if [ "$topology" = sentinel ]; then
+    rcli CONFIG SET repl-diskless-sync-delay 0 || exit 1
+    redis_harness_extra chaos-replica --port --replicaof 127.0.0.1 "$REDLEASE_TEST_PORT" \
+        --repl-diskless-sync-delay 0 || exit 1
+    replica_port=$REDLEASE_EXTRA_PORT
+    for _ in $(seq 1 100); do # a replica takes writes only after its first ACK
+        [ "$(printf 'SET ready 1\r\nWAIT 1 100\r\n' | primary_cli 2>/dev/null | tail -n 1)" = 1 ] && break
+    done
+    mkdir -p "$REDLEASE_TEST_DIR/chaos-sentinel" || exit 1
+    printf 'sentinel monitor chaos 127.0.0.1 %d 1\nsentinel down-after-milliseconds chaos 5000\n' \
+        "$REDLEASE_TEST_PORT" >"$REDLEASE_TEST_DIR/chaos-sentinel/redis.conf"
+    redis_harness_extra chaos-sentinel --port --sentinel || exit 1
+    sentinel_port=$REDLEASE_EXTRA_PORT
+    primary_cli() {
+        local addr
+        addr=$(timeout 10 "$REDLEASE_TEST_REDIS_CLI" -p "$sentinel_port" SENTINEL get-master-addr-by-name chaos | tail -n 1)
+        timeout 10 "$REDLEASE_TEST_REDIS_CLI" -p "${addr:-0}" "$@"
+    }
+    echo "chaos: sentinel topology: primary 127.0.0.1:$REDLEASE_TEST_PORT, replica 127.0.0.1:$replica_port, Sentinel 127.0.0.1:$sentinel_port"
+fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/redlease-chaos.XXXXXX") || exit 1
 faults=$out/faults.log
 store=$out/store
@@ -95,41 +131,52 @@ trap 'cleanup_workers; _rh_trap' EXIT
 trap 'cleanup_workers; _rh_trap; exit 130' INT
 trap 'cleanup_workers; _rh_trap; exit 143' TERM
 
-# The netem probe: a delay qdisc on lo needs CAP_NET_ADMIN and sch_netem.
-netem_reason=
-if ! command -v tc >/dev/null 2>&1; then
-    netem_reason="tc not installed"
-elif ! msg=$(tc qdisc add dev lo root netem delay 1ms 2>&1); then
-    netem_reason="tc netem refused: $msg"
-else
-    tc qdisc del dev lo root 2>/dev/null
-fi
-if [ -n "$netem_reason" ]; then
-    echo "chaos: netem skipped: $netem_reason"
-    echo "$(now_ms) skipped netem" >>"$faults"
-    upstream=$REDLEASE_TEST_SOCKET
-else
-    # netem only touches IP traffic: the proxy's hop to Redis goes over TCP.
-    upstream=127.0.0.1:$REDLEASE_TEST_PORT
+if [ "$topology" = single ]; then
+    # The netem probe: a delay qdisc on lo needs CAP_NET_ADMIN and sch_netem.
+    netem_reason=
+    if ! command -v tc >/dev/null 2>&1; then
+        netem_reason="tc not installed"
+    elif ! msg=$(tc qdisc add dev lo root netem delay 1ms 2>&1); then
+        netem_reason="tc netem refused: $msg"
+    else
+        tc qdisc del dev lo root 2>/dev/null
+    fi
+    if [ -n "$netem_reason" ]; then
+        echo "chaos: netem skipped: $netem_reason"
+        echo "$(now_ms) skipped netem" >>"$faults"
+        upstream=$REDLEASE_TEST_SOCKET
+    else
+        # netem only touches IP traffic: the proxy's hop to Redis goes over TCP.
+        upstream=127.0.0.1:$REDLEASE_TEST_PORT
+    fi
+
+    # The fault proxy between the workers and Redis, fed through a FIFO; its
+    # fault lines go to proxy.out, merged into faults.log at the end.
+    proxy_sock=$out/proxy.sock
+    mkfifo "$out/proxy.ctl" || exit 1
+    $wrapper "$proxy_bin" "$proxy_sock" "$upstream" <"$out/proxy.ctl" >"$out/proxy.out" 2>"$out/proxy.err" &
+    proxy_pid=$!
+    exec {proxy_ctl}>"$out/proxy.ctl"
+    for _ in $(seq 1 300); do [ -S "$proxy_sock" ] && break; sleep 0.1; done
+    [ -S "$proxy_sock" ] || { echo "chaos: netfault-proxy did not start:" >&2; cat "$out/proxy.err" >&2; exit 1; }
+    echo "chaos: workers reach Redis through netfault-proxy ($proxy_sock -> $upstream)"
+    # proxy_cmd LINE: one command to the proxy; fails if it is gone (the write
+    # runs in a subshell, so a SIGPIPE ends only that). Long-lived children get
+    # the FIFO closed ({proxy_ctl}>&-).
+    proxy_cmd() { (echo "$1" >&"$proxy_ctl") 2>/dev/null; }
 fi
 
-# The fault proxy between the workers and Redis, fed through a FIFO; its
-# fault lines go to proxy.out, merged into faults.log at the end.
-proxy_sock=$out/proxy.sock
-mkfifo "$out/proxy.ctl" || exit 1
-$wrapper "$proxy_bin" "$proxy_sock" "$upstream" <"$out/proxy.ctl" >"$out/proxy.out" 2>"$out/proxy.err" &
-proxy_pid=$!
-exec {proxy_ctl}>"$out/proxy.ctl"
-for _ in $(seq 1 300); do [ -S "$proxy_sock" ] && break; sleep 0.1; done
-[ -S "$proxy_sock" ] || { echo "chaos: netfault-proxy did not start:" >&2; cat "$out/proxy.err" >&2; exit 1; }
-echo "chaos: workers reach Redis through netfault-proxy ($proxy_sock -> $upstream)"
-# proxy_cmd LINE: one command to the proxy; fails if it is gone (the write
-# runs in a subshell, so a SIGPIPE ends only that). Long-lived children get
-# the FIFO closed ({proxy_ctl}>&-).
-proxy_cmd() { (echo "$1" >&"$proxy_ctl") 2>/dev/null; }
-
+# Where the workers find Redis: through the proxy, or through the Sentinel
+# (no proxy: proxy_ctl is a stand-in the children close all the same).
+if [ "$topology" = single ]; then
+    reach=(REDLEASE_SOCKET="$proxy_sock")
+else
+    reach=(CHAOS_SENTINEL="127.0.0.1:$sentinel_port" CHAOS_MASTER=chaos
+           CHAOS_MIN_REPLICAS="${CHAOS_MIN_REPLICAS:-1}")
+    exec {proxy_ctl}>/dev/null
+fi
 for w in $(seq 1 "$nworkers"); do
-    CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl REDLEASE_SOCKET=$proxy_sock \
+    env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl "${reach[@]}" \
         $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" {proxy_ctl}>&- &
     pids[w]=$!
 done
@@ -150,13 +197,15 @@ pick_holder() {
 }
 
 kinds=(stop kill restart sleep-renew sleep-ttl pause-all net-delay net-drop net-cut)
-if redis_harness_version_at_least 6 2; then
+if [ "$topology" = sentinel ]; then
+    kinds=(failover stop kill)
+elif redis_harness_version_at_least 6 2; then
     kinds+=(pause-write)
 else
     echo "chaos: pause-write skipped: CLIENT PAUSE WRITE needs Redis 6.2, this is $REDLEASE_TEST_REDIS_VERSION"
     echo "$(now_ms) skipped pause-write" >>"$faults"
 fi
-[ -n "$netem_reason" ] || kinds+=(netem)
+[ "$topology" = sentinel ] || [ -n "$netem_reason" ] || kinds+=(netem)
 if [ -n "${CHAOS_KINDS:-}" ]; then
     for k in $CHAOS_KINDS; do
         [[ " ${kinds[*]} " == *" $k "* ]] || { echo "chaos: CHAOS_KINDS: no fault '$k' here (${kinds[*]})" >&2; exit 1; }
@@ -176,7 +225,13 @@ while [ "$(date +%s)" -lt "$end" ]; do
             t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
             echo "$t0 stop $(now_ms) worker=$w" >>"$faults" ;;
         kill)
-            rcli CLIENT KILL TYPE normal || kind=failed-$kind
+            case $(primary_cli CLIENT KILL TYPE normal 2>&1) in
+                "" | ERR* | *"(error)"*) kind=failed-$kind ;;
+            esac
+            echo "$t0 $kind $(now_ms)" >>"$faults" ;;
+        failover)
+            reply=$(timeout 10 "$REDLEASE_TEST_REDIS_CLI" -p "$sentinel_port" SENTINEL FAILOVER chaos 2>&1)
+            [ "$reply" = OK ] || kind=failed-$kind
             echo "$t0 $kind $(now_ms)" >>"$faults" ;;
         restart)
             redis_harness_restart {proxy_ctl}>&- || { echo "chaos: redis did not restart" >&2; exit 1; }
@@ -236,25 +291,31 @@ pids=()
 # it must exit 0 (under valgrind: no error, no leak). SIGTERM, as other
 # processes may hold the FIFO open too.
 exec {proxy_ctl}>&-
-kill -TERM "$proxy_pid" 2>/dev/null
-proxy_status=hung
-for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "$proxy_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$proxy_pid" 2>/dev/null; then kill -KILL "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
-else wait "$proxy_pid"; proxy_status=$?; fi
-proxy_pid=
-grep -E '^[0-9]+\.[0-9]+ net-(delay|drop|cut) ' "$out/proxy.out" >>"$faults"
+if [ "$topology" = single ]; then
+    kill -TERM "$proxy_pid" 2>/dev/null
+    proxy_status=hung
+    for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "$proxy_pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$proxy_pid" 2>/dev/null; then kill -KILL "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
+    else wait "$proxy_pid"; proxy_status=$?; fi
+    proxy_pid=
+    grep -E '^[0-9]+\.[0-9]+ net-(delay|drop|cut) ' "$out/proxy.out" >>"$faults"
+fi
 
 rc=0
 awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
-overflows=$(grep -c ' overflow ' "$out/proxy.out")
-upstream_failed=$(grep -c ' upstream ' "$out/proxy.err")
-echo "figure: netfault-proxy: exit $proxy_status, $overflows connections over its byte cap, $upstream_failed upstream connects failed (Redis restarting)"
-if [ "$proxy_status" = 0 ]; then
-    echo "invariant: netfault-proxy-exit-clean ok (exit 0)"
+if [ "$topology" = single ]; then
+    overflows=$(grep -c ' overflow ' "$out/proxy.out")
+    upstream_failed=$(grep -c ' upstream ' "$out/proxy.err")
+    echo "figure: netfault-proxy: exit $proxy_status, $overflows connections over its byte cap, $upstream_failed upstream connects failed (Redis restarting)"
+    if [ "$proxy_status" = 0 ]; then
+        echo "invariant: netfault-proxy-exit-clean ok (exit 0)"
+    else
+        echo "invariant: netfault-proxy-exit-clean FAIL (exit $proxy_status)"; rc=1
+        grep -v ' upstream \| begin ' "$out/proxy.err" | head -n 40
+    fi
 else
-    echo "invariant: netfault-proxy-exit-clean FAIL (exit $proxy_status)"; rc=1
-    grep -v ' upstream \| begin ' "$out/proxy.err" | head -n 40
+    echo "figure: failovers: $(grep -c ' failover ' "$faults") done, $(grep -c ' failed-failover ' "$faults") refused (one under way, or no replica ready)"
 fi
 for w in $(seq 1 "$nworkers"); do
     if [ -s "$out/worker$w.err" ]; then echo "--- worker $w stderr:"; head -n 40 "$out/worker$w.err"; fi

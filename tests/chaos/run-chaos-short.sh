@@ -4,7 +4,7 @@
 # invariant of its checker. ~10 s with 4 workers; under
 # REDLEASE_TEST_WRAPPER (valgrind) 2 workers, a 400 ms TTL and 20 s, so it
 # stays under a minute. CHAOS_SEED replays a failing run (its seed is in
-# the log).
+# the log); CHAOS_TOPOLOGY picks chaos.sh's topology (run-chaos-sentinel.sh).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 . "$here/../support/redis-harness.sh" || exit 99
 redis_harness_require_tap
