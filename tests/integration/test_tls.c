@@ -5,10 +5,12 @@
  * localhost and 127.0.0.1, a client certificate, and a CA nobody used).
  * A lease over TLS; then each way TLS can fail, each with its status: a
  * CA that did not sign the server (REDLEASE_ETLS, at once, also for a wait
- * for ever), a name the certificate does not carry, no client
+ * for ever), a certificate that expired (a second server), a name the
+ * certificate does not carry, no client
  * certificate, a CA file that does not exist; TLS to a plaintext port and
  * plaintext to the TLS port are never OK (the connection times out or is
- * reset). In a build without TLS the one
+ * reset); a Sentinel over TLS that names the TLS server (sentinel.tls),
+ * and one no trusted CA signed. In a build without TLS the one
  * case is that asking for TLS is REDLEASE_ENOTSUP, never plaintext.
  * Runs on the poll() loop through tls.itest (run-integration.sh starts the
  * harness's plaintext server, which the TLS-to-plaintext case uses). */
@@ -21,7 +23,7 @@
 #include "servers.h"
 
 static char pki[512];
-static int tls_port;
+static int tls_port, expired_port; /* the second serves a certificate that expired */
 
 static const char *file_of(const char *name)
 {
@@ -90,6 +92,11 @@ static void test_tls_lease_over_tls(void)
 static void test_tls_wrong_ca(void)
 {
     expect_refused(tls_opts(tls_port, "other-ca.crt", 1), REDLEASE_ETLS, "certificate");
+}
+
+static void test_tls_certificate_expired(void)
+{
+    expect_refused(tls_opts(expired_port, "ca.crt", 1), REDLEASE_ETLS, "expired");
 }
 
 static void test_tls_name_not_in_the_certificate(void)
@@ -174,8 +181,21 @@ static void test_tls_not_in_this_build(void)
     redlease_client_free(c);
 }
 
-/* The PKI, then the TLS server on it (servers.h). 0, or -1. */
-static int start_tls_server(srv *tls)
+/* A TLS server with the CA's certificate file cert (servers.h), conf
+ * (NULL: none) as its configuration, extra options added; 0 or -1. */
+static int start_tls_on(srv *s, const char *name, const char *cert, const char *conf,
+                        const char *extra)
+{
+    char args[4096];
+    snprintf(args, sizeof args,
+             "--port 0 --tls-cert-file '%s' --tls-key-file '%s' --tls-ca-cert-file '%s' "
+             "--tls-auth-clients yes %s",
+             file_of(cert), file_of("server.key"), file_of("ca.crt"), extra ? extra : "");
+    return srv_start_conf(s, name, conf, "--tls-port", args);
+}
+
+/* The PKI, then the TLS servers on it. 0, or -1. */
+static int start_tls_server(srv *tls, srv *expired)
 {
     const char *dir = getenv("REDLEASE_TEST_DIR");
     const char *src = getenv("REDLEASE_SRCDIR");
@@ -184,13 +204,58 @@ static int start_tls_server(srv *tls)
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "sh '%s/tests/support/tls-certs.sh' '%s'", src, pki);
     if (system(cmd) != 0) return -1;
-    snprintf(cmd, sizeof cmd,
-             "--port 0 --tls-cert-file '%s' --tls-key-file '%s' --tls-ca-cert-file '%s' "
-             "--tls-auth-clients yes",
-             file_of("server.crt"), file_of("server.key"), file_of("ca.crt"));
-    if (srv_start(tls, "tls", "--tls-port", cmd) != 0) return -1;
+    if (start_tls_on(tls, "tls", "server.crt", NULL, NULL) ||
+        start_tls_on(expired, "tls-expired", "expired.crt", NULL, NULL))
+        return -1;
     tls_port = tls->port;
+    expired_port = expired->port;
     return 0;
+}
+
+/* Sentinel over TLS, watching the TLS server: the client reaches the
+ * Sentinel and then the primary it names, both over TLS, both verified;
+ * a CA that signed neither is refused at once (ETLS). */
+static void test_tls_through_sentinel(void)
+{
+    srv sentinel;
+    char conf[128];
+    snprintf(conf, sizeof conf, "sentinel monitor tlsm 127.0.0.1 %d 1\n", tls_port);
+    if (start_tls_on(&sentinel, "tls-sentinel", "server.crt", conf,
+                     "--tls-replication yes --sentinel")) {
+        CHECK(!"a TLS Sentinel started");
+        return;
+    }
+    char list[64];
+    snprintf(list, sizeof list, "127.0.0.1:%d", sentinel.port);
+    obs o = {0};
+    redlease_client_options co = tls_opts(0, "ca.crt", 1);
+    co.sentinel.addrs = list;
+    co.sentinel.master_name = "tlsm";
+    co.sentinel.tls = 1;
+    redlease_client *c = client_with(&co, &o);
+    acquire(c, &o, "tls-sentinel", lopts(1000, 3000, 0));
+    run_until(&o.acq, 4000, NULL);
+    printf("# through a TLS Sentinel: %s %s\n", redlease_strerror(o.acq_st), redlease_client_errstr(c));
+    CHECK_EQ(o.acq_st, REDLEASE_OK);
+    CHECK_EQ(o.events[REDLEASE_EV_PRIMARY], 1);
+    release(&o, NULL);
+    finish(c, &o);
+
+    obs q = {0};
+    co = tls_opts(0, "other-ca.crt", 1);
+    co.sentinel.addrs = list;
+    co.sentinel.master_name = "tlsm";
+    co.sentinel.tls = 1;
+    c = client_with(&co, &q);
+    acquire(c, &q, "tls-sentinel", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
+    run_until(&q.acq, 3000, q.lk);
+    printf("# a CA that signed no Sentinel: %s: %s\n", redlease_strerror(q.acq_st),
+           redlease_client_errstr(c));
+    CHECK_EQ(q.acq_st, REDLEASE_ETLS);
+    CHECK(strstr(redlease_client_errstr(c), "Sentinel 127.0.0.1:") != NULL);
+    release(&q, q.lk);
+    finish(c, &q);
+    srv_kill(&sentinel);
 }
 
 int main(int argc, char **argv)
@@ -202,8 +267,8 @@ int main(int argc, char **argv)
         rig_stop();
         return rc;
     }
-    srv tls;
-    if (start_tls_server(&tls) != 0) {
+    srv tls, expired;
+    if (start_tls_server(&tls, &expired) != 0) {
         printf("Bail out! could not start a TLS redis-server\n");
         rig_stop();
         return 1;
@@ -212,15 +277,18 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_tls_lease_over_tls),
         TEST_CASE(test_tls_wrong_ca),
+        TEST_CASE(test_tls_certificate_expired),
         TEST_CASE(test_tls_name_not_in_the_certificate),
         TEST_CASE(test_tls_insecure_skips_verification),
         TEST_CASE(test_tls_without_client_certificate),
         TEST_CASE(test_tls_ca_file_missing),
         TEST_CASE(test_tls_to_a_plaintext_port),
         TEST_CASE(test_plaintext_to_the_tls_port),
+        TEST_CASE(test_tls_through_sentinel),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     srv_kill(&tls);
+    srv_kill(&expired);
     rig_stop();
     return rc;
 }
