@@ -326,10 +326,12 @@ static void teardown(redlease_client *c)
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
     rdl_conn_free(&c->conn); /* every request comes back now, NULL */
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
-    rdl_free(c->sentinel);
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
         rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
+    /* After the locks: taking each off the heap moves the other nodes,
+     * the Sentinel's among them. */
+    rdl_free(c->sentinel);
     rdl_heap_free(&c->heap);
     rdl_free(c->prefix);
     rdl_free(c);

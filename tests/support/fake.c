@@ -2,6 +2,7 @@
 #include "fake.h"
 #include "sha1.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,10 +12,30 @@
 
 /* ------------------------------------------------------------ transport */
 
+static void record(fake_cmd *cmd, int argc, const char **argv, const size_t *lens, void *req,
+                   int64_t now)
+{
+    memset(cmd, 0, sizeof *cmd);
+    cmd->argc = argc;
+    for (int i = 0; i < argc && i < 8; i++) {
+        cmd->argv[i] = malloc(lens[i] + 1);
+        memcpy(cmd->argv[i], argv[i], lens[i]);
+        cmd->argv[i][lens[i]] = '\0';
+    }
+    cmd->req = req;
+    cmd->sent_at = now;
+}
+
+static void note_endpoint(char *host, size_t size, int *port, const rdl_endpoint *ep)
+{
+    snprintf(host, size, "%s", ep->host ? ep->host : "");
+    *port = ep->port;
+}
+
 static int fake_connect_op(void *self, const rdl_endpoint *ep)
 {
     fake *f = self;
-    (void)ep;
+    note_endpoint(f->host, sizeof f->host, &f->port, ep);
     f->connects++;
     if (f->connect_rc) return f->connect_rc;
     f->connecting = 1;
@@ -27,16 +48,7 @@ static int fake_submit(void *self, int argc, const char **argv, const size_t *le
     if (f->refuse || f->ncmds >= FAKE_MAX_CMDS) f->refused++;
     if (f->refused > 100000) f->refuse = 0; /* a core that spins: let it out */
     if (!f->connected || f->refuse || f->ncmds >= FAKE_MAX_CMDS) return REDLEASE_ECONN;
-    fake_cmd *cmd = &f->cmds[f->ncmds++];
-    memset(cmd, 0, sizeof *cmd);
-    cmd->argc = argc;
-    for (int i = 0; i < argc && i < 8; i++) {
-        cmd->argv[i] = malloc(lens[i] + 1);
-        memcpy(cmd->argv[i], argv[i], lens[i]);
-        cmd->argv[i][lens[i]] = '\0';
-    }
-    cmd->req = req;
-    cmd->sent_at = f->now;
+    record(&f->cmds[f->ncmds++], argc, argv, lens, req, f->now);
     return 0;
 }
 
@@ -66,14 +78,72 @@ static void fake_destroy(void *self) { (void)self; }
 static const rdl_transport_ops fake_ops = {fake_connect_op, fake_submit, fake_submit, fake_close,
                                            fake_destroy};
 
+/* ------------------------------------------------------- the side link */
+
 static fake *the_fake; /* the factory has no user pointer of its own */
+
+static int side_connect_op(void *self, const rdl_endpoint *ep)
+{
+    fake_side *s = self;
+    note_endpoint(s->host, sizeof s->host, &s->port, ep);
+    s->connects++;
+    s->connecting = 1;
+    return 0;
+}
+
+static int side_send(fake_side *s, int argc, const char **argv, const size_t *lens, void *req,
+                     int subscribed)
+{
+    if (!s->connected || s->ncmds >= FAKE_SIDE_CMDS) return REDLEASE_ECONN;
+    fake_cmd *cmd = &s->cmds[s->ncmds++];
+    record(cmd, argc, argv, lens, req, the_fake->now);
+    cmd->subscribed = subscribed;
+    return 0;
+}
+
+static int side_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)
+{
+    return side_send(self, argc, argv, lens, req, 0);
+}
+
+static int side_subscribe(void *self, int argc, const char **argv, const size_t *lens, void *req)
+{
+    return side_send(self, argc, argv, lens, req, 1);
+}
+
+/* Every command still open gets NULL, in order: the link is gone. */
+static void side_fail_all(fake_side *s)
+{
+    for (int i = 0; i < s->ncmds; i++) {
+        if (s->cmds[i].answered) continue;
+        s->cmds[i].answered = 1;
+        rdl_conn_on_reply(s->cn, s->cmds[i].req, NULL);
+    }
+    s->head = s->ncmds;
+}
+
+static void side_close(void *self)
+{
+    fake_side *s = self;
+    s->connected = s->connecting = 0;
+    side_fail_all(s);
+}
+
+static const rdl_transport_ops side_ops = {side_connect_op, side_submit, side_subscribe, side_close,
+                                           fake_destroy};
 
 static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_ops *loop,
                         void *loop_data)
 {
-    (void)cn, (void)loop, (void)loop_data;
-    out->ops = &fake_ops;
-    out->self = the_fake;
+    (void)loop, (void)loop_data;
+    if (cn == &the_fake->tc->conn) {
+        out->ops = &fake_ops;
+        out->self = the_fake;
+    } else {
+        the_fake->side.cn = cn;
+        out->ops = &side_ops;
+        out->self = &the_fake->side;
+    }
     return 0;
 }
 
@@ -139,11 +209,22 @@ void fake_connect(fake *f)
     fake_run(f);
 }
 
+/* ROLE's answer: [role, ...], the rest left out (the core reads the first). */
+static void reply_role(fake *f, const char *role)
+{
+    rdl_reply elem[1] = {{.type = RDL_REPLY_STRING, .str = role, .len = strlen(role)}};
+    rdl_reply r = {.type = RDL_REPLY_ARRAY, .elements = 1, .element = elem};
+    answer(f, &r);
+}
+
 void fake_answer_handshake(fake *f)
 {
     while (fake_peek(f)) {
         fake_cmd *cmd = fake_peek(f);
-        fake_reply_status(f, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
+        if (strcmp(cmd->argv[0], "ROLE") == 0)
+            reply_role(f, f->role ? f->role : "master");
+        else
+            fake_reply_status(f, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     }
 }
 
@@ -249,6 +330,9 @@ void fake_free(fake *f)
     for (int i = 0; i < f->ncmds; i++)
         for (int j = 0; j < f->cmds[i].argc && j < 8; j++) free(f->cmds[i].argv[j]);
     f->ncmds = f->head = 0;
+    for (int i = 0; i < f->side.ncmds; i++)
+        for (int j = 0; j < f->side.cmds[i].argc && j < 8; j++) free(f->side.cmds[i].argv[j]);
+    f->side.ncmds = f->side.head = 0;
 }
 
 /* ------------------------------------------------------------ allocator */
@@ -296,3 +380,88 @@ void fake_alloc_install(void)
 long fake_alloc_live(void) { return live; }
 long fake_alloc_count(void) { return count; }
 void fake_alloc_fail_at(long n) { fail_at = n ? count + n : 0; }
+
+/* ------------------------------------------------------ the side link's API */
+
+fake_cmd *fake_side_peek(fake *f)
+{
+    fake_side *s = &f->side;
+    while (s->head < s->ncmds && (s->cmds[s->head].answered || s->cmds[s->head].subscribed)) {
+        if (s->cmds[s->head].answered) {
+            s->head++;
+        } else { /* a subscription: look past it */
+            for (int i = s->head + 1; i < s->ncmds; i++)
+                if (!s->cmds[i].answered && !s->cmds[i].subscribed) return &s->cmds[i];
+            return NULL;
+        }
+    }
+    return s->head < s->ncmds ? &s->cmds[s->head] : NULL;
+}
+
+static void side_answer(fake *f, const rdl_reply *r)
+{
+    fake_cmd *cmd = fake_side_peek(f);
+    if (!cmd) return;
+    cmd->answered = 1;
+    rdl_conn_on_reply(f->side.cn, cmd->req, r);
+}
+
+void fake_side_connect(fake *f)
+{
+    f->side.connecting = 0;
+    f->side.connected = 1;
+    rdl_conn_on_connected(f->side.cn, REDLEASE_OK, NULL);
+    for (fake_cmd *cmd; (cmd = fake_side_peek(f)) && strcmp(cmd->argv[0], "SENTINEL") != 0;) {
+        rdl_reply r = {.type = RDL_REPLY_STATUS, .str = "OK", .len = 2};
+        if (strcmp(cmd->argv[0], "PING") == 0) r.str = "PONG", r.len = 4;
+        side_answer(f, &r);
+    }
+    fake_run(f);
+}
+
+void fake_side_connect_fail(fake *f)
+{
+    f->side.connecting = 0;
+    rdl_conn_on_connected(f->side.cn, REDLEASE_ECONN, "connection refused (fake side)");
+}
+
+void fake_side_reply_addr(fake *f, const char *host, const char *port)
+{
+    rdl_reply elem[2] = {{.type = RDL_REPLY_STRING, .str = host, .len = strlen(host)},
+                         {.type = RDL_REPLY_STRING, .str = port, .len = strlen(port)}};
+    rdl_reply r = {.type = RDL_REPLY_ARRAY, .elements = 2, .element = elem};
+    side_answer(f, &r);
+}
+
+void fake_side_reply_nil(fake *f)
+{
+    rdl_reply r = {.type = RDL_REPLY_NIL};
+    side_answer(f, &r);
+}
+
+void fake_side_reply_err(fake *f, const char *s)
+{
+    rdl_reply r = {.type = RDL_REPLY_ERROR, .str = s, .len = strlen(s)};
+    side_answer(f, &r);
+}
+
+void fake_side_push(fake *f, const char *channel, const char *text)
+{
+    fake_side *s = &f->side;
+    for (int i = 0; i < s->ncmds; i++) {
+        if (!s->cmds[i].subscribed || s->cmds[i].answered) continue;
+        rdl_reply elem[3] = {{.type = RDL_REPLY_STRING, .str = "message", .len = 7},
+                             {.type = RDL_REPLY_STRING, .str = channel, .len = strlen(channel)},
+                             {.type = RDL_REPLY_STRING, .str = text, .len = strlen(text)}};
+        rdl_reply r = {.type = RDL_REPLY_ARRAY, .elements = 3, .element = elem};
+        rdl_conn_on_push(s->cn, s->cmds[i].req, &r);
+        return;
+    }
+}
+
+void fake_side_break(fake *f)
+{
+    f->side.connected = f->side.connecting = 0;
+    side_fail_all(&f->side);
+    rdl_conn_on_disconnected(f->side.cn, REDLEASE_ECONN, "connection reset (fake side)");
+}

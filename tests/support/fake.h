@@ -16,8 +16,22 @@ typedef struct fake_cmd {
     char *argv[8];
     void *req;
     int answered;
+    int subscribed;  /* a SUBSCRIBE: answered by pushes, ended by the link */
     int64_t sent_at; /* virtual time of the submit */
 } fake_cmd;
+
+/* The second link: a client's Sentinel connection (any connection but the
+ * client's own to Redis gets it). Its commands are answered in order; a
+ * subscription stays open until the link goes. */
+#define FAKE_SIDE_CMDS 256
+typedef struct fake_side {
+    struct rdl_conn *cn; /* the connection it serves */
+    int connects, connecting, connected;
+    char host[64];       /* where the last connect went */
+    int port;
+    fake_cmd cmds[FAKE_SIDE_CMDS];
+    int ncmds, head;
+} fake_side;
 
 typedef struct fake {
     redlease_client *c;
@@ -35,6 +49,10 @@ typedef struct fake {
     int refused;      /* submits refused so far */
     fake_cmd cmds[FAKE_MAX_CMDS];
     int ncmds, head; /* head: oldest unanswered */
+    char host[64];   /* where the last connect went ("" for a unix socket) */
+    int port;
+    const char *role; /* what ROLE answers in the handshake: "master" (NULL) */
+    fake_side side;
 } fake;
 
 /* A client on the fake (o may be NULL), attached, connected, handshake done. */
@@ -76,6 +94,19 @@ void fake_reply_raw(fake *f, const struct redisReply *r);
 void fake_break(fake *f);
 /* Free the client (and the fake's commands). */
 void fake_free(fake *f);
+
+/* The side link (a Sentinel): finish its connect and answer its handshake;
+ * fail its connect; the oldest unanswered command that is not a
+ * subscription; answers; a message on its subscription (channel, text);
+ * the link breaks (every command, subscription too, gets NULL). */
+void fake_side_connect(fake *f);
+void fake_side_connect_fail(fake *f);
+fake_cmd *fake_side_peek(fake *f);
+void fake_side_reply_addr(fake *f, const char *host, const char *port);
+void fake_side_reply_nil(fake *f);
+void fake_side_reply_err(fake *f, const char *s);
+void fake_side_push(fake *f, const char *channel, const char *text);
+void fake_side_break(fake *f);
 
 /* The SHA-1 EVALSHA names script i by. */
 const char *fake_sha(int i);
