@@ -6,7 +6,8 @@
  * scripted transport on a virtual clock). Each step's first byte picks an
  * action: move the clock, feed RESP bytes to a hiredis redisReader (each
  * reply it completes answers the oldest pending command, as hiredis would
- * deliver it), answer plausibly, break the connection, finish a reconnect
+ * deliver it), answer plausibly (WAIT and WAITAOF with enough replicas or
+ * too few), break the connection, finish a reconnect
  * (with or without the handshake answered, or failing), acquire or release
  * a handle, free the client. Callbacks and the event hook may release
  * handles or free the client, as the API allows.
@@ -55,6 +56,7 @@ static int hook_mode; /* 0 none; 1 the hook may release; 2 it may also free */
 static uint64_t rng_state;
 static int freeing; /* inside free_client() */
 static redlease_client *zombie; /* freed, its teardown not yet run */
+static int64_t command_timeout; /* the client's */
 
 /* A client freed from inside the library is torn down when the library's
  * outermost call returns (inside its timer), or else by its timer, which it
@@ -140,8 +142,9 @@ static void cb_acq(redlease_lock *lk, int st, void *arg)
      * freed (free ends every handle before it returns, wherever it is). */
     EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && !l->acq && !l->rel);
-    EXPECT(st <= 0 && st >= REDLEASE_ECONFIG && st != REDLEASE_EINVAL && st != REDLEASE_ESYS &&
-           st != REDLEASE_ENOTHELD);
+    /* no TLS on the fake: ENOTSUP and ETLS cannot come; EREPLICAS can */
+    EXPECT(((st <= 0 && st >= REDLEASE_ECONFIG) || st == REDLEASE_EREPLICAS) &&
+           st != REDLEASE_EINVAL && st != REDLEASE_ESYS && st != REDLEASE_ENOTHELD);
     l->acq = 1;
     l->acq_ok = st == REDLEASE_OK;
     if (!l->acq_ok) check_not_held(l);
@@ -205,7 +208,17 @@ static void acquire_one(lease *l)
     o.fencing = flags >> 6 & 1;
     o.jitter = flags >> 7;
     memset(l, 0, sizeof *l);
-    l->reaction = take_u8(&in) % 4;
+    /* The reaction byte's low bits; its high bits ask for replication
+     * acknowledgement (0 in the older seeds: none): bits 2-3 both set
+     * enable it, 4-5 min_replicas, 6 wait_fsync, 7 renewal_acks. */
+    uint8_t react = take_u8(&in);
+    l->reaction = react % 4;
+    if ((react >> 2 & 3) == 3) {
+        o.min_replicas = react >> 4 & 3;
+        o.wait_fsync = react >> 6 & 1;
+        o.renewal_acks = react >> 7;
+        o.replica_timeout_ms = command_timeout / 4; /* below the command timeout */
+    }
     l->alive = 1;
     l->in_call = 1;
     char res[8];
@@ -258,6 +271,11 @@ static void answer_good(void)
         fake_reply_str(&F, fake_sha(i));
     } else if (strcmp(cmd->argv[0], "EVALSHA") == 0 || strcmp(cmd->argv[0], "EVAL") == 0) {
         fake_reply_int(&F, 1 + take_u8(&in) % 3);
+    } else if (strcmp(cmd->argv[0], "WAIT") == 0) {
+        fake_reply_int(&F, take_u8(&in) % 4); /* enough replicas, or too few */
+    } else if (strcmp(cmd->argv[0], "WAITAOF") == 0) {
+        long long counts[2] = {take_u8(&in) % 2, take_u8(&in) % 4};
+        fake_reply_ints(&F, 2, counts);
     } else {
         fake_reply_status(&F, "OK");
     }
@@ -325,7 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hook_mode = take_u8(&in) % 3;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.command_timeout_ms = 10 + take_u8(&in) * 4;
+    co.command_timeout_ms = command_timeout = 10 + take_u8(&in) * 4;
     fake_start(&F, &co);
     EXPECT(F.c != NULL);
     redlease_client_set_rng(F.c, rng_fn, NULL);

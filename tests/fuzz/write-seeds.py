@@ -18,7 +18,10 @@ BREAK, RUN1, FREE = bytes([3]), bytes([8]), bytes([9])
 def reconnect(mode): return bytes([4, mode])  # 0 handshake ok, 1 raw, 2 fail
 def release(slot): return bytes([6, slot])
 def good(v=0): return bytes([7, v])
-def acquire(slot, flags=1, ttl=1000, base=50, react=0, extra=b""):
+def acquire(slot, flags=1, ttl=1000, base=50, react=0, extra=b"", acks=None):
+    # acks (None: none): (min_replicas, wait_fsync, renewal_acks), in react's high bits
+    if acks:
+        react |= 0x0c | acks[0] << 4 | acks[1] << 6 | acks[2] << 7
     return bytes([5, slot, flags]) + u16(ttl - 10) + extra + bytes([base, 16, react])
 
 def header(hook=0, timeout_ms=110): return bytes([hook, (timeout_ms - 10) // 4])
@@ -54,6 +57,15 @@ replies = {
         + RUN1 + b"\x00\x01" + good() + good() + pause(3000) + b"\xff" + FREE,
     "split-reply": header() + acquire(0) + RUN1 + feed(b"+O") + feed(b"K\r\n")
         + release(0) + RUN1 + feed(b":") + feed(b"1\r\n") + FREE,
+    # WAIT 1: acknowledged (held, a renewal acknowledged too), then one short
+    # (EREPLICAS, the key dropped); WAITAOF: [1, 1] then an integer (EPROTO)
+    "replica-acks": header() + acquire(0, acks=(1, 0, 1)) + RUN1
+        + feed(b"+OK\r\n") + feed(b":1\r\n") + advance(255) + advance(100)
+        + feed(b":1\r\n") + feed(b":1\r\n") + acquire(1, 0x09, extra=u16(300), acks=(2, 0, 1))
+        + RUN1 + feed(b"+OK\r\n") + feed(b":1\r\n") + advance(255) + feed(b":1\r\n")
+        + acquire(2, 0x41, acks=(1, 1, 0)) + RUN1 + feed(b":9\r\n")
+        + feed(b"*2\r\n:1\r\n:1\r\n") + release(2) + RUN1 + feed(b":1\r\n")
+        + acquire(3, acks=(0, 1, 0)) + RUN1 + feed(b"+OK\r\n") + feed(b":1\r\n") + FREE,
 }
 
 # fuzz_options: see LLVMFuzzerTestOneInput() in fuzz_options.c
