@@ -76,9 +76,26 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_sentinel_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_sentinel_LDADD = $(INTEGRATION_LDADD)
 
+# The suite once more per adapter over TLS (tls-NAME.itest), where the
+# library has TLS.
+if HAVE_TLS
+INTEGRATION_TESTS += %reldir%/tls-libev.itest %reldir%/tls-poll.itest
+if HAVE_LIBEVENT
+INTEGRATION_TESTS += %reldir%/tls-libevent.itest
+endif
+if HAVE_LIBUV
+INTEGRATION_TESTS += %reldir%/tls-libuv.itest
+endif
+if HAVE_GLIB
+INTEGRATION_TESTS += %reldir%/tls-glib.itest
+endif
+endif
+
 TESTS += $(INTEGRATION_TESTS)
 # Every .itest, whichever loops this machine has.
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
-	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest
+	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest \
+	%reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest

@@ -7,7 +7,9 @@
 #
 #   run-integration.sh tests/integration/NAME.itest [ARGS...]
 # runs tests/integration/test_NAME (the suite on adapter NAME); make check
-# calls it that way for each .itest file (ITEST_LOG_COMPILER). Without a
+# calls it that way for each .itest file (ITEST_LOG_COMPILER). tls-NAME.itest
+# runs the same program with REDLEASE_TEST_TLS=1: the harness's server then
+# also listens with TLS, and the suite's clients use it. Without a
 # .itest argument, REDLEASE_TEST_BIN names the program (make bench).
 #
 # The harness is found in ../support/ (in $(srcdir), also for VPATH
@@ -25,6 +27,10 @@ case ${1:-} in
 *.itest)
     name=$(basename "$1" .itest)
     shift
+    case $name in tls-*) # the suite on that adapter, over TLS
+        name=${name#tls-}
+        export REDLEASE_TEST_TLS=1 ;;
+    esac
     bin=${REDLEASE_BUILDDIR:-.}/tests/integration/test_$name
     ;;
 esac

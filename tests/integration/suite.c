@@ -28,6 +28,10 @@
 
 static const char *sock_path;
 static int tcp_port;
+/* tls-NAME.itest: the harness's server also speaks TLS there, and every
+ * client of the suite but those of a case's own making goes over it. */
+static int tls_port;
+static char tls_files[3][600]; /* CA, client certificate, its key */
 
 static int64_t mono_ms(void)
 {
@@ -184,6 +188,13 @@ static redlease_client *client_tcp(int tcp)
     if (tcp) {
         o.host = "127.0.0.1";
         o.port = tcp_port;
+    } else if (tls_port) {
+        o.host = "127.0.0.1";
+        o.port = tls_port;
+        o.tls.enable = 1;
+        o.tls.ca_file = tls_files[0];
+        o.tls.cert_file = tls_files[1];
+        o.tls.key_file = tls_files[2];
     } else {
         o.unix_path = sock_path;
     }
@@ -888,8 +899,18 @@ int main(int argc, char **argv)
         return 1;
     }
     tcp_port = atoi(port);
+    const char *tls = getenv("REDLEASE_TEST_TLS_PORT"), *pki = getenv("REDLEASE_TEST_PKI");
+    if (tls && pki) {
+        if (!redlease_tls_available()) {
+            printf("Bail out! the suite over TLS, in a library built without TLS\n");
+            return 1;
+        }
+        tls_port = atoi(tls);
+        const char *names[3] = {"ca.crt", "client.crt", "client.key"};
+        for (int i = 0; i < 3; i++) snprintf(tls_files[i], sizeof tls_files[i], "%s/%s", pki, names[i]);
+    }
     testloop_init();
-    printf("# adapter: %s\n", testloop_name);
+    printf("# adapter: %s%s\n", testloop_name, tls_port ? ", over TLS" : "");
     if (!admin() || admin()->err) {
         printf("Bail out! cannot reach redis at %s\n", sock_path);
         return 1;

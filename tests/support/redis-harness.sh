@@ -34,6 +34,11 @@
 #     REDLEASE_TEST_REDIS_PID  pid of redis-server
 #     REDLEASE_TEST_REDIS_CLI  path of redis-cli, or empty if not installed
 #     REDLEASE_TEST_REDIS_VERSION  the server's version, e.g. 7.0.15
+#     REDLEASE_TEST_TLS_PORT, REDLEASE_TEST_PKI  with REDLEASE_TEST_TLS=1
+#                              set before the start: the server also
+#                              listens with TLS there, client certificates
+#                              required, on the throwaway PKI in that folder
+#                              (tests/support/tls-certs.sh)
 #
 # redis_harness_version_at_least MAJOR MINOR: is the server that recent?
 # (CLIENT PAUSE WRITE and CLIENT UNPAUSE need 6.2.)
@@ -239,6 +244,11 @@ _rh_launch() {
     if [ "$(_rh_redis_major "$server")" -ge 7 ]; then
         extra+=(--enable-debug-command local)
     fi
+    if [ -n "${REDLEASE_TEST_TLS_PORT:-}" ]; then
+        extra+=(--tls-port "$REDLEASE_TEST_TLS_PORT" --tls-cert-file "$REDLEASE_TEST_PKI/server.crt"
+                --tls-key-file "$REDLEASE_TEST_PKI/server.key"
+                --tls-ca-cert-file "$REDLEASE_TEST_PKI/ca.crt" --tls-auth-clients yes)
+    fi
     "$server" --port "$REDLEASE_TEST_PORT" --bind 127.0.0.1 \
         --unixsocket "$REDLEASE_TEST_SOCKET" --unixsocketperm 700 \
         --save '' --appendonly no --daemonize no \
@@ -292,11 +302,22 @@ redis_harness_start() {
     trap '_rh_trap; exit 130' INT
     trap '_rh_trap; exit 143' TERM
     trap '_rh_trap; exit 129' HUP
+    if [ "${REDLEASE_TEST_TLS:-}" = 1 ]; then
+        REDLEASE_TEST_PKI=$REDLEASE_TEST_DIR/pki
+        sh "$(dirname "${BASH_SOURCE[0]}")/tls-certs.sh" "$REDLEASE_TEST_PKI" ||
+            { _rh_log "tls-certs.sh failed"; redis_harness_stop; return 1; }
+        export REDLEASE_TEST_PKI
+    fi
 
     for attempt in $(seq 1 20); do
         port=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
         _rh_port_busy "$port" && continue
         REDLEASE_TEST_PORT=$port
+        if [ -n "${REDLEASE_TEST_PKI:-}" ]; then # its TLS port: the next free one
+            REDLEASE_TEST_TLS_PORT=$((port + 1))
+            _rh_port_busy "$REDLEASE_TEST_TLS_PORT" && continue
+            export REDLEASE_TEST_TLS_PORT
+        fi
         _rh_launch
         pid=$REDLEASE_TEST_REDIS_PID
         for i in $(seq 1 100); do            # up to ~10 s
