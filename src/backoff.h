@@ -22,6 +22,8 @@ typedef struct rdl_backoff {
 } rdl_backoff;
 
 void rdl_backoff_init(rdl_backoff *b, int jitter, int64_t base, int64_t max);
+/* Back to the first delay, same settings. */
+static inline void rdl_backoff_reset(rdl_backoff *b) { rdl_backoff_init(b, b->jitter, b->base, b->max); }
 /* The next delay in ms, in [0, max]. */
 int64_t rdl_backoff_next(rdl_backoff *b, const rdl_rng *r);
 

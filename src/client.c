@@ -425,8 +425,13 @@ static void on_conn_event(void *owner, int type, int status, int64_t retry_in)
                          .retry_in_ms = retry_in, .detail = detail};
     rdl_emit(c, &ev);
     /* The primary failed us (gone, a replica now, READONLY): it may have
-     * moved while we missed the news. */
-    if (type == REDLEASE_EV_DISCONNECTED && c->sentinel && !c->dead) rdl_sentinel_refresh(c->sentinel);
+     * moved while we missed the news. Not when we left it on the news. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->sentinel && !c->dead) {
+        if (c->moving)
+            c->moving = 0;
+        else
+            rdl_sentinel_refresh(c->sentinel);
+    }
 }
 
 static void on_conn_error(void *owner, const char *text, size_t len)
@@ -456,7 +461,9 @@ static const rdl_conn_owner conn_owner = {
 static void on_sentinel_primary(void *owner, const char *host, int port)
 {
     redlease_client *c = owner;
-    if (rdl_conn_set_endpoint(&c->conn, host, port, rdl_now(c)) != 1) return; /* same, or no memory */
+    int moved = rdl_conn_set_endpoint(&c->conn, host, port, rdl_now(c));
+    if (moved <= 0) return; /* the same, or no memory: the next answer tries again */
+    c->moving = moved == 2;  /* the disconnect that follows is ours */
     char where[300];
     snprintf(where, sizeof where, "%s:%d", host, port);
     redlease_event ev = {.type = REDLEASE_EV_PRIMARY, .rtt_ms = -1, .remaining_ms = -1,
@@ -470,12 +477,20 @@ static void on_sentinel_deadline(void *owner, int64_t at)
     if (c->sentinel->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->sentinel->wake, at);
 }
 
+/* A Sentinel's trouble is the user's only while we have no primary: it
+ * must not hide the text of a failure of the primary's link or a reply. */
+static void on_sentinel_error(void *owner, const char *text, size_t len)
+{
+    redlease_client *c = owner;
+    if (!rdl_client_ready(c)) rdl_set_errstr(c, text, len);
+}
+
 static const rdl_sentinel_owner sentinel_owner = {
     .enter = on_conn_enter,
     .leave = on_conn_leave,
     .ending = on_conn_ending,
     .primary = on_sentinel_primary,
-    .error = on_conn_error,
+    .error = on_sentinel_error,
     .refused = on_conn_refused,
     .deadline = on_sentinel_deadline,
 };

@@ -55,6 +55,7 @@ struct redlease_client {
     /* With Sentinel (client options): where the primary is; its link's
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
+    int moving; /* the primary's link is dropped to follow the Sentinels */
 
     /* locks */
     rdl_heap heap;

@@ -60,6 +60,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     cn->port = cfg->port;
     cn->db = cfg->db;
     cn->verify_primary = cfg->verify_primary;
+    cn->hold_backoff = cfg->hold_backoff;
     cn->connect_timeout = cfg->connect_timeout;
     cn->command_timeout = cfg->command_timeout;
     rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
@@ -91,14 +92,23 @@ void rdl_conn_free(rdl_conn *cn)
 int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
                     void *loop_data)
 {
+    if (cn->tr.ops) { /* an earlier attach whose owner failed later: never connected */
+        cn->tr.ops->destroy(cn->tr.self);
+        cn->tr.ops = NULL;
+    }
     return make(&cn->tr, cn, loop, loop_data);
 }
+
+void rdl_conn_backoff_reset(rdl_conn *cn) { rdl_backoff_reset(&cn->reconnect); }
 
 /* ------------------------------------------------------ losing the link */
 
 static void reconnect_later(rdl_conn *cn, int64_t now)
 {
-    int64_t d = rdl_backoff_next(&cn->reconnect, cn->rng);
+    /* A link dropped to go elsewhere goes at once: the new address has not
+     * failed yet (the count of failures still grows if it does). */
+    int64_t d = cn->go_now ? 1 : rdl_backoff_next(&cn->reconnect, cn->rng);
+    cn->go_now = 0;
     if (d < 1) d = 1; /* a deadline at "now" inside the timer would never fire */
     cn->state = RDL_CONN_BACKOFF;
     schedule(cn, now + d);
@@ -260,7 +270,7 @@ static void become_ready(rdl_conn *cn)
     cn->definite = 0;
     cn->epoch++;
     cn->connects++;
-    rdl_backoff_init(&cn->reconnect, cn->reconnect.jitter, cn->reconnect.base, cn->reconnect.max);
+    if (!cn->hold_backoff) rdl_backoff_reset(&cn->reconnect);
     schedule(cn, RDL_NEVER);
     cn->stall_since = -1;
     cn->owner_ops->ready(cn->owner); /* it sends what waited from its timer, outside hiredis */
@@ -361,15 +371,6 @@ void rdl_conn_on_push(rdl_conn *cn, void *req, const rdl_reply *r)
 
 /* ------------------------------------------------------ driven by owner */
 
-int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
-{
-    int rc = cn->tr.ops->subscribe(cn->tr.self, argc, argv, lens, req);
-    if (rc == 0) {
-        cn->commands_sent++;
-        cn->reqs_out++; /* until its end comes back, NULL */
-    }
-    return rc;
-}
 
 void rdl_conn_restart(rdl_conn *cn, int status, const char *why)
 {
@@ -381,9 +382,14 @@ void rdl_conn_restart(rdl_conn *cn, int status, const char *why)
     cn->state = RDL_CONN_DOWN; /* nothing is sent on it, nothing reads as held */
 }
 
+static int same_address(const rdl_conn *cn, const char *host, int port)
+{
+    return cn->host && strcmp(cn->host, host) == 0 && cn->port == port;
+}
+
 int rdl_conn_set_address(rdl_conn *cn, const char *host, int port)
 {
-    if (cn->host && strcmp(cn->host, host) == 0 && cn->port == port) return REDLEASE_OK;
+    if (same_address(cn, host, port)) return REDLEASE_OK;
     int ok = 1;
     char *copy = rdl_strdup(host, &ok);
     if (!ok) return REDLEASE_ENOMEM;
@@ -397,31 +403,40 @@ int rdl_conn_set_address(rdl_conn *cn, const char *host, int port)
 
 int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now)
 {
-    if (cn->host && strcmp(cn->host, host) == 0 && cn->port == port) return 0;
-    int had = cn->host != NULL || cn->unix_path != NULL;
+    if (same_address(cn, host, port)) return 0;
     if (rdl_conn_set_address(cn, host, port) != REDLEASE_OK) return REDLEASE_ENOMEM;
-    if (!had && cn->state == RDL_CONN_BACKOFF) {
-        schedule(cn, now); /* it was waiting for an address */
-    } else if (cn->state == RDL_CONN_BACKOFF) {
-        /* a retry against the old address may be far off: go now */
-        rdl_backoff_init(&cn->reconnect, cn->reconnect.jitter, cn->reconnect.base, cn->reconnect.max);
-        schedule(cn, now);
-    } else {
-        char why[300];
-        snprintf(why, sizeof why, "moving to %s:%d", host, port);
-        rdl_conn_restart(cn, REDLEASE_ECONN, why);
+    if (cn->state == RDL_CONN_BACKOFF) {
+        schedule(cn, now); /* waiting for an address, or to retry the old one */
+        return 1;
     }
-    return 1;
+    if (cn->state != RDL_CONN_CONNECTING && cn->state != RDL_CONN_HANDSHAKE &&
+        cn->state != RDL_CONN_READY)
+        return 1; /* IDLE, or DOWN: the next connect goes there */
+    char why[300];
+    snprintf(why, sizeof why, "moving to %s:%d", host, port);
+    rdl_conn_restart(cn, REDLEASE_ECONN, why);
+    cn->go_now = 1;
+    return 2;
 }
 
-int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
+/* A request the transport took is counted until it comes back. */
+static int sent(rdl_conn *cn, int rc)
 {
-    int rc = cn->tr.ops->submit(cn->tr.self, argc, argv, lens, req);
     if (rc == 0) {
         cn->commands_sent++;
         cn->reqs_out++;
     }
     return rc;
+}
+
+int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    return sent(cn, cn->tr.ops->submit(cn->tr.self, argc, argv, lens, req));
+}
+
+int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    return sent(cn, cn->tr.ops->subscribe(cn->tr.self, argc, argv, lens, req)); /* until its end */
 }
 
 /* Redis answers in order, so when a command times out nothing sent after

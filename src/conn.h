@@ -84,6 +84,8 @@ typedef struct rdl_conn_config {
     int64_t reconnect_min, reconnect_max;
     const redlease_tls_options *tls; /* NULL or enable 0: plaintext */
     int verify_primary; /* the handshake ends with ROLE, which must say "master" */
+    int hold_backoff;   /* a ready link does not reset the reconnect backoff: the
+                           owner does (rdl_conn_backoff_reset) once it proved useful */
 } rdl_conn_config;
 
 struct rdl_conn;
@@ -104,7 +106,8 @@ typedef struct rdl_conn {
     char *host, *unix_path, *username, *password;
     redlease_tls_options tls; /* its strings are the connection's copies */
     int port, db;
-    int verify_primary;
+    int verify_primary, hold_backoff;
+    int go_now; /* dropped to go elsewhere: reconnect at once */
     int64_t connect_timeout, command_timeout;
 
     rdl_transport tr;   /* tr.ops is NULL until rdl_conn_attach() */
@@ -140,9 +143,11 @@ int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loo
 /* Starts the first connect; without an address (host and unix_path
  * NULL) it waits for rdl_conn_set_endpoint(). */
 void rdl_conn_connect(rdl_conn *cn, int64_t now);
-/* Where to connect from now on (a primary that Sentinel named). A
- * connection to elsewhere is dropped (rdl_conn_restart), one waiting to
- * reconnect goes now. 1 when it moved, 0 for the same address, or ENOMEM. */
+/* Where to connect from now on (a primary that Sentinel named). One
+ * waiting to reconnect goes now; a link to elsewhere is dropped
+ * (rdl_conn_restart) and the next one made at once. 0 for the same
+ * address, 1 when it moved, 2 when it moved and drops a link (its
+ * disconnect report follows), or ENOMEM. */
 int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now);
 /* Only the address the next connect goes to (a connection going round a
  * list of servers): nothing else changes. 0 or ENOMEM. */
@@ -153,6 +158,9 @@ int rdl_conn_set_address(rdl_conn *cn, const char *host, int port);
 void rdl_conn_restart(rdl_conn *cn, int status, const char *why);
 /* From the owner's timer: the deadline passed, or rdl_conn_due(). */
 void rdl_conn_run(rdl_conn *cn, int64_t now);
+/* With hold_backoff: the link proved useful, the next failure starts the
+ * reconnect delays afresh. */
+void rdl_conn_backoff_reset(rdl_conn *cn);
 /* Sends argv for req; 0 or a status (req not sent, never reported). */
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* The same for a SUBSCRIBE: its messages come to the owner's push. */

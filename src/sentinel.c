@@ -119,6 +119,9 @@ static void say(rdl_sentinel *s, const char *text, size_t len)
     s->ops->error(s->owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
+/* The owner's deadline for us: the link's, or the question's. */
+static void tell_deadline(rdl_sentinel *s) { s->ops->deadline(s->owner, rdl_sentinel_deadline(s)); }
+
 /* This Sentinel is no use now: drop the link; its failure moves us on to
  * the next one (on_event). */
 static void give_up(rdl_sentinel *s, int status, const char *why)
@@ -153,6 +156,8 @@ static void ask(rdl_sentinel *s)
     size_t sl[2] = {9, 14};
     if (q && sub && rdl_conn_submit(&s->conn, q, 3, qa, ql) == 0) {
         s->query = q;
+        s->answer_by = now + s->conn.command_timeout; /* a Sentinel that hangs is left */
+        tell_deadline(s);
         q = NULL;
         if (rdl_conn_subscribe(&s->conn, sub, 2, sa, sl) == 0) {
             s->sub = sub;
@@ -164,21 +169,32 @@ static void ask(rdl_sentinel *s)
     rdl_free(sub);
 }
 
+/* The primary is at host (len bytes) and port (text of plen bytes), as
+ * a Sentinel said (asked, or announcing a switch); 0, or -1 for an
+ * address that cannot be used. */
+static int name_primary(rdl_sentinel *s, const char *host, size_t len, const char *port, size_t plen)
+{
+    int p = parse_port(port, plen);
+    if (len == 0 || len > 255 || p < 0) return -1;
+    char h[256];
+    memcpy(h, host, len);
+    h[len] = '\0';
+    s->ops->primary(s->owner, h, p);
+    return 0;
+}
+
 /* The answer to SENTINEL get-master-addr-by-name: [host, port], or nil
- * for a name this Sentinel does not monitor. */
+ * for a name this Sentinel does not monitor. A usable one makes the link
+ * proved: its backoff, and the refusals counted, start again. */
 static void answered(rdl_sentinel *s, const rdl_reply *r)
 {
     if (r->type == RDL_REPLY_ARRAY && r->elements == 2 && r->element[0].type == RDL_REPLY_STRING &&
-        r->element[1].type == RDL_REPLY_STRING && r->element[0].len > 0 &&
-        r->element[0].len < 256) {
-        char host[256];
-        memcpy(host, r->element[0].str, r->element[0].len);
-        host[r->element[0].len] = '\0';
-        int port = parse_port(r->element[1].str, r->element[1].len);
-        if (port > 0) {
-            s->ops->primary(s->owner, host, port);
-            return;
-        }
+        r->element[1].type == RDL_REPLY_STRING &&
+        name_primary(s, r->element[0].str, r->element[0].len, r->element[1].str,
+                     r->element[1].len) == 0) {
+        rdl_conn_backoff_reset(&s->conn);
+        s->refused = 0;
+        return;
     }
     if (r->type == RDL_REPLY_ERROR) {
         say(s, r->str, r->len);
@@ -214,10 +230,13 @@ static int on_ending(void *owner)
 
 static void on_ready(void *owner) { ask(owner); }
 
+/* One Sentinel refusing us may be one misconfigured: only when every one
+ * has since the last answer is it the owner's business. */
 static void on_refused(void *owner, int status, int64_t now)
 {
     rdl_sentinel *s = owner;
-    s->ops->refused(s->owner, status, now);
+    s->refused |= 1u << s->current;
+    if (s->refused == (1u << s->naddrs) - 1) s->ops->refused(s->owner, status, now);
 }
 
 static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
@@ -226,6 +245,7 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
     if (!req) return; /* the handshake's */
     if (req == s->query) {
         s->query = NULL;
+        tell_deadline(s);
         if (r) answered(s, r);
     } else if (req == s->sub) {
         s->sub = NULL; /* its end: the link is gone */
@@ -244,19 +264,26 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
     if (kind->type != RDL_REPLY_STRING || kind->len != 7 || memcmp(kind->str, "message", 7) != 0 ||
         msg->type != RDL_REPLY_STRING)
         return;
-    char host[256];
-    int port;
-    if (rdl_sentinel_parse_switch(msg->str, msg->len, s->name, host, sizeof host, &port))
-        s->ops->primary(s->owner, host, port);
+    char host[256], port[8];
+    int p;
+    if (rdl_sentinel_parse_switch(msg->str, msg->len, s->name, host, sizeof host, &p)) {
+        snprintf(port, sizeof port, "%d", p);
+        name_primary(s, host, strlen(host), port, strlen(port));
+    }
 }
 
 /* A link that failed or was dropped moves us on to the next Sentinel (the
- * connection's backoff paces the round). */
+ * connection's backoff paces the round); one we dropped to ask again stays. */
 static void on_event(void *owner, int type, int status, int64_t retry_in)
 {
     rdl_sentinel *s = owner;
     (void)status, (void)retry_in;
-    if (type != REDLEASE_EV_DISCONNECTED || s->naddrs < 2) return;
+    if (type != REDLEASE_EV_DISCONNECTED) return;
+    if (s->stay) {
+        s->stay = 0;
+        return;
+    }
+    if (s->naddrs < 2) return;
     s->current = (s->current + 1) % s->naddrs;
     rdl_conn_set_address(&s->conn, s->addrs[s->current].host, s->addrs[s->current].port);
 }
@@ -268,8 +295,8 @@ static void on_error(void *owner, const char *text, size_t len)
 
 static void on_deadline(void *owner, int64_t at)
 {
-    rdl_sentinel *s = owner;
-    s->ops->deadline(s->owner, at);
+    (void)at;
+    tell_deadline(owner);
 }
 
 static const rdl_conn_owner conn_owner = {
@@ -293,6 +320,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
 {
     memset(s, 0, sizeof *s);
     s->wake.idx = RDL_HEAP_OUT;
+    s->answer_by = RDL_NEVER;
     s->ops = ops;
     s->owner = owner;
     int n = rdl_sentinel_parse(o->addrs, s->addrs);
@@ -308,6 +336,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     cc.username = o->username;
     cc.password = o->password;
     cc.verify_primary = 0;
+    cc.hold_backoff = 1; /* reset by a usable answer only (answered) */
     redlease_tls_options tls = o->tls && base->tls ? *base->tls : (redlease_tls_options){0};
     tls.server_name = NULL; /* each Sentinel by its own address */
     cc.tls = &tls;
@@ -332,11 +361,21 @@ int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redle
 
 void rdl_sentinel_start(rdl_sentinel *s, int64_t now) { rdl_conn_connect(&s->conn, now); }
 
-void rdl_sentinel_run(rdl_sentinel *s, int64_t now) { rdl_conn_run(&s->conn, now); }
+void rdl_sentinel_run(rdl_sentinel *s, int64_t now)
+{
+    if (s->query && now >= s->answer_by) {
+        s->answer_by = RDL_NEVER;
+        give_up(s, REDLEASE_ETIMEDOUT, "no answer in time");
+    }
+    rdl_conn_run(&s->conn, now);
+    tell_deadline(s);
+}
 
 void rdl_sentinel_refresh(rdl_sentinel *s)
 {
-    /* A question out (or one to come on the next link) will answer. */
+    /* A question out (it has a deadline), or one to come on the next link,
+     * will answer. */
     if (s->query || !rdl_conn_ready(&s->conn)) return;
+    s->stay = 1; /* the Sentinel we listen to announced nothing: ask it again */
     rdl_conn_restart(&s->conn, REDLEASE_ECONN, NULL);
 }

@@ -53,8 +53,11 @@ typedef struct rdl_sentinel {
     int naddrs, current; /* the Sentinel the connection goes to */
     char *name;          /* the master name */
     rdl_conn conn;
-    rdl_req *query; /* in flight, or NULL */
-    rdl_req *sub;   /* the subscription, until its end comes back */
+    rdl_req *query;   /* in flight, or NULL */
+    int64_t answer_by; /* the query's deadline, or RDL_NEVER */
+    rdl_req *sub;     /* the subscription, until its end comes back */
+    int stay;         /* the link is being dropped to ask again: same Sentinel */
+    uint32_t refused; /* Sentinels that refused us (EAUTH, ETLS) since the last answer */
 } rdl_sentinel;
 
 /* Splits "HOST:PORT[,HOST:PORT...]" (IPv6 as [ADDR]:PORT) into at most
@@ -88,7 +91,8 @@ void rdl_sentinel_refresh(rdl_sentinel *s);
 static inline int rdl_sentinel_due(const rdl_sentinel *s) { return rdl_conn_due(&s->conn); }
 static inline int64_t rdl_sentinel_deadline(const rdl_sentinel *s)
 {
-    return rdl_conn_deadline(&s->conn);
+    int64_t at = rdl_conn_deadline(&s->conn);
+    return s->query && s->answer_by < at ? s->answer_by : at;
 }
 
 #endif

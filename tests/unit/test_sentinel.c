@@ -111,10 +111,11 @@ static void test_sentinel_role_not_master_asks_again(void)
     const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
     CHECK(ev && ev->status == REDLEASE_ECONN);
     CHECK(strstr(redlease_client_errstr(f.c), "not the primary (ROLE: slave)") != NULL);
-    /* the Sentinel link is dropped to ask again: on the next Sentinel */
+    /* the Sentinel link is dropped to ask again: the same Sentinel, which
+     * announced nothing (the one we listen to) */
     fake_until(&f, f.now + 20);
     CHECK_EQ(f.side.connects, 2);
-    CHECK_STR(f.side.host, "s2");
+    CHECK_STR(f.side.host, "s1");
     fake_side_connect(&f);
     fake_side_reply_addr(&f, "10.0.0.6", "6391");
     fake_run(&f);
@@ -170,10 +171,10 @@ static void test_sentinel_asked_again_when_the_primary_fails(void)
     int side_before = f.side.connects;
     fake_break(&f); /* the primary is gone */
     fake_run(&f);
-    /* the subscribed Sentinel link is replaced to ask again (next one) */
+    /* the subscribed Sentinel link is replaced to ask again (same one) */
     fake_until(&f, f.now + 20);
     CHECK_EQ(f.side.connects, side_before + 1);
-    CHECK_STR(f.side.host, "s2");
+    CHECK_STR(f.side.host, "s1");
     fake_side_connect(&f);
     CHECK(side_cmd_is(&f, "SENTINEL", NULL));
     /* while a question is out, another failure does not ask again */
@@ -236,8 +237,112 @@ static void test_sentinel_credentials_refused(void)
     CHECK(side_cmd_is(&f, "AUTH", "wrong"));
     fake_side_reply_err(&f, "WRONGPASS invalid username-password pair or user is disabled.");
     fake_run(&f);
-    CHECK_EQ(r.acq_calls, 1); /* at once, though it would wait for ever */
+    CHECK_EQ(r.acq_calls, 0); /* one Sentinel may be misconfigured: the next is asked */
+    fake_until(&f, f.now + 20);
+    CHECK_STR(f.side.host, "s2");
+    f.side.connecting = 0;
+    f.side.connected = 1;
+    rdl_conn_on_connected(f.side.cn, REDLEASE_OK, NULL);
+    fake_side_reply_err(&f, "WRONGPASS invalid username-password pair or user is disabled.");
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1); /* all of them refuse: at once, though it would wait for ever */
     CHECK_EQ(r.acq_status, REDLEASE_EAUTH);
+    end(&f);
+}
+
+/* A Sentinel that connects and then never answers is left after the
+ * command timeout (2000 ms by default), for the next one. */
+static void test_sentinel_unanswered_question(void)
+{
+    fake f;
+    start_sentinel_client(&f, NULL);
+    fake_side_connect(&f);
+    CHECK(side_cmd_is(&f, "SENTINEL", NULL));
+    int64_t asked = f.now;
+    fake_until(&f, asked + 1999);
+    CHECK_EQ(f.side.connects, 1);
+    fake_until(&f, asked + 2000 + 20);
+    CHECK_EQ(f.side.connects, 2);
+    CHECK_STR(f.side.host, "s2");
+    CHECK(strstr(redlease_client_errstr(f.c), "Sentinel s1:1: no answer in time") != NULL);
+    end(&f);
+}
+
+/* A Sentinel that answers nothing usable: the reconnect delays grow (a
+ * ready link alone does not reset them), and start again after an answer. */
+static void test_sentinel_useless_answers_back_off(void)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.sentinel.addrs = "s1:1";
+    co.sentinel.master_name = "mymaster";
+    co.reconnect_min_ms = 10;
+    co.reconnect_max_ms = 1000;
+    fake_attach(&f, &co);
+    redlease_client_set_rng(f.c, rng_max, NULL); /* each delay at its cap */
+    int64_t gaps[5];
+    for (int i = 0; i < 5; i++) {
+        fake_side_connect(&f);
+        fake_side_reply_nil(&f);
+        int64_t t = f.now;
+        int before = f.side.connects;
+        while (f.side.connects == before && f.timer_at >= 0) fake_until(&f, f.timer_at);
+        gaps[i] = f.now - t;
+    }
+    CHECK(gaps[0] <= 11 && gaps[4] >= 150); /* 10, 20, 40, 80, 160 */
+    for (int i = 1; i < 5; i++) CHECK(gaps[i] > gaps[i - 1]);
+    fake_side_connect(&f);
+    fake_side_reply_addr(&f, "10.0.0.5", "6390");
+    fake_side_break(&f);
+    int64_t t = f.now;
+    int before = f.side.connects;
+    while (f.side.connects == before && f.timer_at >= 0) fake_until(&f, f.timer_at);
+    CHECK(f.now - t <= 11); /* proved useful: back to the first delay */
+    end(&f);
+}
+
+/* Leaving the old primary on the news does not ask the Sentinels again
+ * (the one we listen to just told us), and goes at once even after the
+ * reconnect delays to the old one had grown. */
+static void test_sentinel_move_goes_now_and_alone(void)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.sentinel.addrs = "s1:1,s2:2";
+    co.sentinel.master_name = "mymaster";
+    co.reconnect_min_ms = 100;
+    co.reconnect_max_ms = 1000;
+    fake_attach(&f, &co);
+    redlease_client_set_rng(f.c, rng_max, NULL);
+    fake_side_connect(&f);
+    fake_side_reply_addr(&f, "10.0.0.5", "6390");
+    fake_run(&f);
+    /* the old primary refuses a few times (delays 100, 200, 400), and the
+     * Sentinel, asked again each time, still names it */
+    for (int i = 0; i < 3; i++) {
+        CHECK(f.connecting);
+        fake_connect_fail(&f);
+        fake_run(&f);
+        while (!f.connecting && f.timer_at >= 0) {
+            fake_until(&f, f.timer_at);
+            if (f.side.connecting) {
+                fake_side_connect(&f);
+                fake_side_reply_addr(&f, "10.0.0.5", "6390");
+            }
+        }
+    }
+    int side = f.side.connects;
+    fake_connect_raw(&f); /* connected, mid-handshake, when the switch comes */
+    fake_side_push(&f, "+switch-master", "mymaster 10.0.0.5 6390 10.0.0.6 6391");
+    int64_t t = f.now;
+    while (f.connects < 5 && f.timer_at >= 0 && f.timer_at <= t + 5) fake_until(&f, f.timer_at);
+    CHECK_EQ(f.connects, 5);
+    CHECK_STR(f.host, "10.0.0.6");
+    CHECK(f.now - t <= 1);
+    fake_advance(&f, 1500);
+    CHECK_EQ(f.side.connects, side); /* the Sentinels were not asked again */
     end(&f);
 }
 
@@ -304,6 +409,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_sentinel_asked_again_when_the_primary_fails),
         TEST_CASE(test_sentinel_round_robin_and_reasons),
         TEST_CASE(test_sentinel_credentials_refused),
+        TEST_CASE(test_sentinel_unanswered_question),
+        TEST_CASE(test_sentinel_useless_answers_back_off),
+        TEST_CASE(test_sentinel_move_goes_now_and_alone),
         TEST_CASE(test_sentinel_allocation_failure_everywhere),
     };
     fake_alloc_install();
