@@ -130,9 +130,9 @@ static int parse(run *r, int argc, char **argv)
         return cli_usage_error("--replica-timeout needs --min-replicas");
     rc_server = cli_server_finish(&r->server);
     if (rc_server) return rc_server;
-    /* WAIT must answer before the command times out (man 3, REPLICATION) */
-    if (r->replica_timeout_ms >= r->server.timeout_ms)
-        return cli_usage_error("--replica-timeout must be below --timeout (%" PRId64 " ms)",
+    /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
+    if (2 * r->replica_timeout_ms >= r->server.timeout_ms)
+        return cli_usage_error("--replica-timeout must be below half --timeout (%" PRId64 " ms)",
                                r->server.timeout_ms);
     return 0;
 }

@@ -265,9 +265,11 @@ typedef struct redlease_lock_options {
      * (WAIT), so a failover to one of them cannot lose it. Too few in
      * replica_timeout_ms: the key is deleted again and the attempt fails
      * with REDLEASE_EREPLICAS (retried inside the wait budget). A WAIT
-     * holds up the connection's other commands while it waits. */
+     * holds up the connection's other commands while it waits; one at a
+     * time is in flight, shared by the writes behind it. */
     int min_replicas;           /* 0: no acknowledgement */
-    int64_t replica_timeout_ms; /* 0: half the client's command_timeout_ms; below it */
+    int64_t replica_timeout_ms; /* 0: a quarter of the client's command_timeout_ms;
+                                   below half of it */
     int wait_fsync;             /* nonzero: WAITAOF: also fsynced to the primary's
                                    AOF and to min_replicas replicas' (Redis >= 7.2) */
     int renewal_acks;           /* 1: renewals extend the lease only once acknowledged

@@ -63,6 +63,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     rdl_list_init(&c->locks);
     rdl_list_init(&c->waiting);
     rdl_list_init(&c->notify);
+    rdl_acks_init(&c->acks);
     rdl_conn_config cc = {.host = o->host, .unix_path = o->unix_path, .port = o->port, .db = o->db,
                           .username = o->username, .password = o->password,
                           .connect_timeout = o->connect_timeout_ms,
@@ -325,6 +326,7 @@ static void teardown(redlease_client *c)
     c->dead = 1;
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
     rdl_conn_free(&c->conn); /* every request comes back now, NULL */
+    rdl_acks_fail_all(c);     /* and every ticket for a WAIT: they hold their locks */
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
@@ -411,7 +413,7 @@ static void on_conn_refused(void *owner, int status, int64_t now)
 static void on_conn_reply(void *owner, rdl_req *req, const rdl_reply *r)
 {
     redlease_client *c = owner;
-    if (req) rdl_lock_on_reply(req, r); /* a lock's */
+    if (req && !rdl_acks_on_reply(c, req, r)) rdl_lock_on_reply(req, r); /* a lock's */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
 }
 

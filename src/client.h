@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "acks.h"
 #include "backoff.h"
 #include "conn.h"
 #include "heap.h"
@@ -55,6 +56,7 @@ struct redlease_client {
     /* With Sentinel (client options): where the primary is; its link's
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
+    rdl_acks acks; /* the WAIT in flight and the writes waiting for one */
     int moving; /* the primary's link is dropped to follow the Sentinels */
 
     /* locks */

@@ -5,6 +5,7 @@
 # include/redlease.h marks REDLEASE_EXTERN.
 noinst_LTLIBRARIES += libredlease_core.la
 libredlease_core_la_SOURCES = \
+	%reldir%/acks.c %reldir%/acks.h \
 	%reldir%/alloc.c %reldir%/alloc.h \
 	%reldir%/status.c \
 	%reldir%/heap.c %reldir%/heap.h \

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "acks.h"
 #include "alloc.h"
 #include "client.h"
 #include "lock.h"
@@ -179,7 +180,6 @@ static int script_for(const struct redlease_lock *lk, int kind)
         /* Only a later attempt can meet a key of its own making. */
         return lk->attempts > 1 ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
-    case RDL_REQ_ACK: return -1;
     default: return RDL_SCRIPT_RELEASE; /* the release and drops */
     }
 }
@@ -197,21 +197,6 @@ static int req_submit(rdl_req *req)
     int n = 0;
     int s = req->script;
 #define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
-    if (req->kind == RDL_REQ_ACK) {
-        /* WAIT numreplicas timeout, or WAITAOF numlocal numreplicas timeout */
-        char replicas[16];
-        snprintf(replicas, sizeof replicas, "%d", lk->min_replicas);
-        snprintf(ttl, sizeof ttl, "%ld", (long)lk->replica_timeout);
-        if (lk->wait_fsync) {
-            ARG("WAITAOF", 7);
-            ARG("1", 1);
-        } else {
-            ARG("WAIT", 4);
-        }
-        ARG(replicas, strlen(replicas));
-        ARG(ttl, strlen(ttl));
-        return rdl_conn_submit(&c->conn, req, n, argv, lens);
-    }
     if (s < 0) {
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
@@ -314,21 +299,31 @@ static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 }
 
 /* The server confirmed write (an acquire or a renewal) and the lock asks
- * for replicas: op goes on with a WAIT (WAITAOF) behind it. It must go out
- * on the connection the write went out on: WAIT counts the replicas that
- * have this connection's writes, and on a connection that wrote nothing it
- * would count every replica at once. 0, or a status (nothing sent). */
+ * for replicas: op goes on with a ticket for the client's next WAIT
+ * (src/acks.h), answered as this lock's request. Only on the connection
+ * the write went out on: WAIT counts the replicas that have this
+ * connection's writes, and on one that wrote nothing it would count every
+ * replica at once. 0, or a status (nothing handed in). */
 static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
                     int64_t now)
 {
     redlease_client *c = lk->c;
     if (!rdl_client_ready(c) || rdl_conn_epoch(&c->conn) != write->epoch) return REDLEASE_ECONN;
-    int rc = send_req(lk, RDL_REQ_ACK, now);
-    if (rc) return rc;
-    lk->req->t0 = write->t0; /* validity still counts from the write's send */
-    lk->req->fence = fence;
+    if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
+    rdl_req *t = rdl_calloc(1, sizeof *t);
+    if (!t) return REDLEASE_ENOMEM;
+    t->lk = lk;
+    t->kind = RDL_REQ_ACK;
+    t->script = -1;
+    t->t0 = write->t0; /* validity still counts from the write's send */
+    t->epoch = write->epoch;
+    t->fence = fence;
+    rdl_list_init(&t->link);
+    lk->refs++;
+    lk->req = t;
     lk->op = op;
     set_op_deadline(lk, now);
+    rdl_acks_add(c, t); /* may answer it at once, NULL: the link went */
     return REDLEASE_OK;
 }
 
@@ -466,7 +461,7 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
          * that ends without it deletes the key (maybe_set). */
         lk->maybe_set = 1;
         res = send_ack(lk, RDL_REQ_ACQUIRE, req, fence, now);
-        if (res != REDLEASE_OK) attempt_ended(lk, res, res != REDLEASE_ECONN, 0, now);
+        if (res != REDLEASE_OK) attempt_ended(lk, res, res == REDLEASE_ENOMEM, 0, now);
         return;
     }
     if (res == 1 && fresh) {

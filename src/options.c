@@ -122,7 +122,8 @@ int rdl_lock_options_check(const redlease_lock_options *o)
 int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout)
 {
     if (!o->min_replicas && !o->wait_fsync) return 0;
-    if (o->replica_timeout_ms == 0) return command_timeout / 2 > 0 ? command_timeout / 2 : 1;
-    /* WAIT must answer before the command times out locally. */
-    return o->replica_timeout_ms < command_timeout ? o->replica_timeout_ms : REDLEASE_EINVAL;
+    if (o->replica_timeout_ms == 0) return command_timeout / 4 > 0 ? command_timeout / 4 : 1;
+    /* A write waits for the WAIT in flight and then its own (src/acks.h):
+     * both must answer before the command times out locally. */
+    return 2 * o->replica_timeout_ms < command_timeout ? o->replica_timeout_ms : REDLEASE_EINVAL;
 }

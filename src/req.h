@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "list.h"
 #include "scripts.h"
 
 /* What a request carries. */
@@ -23,7 +24,7 @@ enum rdl_req_kind {
     RDL_REQ_RENEW,
     RDL_REQ_RELEASE,
     RDL_REQ_DROP, /* best-effort compare-and-delete nobody waits for */
-    RDL_REQ_ACK,  /* WAIT / WAITAOF behind an acquire or renewal that wrote */
+    RDL_REQ_ACK,  /* WAIT / WAITAOF (the client's), or a lock's ticket for one */
     RDL_REQ_AUTH, /* the handshake, the connection's own, from here on */
     RDL_REQ_SELECT,
     RDL_REQ_PING, /* the server serves us (no NOAUTH, not LOADING) */
@@ -42,6 +43,7 @@ typedef struct rdl_req {
                         the write it acknowledges (validity counts from it) */
     uint64_t epoch;  /* connection it went out on */
     uint64_t fence;  /* an ACK's: the fence its acquire minted */
+    rdl_list link;   /* an ACK ticket's place in the client's acks (src/acks.h) */
 } rdl_req;
 
 #endif

@@ -118,7 +118,7 @@ static void test_repl_acknowledged_lease_is_on_every_replica(void)
     NEED_SERVERS();
     obs o = {0};
     redlease_client *c = client_to(&primary, &o);
-    hold_real(c, &o, "repl-ok", acked(600, 2, 500));
+    hold_real(c, &o, "repl-ok", acked(600, 2, 400));
     const char *tok = redlease_lock_token(o.lk);
     /* WAIT returned 2: both replicas have the key when we hear OK */
     CHECK_STR(value_at(&replica[0], "lock:{repl-ok}"), tok);

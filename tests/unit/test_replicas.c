@@ -388,7 +388,7 @@ static void test_late_ok_is_not_adopted_without_its_ack(void)
     redlease_client_set_rng(f.c, rng_zero, NULL);
     rec r = {0};
     redlease_lock_options o = acked(3000, 1);
-    o.replica_timeout_ms = 0; /* half the command timeout */
+    o.replica_timeout_ms = 0; /* a quarter of the command timeout */
     o.wait_ms = 5000;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
     fake_run(&f);
@@ -399,10 +399,89 @@ static void test_late_ok_is_not_adopted_without_its_ack(void)
     CHECK_EQ(r.acq_calls, 0);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE)));
     fake_reply_int(&f, 1); /* the retry finds our token */
-    CHECK(is_wait(&f, "1", "250"));
+    CHECK(is_wait(&f, "1", "125"));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* One WAIT in flight on the connection: writes confirmed meanwhile wait
+ * for its answer, then share the next one, which asks for the most
+ * replicas any wants within the shortest timeout; each lock judges the
+ * count by its own min_replicas. */
+static void test_one_wait_in_flight_shared_by_the_writes_behind_it(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec a = {0}, b = {0}, d = {0};
+    redlease_lock_options oa = acked(3000, 1), ob = acked(3000, 2), od = acked(3000, 1);
+    ob.replica_timeout_ms = 200;
+    CHECK_EQ(start_lock(&f, &a, "a", &oa), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &b, "b", &ob), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &d, "d", &od), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 3);
+    fake_reply_status(&f, "OK"); /* a's SET: its WAIT goes out behind d's SET */
+    CHECK_EQ(fake_pending(&f), 3);
+    fake_reply_status(&f, "OK"); /* b's: a WAIT is in flight, b waits */
+    fake_reply_status(&f, "OK"); /* d's: the same */
+    CHECK_EQ(fake_pending(&f), 1);
+    CHECK(is_wait(&f, "1", "300"));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    CHECK_EQ(b.acq_calls + d.acq_calls, 0);
+    CHECK_EQ(fake_pending(&f), 1); /* one WAIT for both: the most replicas, the shortest wait */
+    CHECK(is_wait(&f, "2", "200"));
+    fake_reply_int(&f, 1); /* enough for d, not for b */
+    fake_run(&f);
+    CHECK_EQ(d.acq_status, REDLEASE_OK);
+    CHECK_EQ(b.acq_status, REDLEASE_EREPLICAS);
+    CHECK(is_drop(&f, &b));
+    end(&f);
+}
+
+/* The link breaks with a WAIT in flight: the writes it covered and those
+ * waiting behind it hear it; none is answered on the next connection. */
+static void test_waiting_writes_end_with_the_link(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec a = {0}, b = {0};
+    redlease_lock_options o = acked(3000, 1);
+    CHECK_EQ(start_lock(&f, &a, "a", &o), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &b, "b", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_reply_status(&f, "OK");
+    CHECK_EQ(fake_pending(&f), 1);
+    fake_break(&f);
+    fake_run(&f);
+    CHECK_EQ(a.acq_status, REDLEASE_ECONN);
+    CHECK_EQ(b.acq_status, REDLEASE_ECONN);
+    end(&f);
+}
+
+/* A write confirmed after the acquire's wait budget ended asks for no
+ * WAIT: it would block the connection for a lease nobody will take. */
+static void test_no_wait_after_the_budget(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = acked(3000, 1);
+    o.wait_ms = 100;
+    CHECK_EQ(start_lock(&f, &r, "a", &o), REDLEASE_OK);
+    fake_run(&f);
+    f.now += 100; /* the OK comes in the very millisecond the budget ends,
+                     before the timer has run */
+    fake_reply_status(&f, "OK");
+    CHECK_EQ(fake_pending(&f), 1);
+    CHECK(is_drop(&f, &r)); /* no WAIT: the key goes */
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ETIMEDOUT);
     end(&f);
 }
 
@@ -419,11 +498,13 @@ static void test_replica_options_checked(void)
     o = acked(3000, REDLEASE_MAX_REPLICAS + 1);
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
     o = acked(3000, 1);
-    o.replica_timeout_ms = 500; /* must answer before the command times out */
+    /* a write may wait for the WAIT in flight, then its own: both inside
+     * the command timeout */
+    o.replica_timeout_ms = 250;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
     o.replica_timeout_ms = -1;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
-    o.replica_timeout_ms = 499;
+    o.replica_timeout_ms = 249;
     o.renewal_acks = 2;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
     o.renewal_acks = 0;
@@ -454,6 +535,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_link_broken_before_the_ack),
         TEST_CASE(test_unanswered_or_late_ack),
         TEST_CASE(test_late_ok_is_not_adopted_without_its_ack),
+        TEST_CASE(test_one_wait_in_flight_shared_by_the_writes_behind_it),
+        TEST_CASE(test_waiting_writes_end_with_the_link),
+        TEST_CASE(test_no_wait_after_the_budget),
         TEST_CASE(test_replica_options_checked),
     };
     fake_alloc_install();

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* One WAIT (and one WAITAOF) in flight per connection, shared by every
+ * write before it (src/acks.h says why). */
+#include <stdio.h>
+#include <string.h>
+
+#include "acks.h"
+#include "alloc.h"
+#include "client.h"
+#include "lock.h"
+
+void rdl_acks_init(rdl_acks *a)
+{
+    for (int k = 0; k < 2; k++) {
+        rdl_list_init(&a->queued[k]);
+        rdl_list_init(&a->covered[k]);
+        a->out[k] = NULL;
+    }
+}
+
+/* Every ticket of list gets r, in order; the list is emptied first, so a
+ * lock that hands in a new ticket meanwhile joins the next WAIT. */
+static void answer_all(rdl_list *list, const rdl_reply *r)
+{
+    rdl_list batch;
+    rdl_list_init(&batch);
+    rdl_list_move_all(&batch, list);
+    while (!rdl_list_empty(&batch)) {
+        rdl_req *t = RDL_CONTAINER(batch.next, rdl_req, link);
+        rdl_list_remove(&t->link);
+        rdl_lock_on_reply(t, r);
+    }
+}
+
+/* Sends the WAIT (k 1: WAITAOF) for the tickets queued, if any and none is
+ * in flight. Tickets from a connection that is gone get NULL: a WAIT on
+ * another one would count nothing of theirs. */
+static void send_next(redlease_client *c, int k)
+{
+    rdl_acks *a = &c->acks;
+    if (a->out[k] || rdl_list_empty(&a->queued[k])) return;
+    uint64_t epoch = rdl_conn_epoch(&c->conn);
+    int n = 0;
+    int64_t ms = 0;
+    for (rdl_list *i = a->queued[k].next; i != &a->queued[k];) {
+        rdl_req *t = RDL_CONTAINER(i, rdl_req, link);
+        i = i->next;
+        if (!rdl_client_ready(c) || t->epoch != epoch) {
+            rdl_list_remove(&t->link);
+            rdl_lock_on_reply(t, NULL);
+            continue;
+        }
+        if (t->lk->min_replicas > n) n = t->lk->min_replicas;
+        if (!ms || t->lk->replica_timeout < ms) ms = t->lk->replica_timeout;
+    }
+    if (rdl_list_empty(&a->queued[k])) return;
+    rdl_req *w = rdl_calloc(1, sizeof *w);
+    /* WAIT numreplicas timeout, or WAITAOF numlocal numreplicas timeout */
+    char replicas[16], timeout[24];
+    snprintf(replicas, sizeof replicas, "%d", n);
+    snprintf(timeout, sizeof timeout, "%lld", (long long)ms);
+    const char *argv[4] = {"WAIT", replicas, timeout};
+    if (k) argv[0] = "WAITAOF", argv[1] = "1", argv[2] = replicas, argv[3] = timeout;
+    int argc = k ? 4 : 3;
+    size_t lens[4];
+    for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    if (w) {
+        w->kind = RDL_REQ_ACK;
+        w->script = -1;
+        w->t0 = rdl_now(c);
+        w->epoch = epoch;
+    }
+    if (!w || rdl_conn_submit(&c->conn, w, argc, argv, lens) != 0) {
+        rdl_free(w);
+        answer_all(&a->queued[k], NULL); /* as a link that broke */
+        return;
+    }
+    a->out[k] = w;
+    rdl_list_move_all(&a->covered[k], &a->queued[k]);
+}
+
+void rdl_acks_add(redlease_client *c, rdl_req *ticket)
+{
+    int k = ticket->lk->wait_fsync;
+    rdl_list_push_back(&c->acks.queued[k], &ticket->link);
+    send_next(c, k);
+}
+
+int rdl_acks_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r)
+{
+    rdl_acks *a = &c->acks;
+    int k = req == a->out[1];
+    if (req != a->out[k]) return 0;
+    a->out[k] = NULL;
+    rdl_free(req);
+    answer_all(&a->covered[k], r);
+    send_next(c, k); /* after a broken link, it fails those queued */
+    return 1;
+}
+
+void rdl_acks_fail_all(redlease_client *c)
+{
+    for (int k = 0; k < 2; k++) {
+        answer_all(&c->acks.covered[k], NULL);
+        answer_all(&c->acks.queued[k], NULL);
+    }
+}

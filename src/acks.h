@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Replication acknowledgement, one WAIT at a time (src/acks.c).
+ *
+ * Redis runs a connection's commands in order, and a WAIT blocks the
+ * connection until its replicas answer or its timeout passes: every
+ * command behind it waits too. So the client keeps at most one WAIT (and
+ * one WAITAOF) in flight on its connection. A lock whose write needs an
+ * acknowledgement hands in a ticket (an rdl_req of kind RDL_REQ_ACK, with
+ * the write's send time, epoch and fence, never sent itself); the next
+ * WAIT covers every ticket handed in before it, since WAIT counts the
+ * replicas that have all of this connection's writes so far. Its answer
+ * goes to each ticket's lock as that ticket's reply (rdl_lock_on_reply),
+ * then the next WAIT covers the tickets that came meanwhile.
+ *
+ * One WAIT for several writes asks for the most replicas any of them
+ * wants, and waits the shortest of their timeouts; each lock judges the
+ * count by its own min_replicas. A write waits at most for the WAIT in
+ * flight and then its own: 2 x replica_timeout_ms, which is why that
+ * must stay below half the command timeout.
+ */
+#ifndef REDLEASE_ACKS_H
+#define REDLEASE_ACKS_H
+
+#include "list.h"
+#include "req.h"
+#include "transport.h"
+
+struct redlease_client;
+
+typedef struct rdl_acks {
+    rdl_list queued[2];  /* tickets for the next WAIT; [1]: WAITAOF */
+    rdl_list covered[2]; /* tickets the WAIT in flight answers */
+    rdl_req *out[2];     /* the WAIT in flight, or NULL */
+} rdl_acks;
+
+void rdl_acks_init(rdl_acks *a);
+/* A lock's ticket (lock.c, on the connection its write went out on). */
+void rdl_acks_add(struct redlease_client *c, rdl_req *ticket);
+/* 1 when req is a WAIT of ours: it came back (r NULL: the link took it),
+ * and its answer went to every ticket it covered. */
+int rdl_acks_on_reply(struct redlease_client *c, rdl_req *req, const rdl_reply *r);
+/* The client ends: every ticket not yet answered gets NULL. */
+void rdl_acks_fail_all(struct redlease_client *c);
+
+#endif
