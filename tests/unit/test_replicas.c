@@ -6,6 +6,7 @@
  * budget, and the key is deleted when the acquire ends without a lease; a
  * renewal extends the lease only once acknowledged; validity always counts
  * from the write's send. On the fake transport and virtual clock. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core_rig.h"
@@ -485,6 +486,69 @@ static void test_no_wait_after_the_budget(void)
     end(&f);
 }
 
+/* Every allocation of two acknowledged leases' lives (one by WAIT, one by
+ * WAITAOF: held, renewed, released) fails in turn: callbacks once,
+ * nothing leaks. */
+static void acks_oom(long fail_at, int *ok)
+{
+    fake f;
+    fake_alloc_fail_at(fail_at);
+    fake_start(&f, NULL);
+    if (!f.c) {
+        fake_alloc_fail_at(0);
+        return;
+    }
+    rec r[2] = {{0}, {0}};
+    int started = 0;
+    for (int i = 0; i < 2; i++) {
+        redlease_lock_options o = acked(3000, 1);
+        o.wait_ms = 500;
+        o.wait_fsync = i; /* one WAIT, one WAITAOF */
+        if (start_lock(&f, &r[i], i ? "b" : "a", &o) == REDLEASE_OK) started |= 1 << i;
+    }
+    long long counts[2] = {1, 1};
+    for (int step = 0; step < 30; step++) {
+        fake_advance(&f, 100);
+        while (fake_peek(&f)) {
+            if (cmd_is(&f, "SET", NULL))
+                fake_reply_status(&f, "OK");
+            else if (cmd_is(&f, "WAITAOF", NULL))
+                fake_reply_ints(&f, 2, counts);
+            else
+                fake_reply_int(&f, 1);
+        }
+    }
+    int good = 1;
+    for (int i = 0; i < 2; i++) {
+        if (!(started & 1 << i)) continue;
+        CHECK_EQ(r[i].acq_calls, 1);
+        CHECK(release(&r[i]) == REDLEASE_OK);
+    }
+    fake_advance(&f, 100);
+    while (fake_peek(&f)) fake_reply_int(&f, 1);
+    fake_run(&f);
+    for (int i = 0; i < 2; i++) {
+        if (!(started & 1 << i)) continue;
+        CHECK_EQ(r[i].rel_calls, 1);
+        good &= r[i].acq_status == REDLEASE_OK && r[i].lost_calls == 0;
+    }
+    if (started == 3 && good) (*ok)++;
+    fake_alloc_fail_at(0);
+    end(&f);
+}
+
+static void test_acks_allocation_failure_everywhere(void)
+{
+    long before = fake_alloc_count();
+    int ok = 0;
+    acks_oom(0, &ok);
+    long total = fake_alloc_count() - before;
+    CHECK_EQ(ok, 1);
+    printf("# allocation sweep: %ld allocation points\n", total);
+    for (long n = 1; n <= total + 2; n++) acks_oom(n, &ok);
+    CHECK_EQ(fake_alloc_live(), 0);
+}
+
 static void test_replica_options_checked(void)
 {
     fake f;
@@ -538,6 +602,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_one_wait_in_flight_shared_by_the_writes_behind_it),
         TEST_CASE(test_waiting_writes_end_with_the_link),
         TEST_CASE(test_no_wait_after_the_budget),
+        TEST_CASE(test_acks_allocation_failure_everywhere),
         TEST_CASE(test_replica_options_checked),
     };
     fake_alloc_install();
