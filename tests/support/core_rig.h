@@ -142,6 +142,28 @@ static inline void end(fake *f)
     CHECK_EQ(fake_alloc_live(), 0);
 }
 
+/* ------------------------------------------------- allocation failures */
+
+/* A scenario run with the fail_at-th allocation failing (0: none); it adds
+ * 1 to *ok when it went all the way as without failures. */
+typedef void (*oom_scenario)(long fail_at, int *ok);
+
+/* Runs the scenario once to count its allocations (that run must go all
+ * the way), then once with each of them failing in turn; nothing may be
+ * left allocated. Returns the count. */
+static inline long alloc_sweep(oom_scenario run)
+{
+    long before = fake_alloc_count();
+    int ok = 0;
+    run(0, &ok);
+    long total = fake_alloc_count() - before;
+    CHECK(total > 5);
+    CHECK_EQ(ok, 1);
+    for (long n = 1; n <= total + 2; n++) run(n, &ok);
+    CHECK_EQ(fake_alloc_live(), 0);
+    return total;
+}
+
 /* -------------------------------------------------------- backoff draws */
 
 static inline uint32_t rng_max(void *arg)
