@@ -209,6 +209,10 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
      * not hand it to its children (hiredis 0.14 leaves it inheritable). */
     int fdflags = fcntl(ac->c.fd, F_GETFD);
     if (fdflags >= 0) fcntl(ac->c.fd, F_SETFD, fdflags | FD_CLOEXEC);
+    /* TCP keep-alive (hiredis's: idle 15 s, then 3 probes 5 s apart): a
+     * peer gone without a reset is noticed on a link that sends nothing,
+     * a Sentinel subscription above all; the stall rule covers the rest. */
+    if (ep->unix_path == NULL) redisEnableKeepAlive(&ac->c);
     /* TLS starts with the socket, as hiredis's own examples do: the
      * handshake then runs inside hiredis's reads and writes. */
     if (ep->tls != NULL) {

@@ -124,6 +124,26 @@ static const srv *server_at(int port)
     return NULL;
 }
 
+/* 1 when an established TCP connection to 127.0.0.1:port has its
+ * keep-alive timer running (/proc/net/tcp: timer 02). */
+static int keepalive_to(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return -1;
+    char line[512], want[32];
+    snprintf(want, sizeof want, "0100007F:%04X", port);
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        char local[64], remote[64], st[8], queues[40], timer[32];
+        if (sscanf(line, "%*s %63s %63s %7s %39s %31s", local, remote, st, queues, timer) != 5)
+            continue;
+        if (strcmp(remote, want) == 0 && strcmp(st, "01") == 0 && strncmp(timer, "02:", 3) == 0)
+            found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
 static void test_sentinel_finds_the_primary(void)
 {
     NEED_SERVERS();
@@ -134,6 +154,10 @@ static void test_sentinel_finds_the_primary(void)
     redlease_client *c = sentinel_client(&o, list, MASTER);
     hold_real(c, &o, "sent-find", lopts(2000, 3000, 0));
     CHECK_EQ(o.events[REDLEASE_EV_PRIMARY], 1);
+    /* the subscribed Sentinel link, which sends nothing, keeps TCP
+     * keep-alive: a Sentinel gone without a reset is noticed (the
+     * primary's connections cannot be told from the replicas' here) */
+    CHECK_EQ(keepalive_to(sentinel[0].port), 1);
     char v[64];
     CHECK_STR(srv_str(&primary, v, sizeof v, "GET %s", "lock:{sent-find}"), redlease_lock_token(o.lk));
     release(&o, NULL);
