@@ -146,7 +146,7 @@ static rdl_req *new_req(int kind, int64_t now, uint64_t epoch)
  * Sentinel runs both in one go, so no switch can fall between them. */
 static void ask(rdl_sentinel *s)
 {
-    int64_t now = rdl_clock_now(s->conn.clock);
+    int64_t now = rdl_clock_now(s->clock);
     uint64_t epoch = rdl_conn_epoch(&s->conn);
     rdl_req *q = new_req(RDL_REQ_SENTINEL_QUERY, now, epoch);
     rdl_req *sub = new_req(RDL_REQ_SENTINEL_SUB, now, epoch);
@@ -156,7 +156,7 @@ static void ask(rdl_sentinel *s)
     size_t sl[2] = {9, 14};
     if (q && sub && rdl_conn_submit(&s->conn, q, 3, qa, ql) == 0) {
         s->query = q;
-        s->answer_by = now + s->conn.command_timeout; /* a Sentinel that hangs is left */
+        s->answer_by = now + s->command_timeout; /* a Sentinel that hangs is left */
         tell_deadline(s);
         q = NULL;
         if (rdl_conn_subscribe(&s->conn, sub, 2, sa, sl) == 0) {
@@ -323,6 +323,8 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     s->answer_by = RDL_NEVER;
     s->ops = ops;
     s->owner = owner;
+    s->clock = clock;
+    s->command_timeout = base->command_timeout;
     int n = rdl_sentinel_parse(o->addrs, s->addrs);
     if (n < 0) return n == -2 ? REDLEASE_ENOMEM : REDLEASE_EINVAL;
     s->naddrs = n;

@@ -52,6 +52,8 @@ typedef struct rdl_sentinel {
     rdl_sentinel_addr addrs[REDLEASE_MAX_SENTINELS];
     int naddrs, current; /* the Sentinel the connection goes to */
     char *name;          /* the master name */
+    const rdl_clock *clock;   /* the owner's */
+    int64_t command_timeout;  /* how long a question may go unanswered */
     rdl_conn conn;
     rdl_req *query;   /* in flight, or NULL */
     int64_t answer_by; /* the query's deadline, or RDL_NEVER */
