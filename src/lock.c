@@ -416,6 +416,20 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
+/* An acquire's last word came (its write's answer, or the WAIT's behind
+ * it): a lease while still valid by the write's send time; an OK after
+ * that is too late (ETIMEDOUT); either way a failure ends the attempt,
+ * retried or not. */
+static void acquire_confirmed(struct redlease_lock *lk, const rdl_req *req, uint64_t fence,
+                              int status, int definite, int64_t now)
+{
+    if (status == REDLEASE_OK && rdl_valid_until(req->t0, lk->ttl) > now) {
+        become_held(lk, req, fence, now);
+        return;
+    }
+    attempt_ended(lk, status == REDLEASE_OK ? REDLEASE_ETIMEDOUT : status, definite, 0, now);
+}
+
 /* 1 acquired (*fence set), 0 held by someone else, or a negative status. */
 static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
                            uint64_t *fence, int *definite)
@@ -464,13 +478,9 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         if (res != REDLEASE_OK) attempt_ended(lk, res, res == REDLEASE_ENOMEM, 0, now);
         return;
     }
-    if (res == 1 && fresh) {
-        become_held(lk, req, fence, now);
-        return;
-    }
-    if (may_have_set) lk->maybe_set = 1;
-    if (res == 1) res = REDLEASE_ETIMEDOUT; /* answered after its own validity */
-    attempt_ended(lk, res == 0 ? REDLEASE_EBUSY : res, definite, 0, now);
+    if (may_have_set && !(res == 1 && fresh)) lk->maybe_set = 1;
+    acquire_confirmed(lk, req, fence, res == 1 ? REDLEASE_OK : res == 0 ? REDLEASE_EBUSY : res,
+                      definite, now);
 }
 
 /* -------------------------------------------------------------- held */
@@ -575,12 +585,8 @@ static void ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_re
     int status = res == 1 ? REDLEASE_OK : res == 0 ? REDLEASE_EREPLICAS : res;
     int op = lk->op;
     lk->op = 0;
-    int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
     if (op == RDL_REQ_ACQUIRE) {
-        if (status == REDLEASE_OK && fresh)
-            become_held(lk, req, req->fence, now);
-        else /* too late: retried (reclaims the key) or dropped, as any late OK */
-            attempt_ended(lk, status == REDLEASE_OK ? REDLEASE_ETIMEDOUT : status, definite, 0, now);
+        acquire_confirmed(lk, req, req->fence, status, definite, now); /* maybe_set is on */
     } else if (op == RDL_REQ_RENEW && lk->state == RDL_LOCK_HELD) {
         if (now >= lk->valid_until)
             lose(lk, REDLEASE_LOST_EXPIRED, now);

@@ -197,6 +197,7 @@ static inline void release(obs *o, redlease_lock *lk_never)
     CHECK_EQ(o->rel, 1);
 }
 
+
 /* Frees the client; the loop must then hold nothing of ours. */
 static inline void finish(redlease_client *c, obs *o)
 {
@@ -207,6 +208,28 @@ static inline void finish(redlease_client *c, obs *o)
     /* exactly once, whatever came after */
     CHECK(o->acq <= 1 && o->lost <= 1 && o->rel <= 1);
     CHECK_EQ(o->password_seen, 0);
+}
+
+/* An acquire by a client of its own with co, waiting wait ms (scaled as
+ * lopts'; REDLEASE_WAIT_FOREVER too), must end with status, the client's
+ * error text holding text. Returns the REDLEASE_EV_DISCONNECTED seen. */
+static inline int expect_acquire_fails(redlease_client_options co, int64_t wait, int status,
+                                       const char *text)
+{
+    obs o = {0};
+    redlease_client *c = client_with(&co, &o);
+    int64_t t0 = mono_ms();
+    acquire(c, &o, "fails", lopts(1000, wait, 0));
+    run_until(&o.acq, 3000, o.lk);
+    printf("# %s after %lld ms: %s\n", redlease_strerror(o.acq_st), (long long)(mono_ms() - t0),
+           redlease_client_errstr(c));
+    CHECK_EQ(o.acq, 1);
+    CHECK_EQ(o.acq_st, status);
+    CHECK(strstr(redlease_client_errstr(c), text) != NULL);
+    int disconnects = o.events[REDLEASE_EV_DISCONNECTED];
+    release(&o, o.lk);
+    finish(c, &o);
+    return disconnects;
 }
 
 /* ------------------------------------------------- the real redis-server */

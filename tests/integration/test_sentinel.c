@@ -99,11 +99,17 @@ static int start_all(void)
         }                                                                                \
     } while (0)
 
-static redlease_client *sentinel_client(obs *o, const char *list, const char *name)
+static redlease_client_options sentinel_opts(const char *list, const char *name)
 {
     redlease_client_options co = copts_tcp(0); /* the Sentinels say where */
     co.sentinel.addrs = list;
     co.sentinel.master_name = name;
+    return co;
+}
+
+static redlease_client *sentinel_client(obs *o, const char *list, const char *name)
+{
+    redlease_client_options co = sentinel_opts(list, name);
     return client_with(&co, o);
 }
 
@@ -306,42 +312,13 @@ static void test_sentinel_none_reachable_or_name_unknown(void)
     NEED_SERVERS();
     char dead[64];
     snprintf(dead, sizeof dead, "127.0.0.1:%d", sentinel[2].port + 1);
-    obs o = {0};
-    redlease_client *c = sentinel_client(&o, dead, MASTER);
-    acquire(c, &o, "sent-none", lopts(2000, 500, 0));
-    run_until(&o.acq, 3000, o.lk);
-    printf("# no Sentinel: %s: %s\n", redlease_strerror(o.acq_st), redlease_client_errstr(c));
-    CHECK_EQ(o.acq_st, REDLEASE_ECONN);
-    CHECK(strstr(redlease_client_errstr(c), "Sentinel 127.0.0.1:") != NULL);
-    release(&o, o.lk);
-    finish(c, &o);
-
-    obs q = {0};
-    c = sentinel_client(&q, sentinel_list, "no-such-master");
-    acquire(c, &q, "sent-none", lopts(2000, 500, 0));
-    run_until(&q.acq, 3000, q.lk);
-    printf("# unknown name: %s: %s\n", redlease_strerror(q.acq_st), redlease_client_errstr(c));
-    CHECK_EQ(q.acq_st, REDLEASE_ECONN);
-    CHECK(strstr(redlease_client_errstr(c), "does not know master 'no-such-master'") != NULL);
-    release(&q, q.lk);
-    finish(c, &q);
-
+    expect_acquire_fails(sentinel_opts(dead, MASTER), 500, REDLEASE_ECONN, "Sentinel 127.0.0.1:");
+    expect_acquire_fails(sentinel_opts(sentinel_list, "no-such-master"), 500, REDLEASE_ECONN,
+                         "does not know master 'no-such-master'");
     /* credentials the Sentinels refuse: at once, whatever the budget */
-    obs a = {0};
-    redlease_client_options co = copts_tcp(0);
-    co.sentinel.addrs = sentinel_list;
-    co.sentinel.master_name = MASTER;
+    redlease_client_options co = sentinel_opts(sentinel_list, MASTER);
     co.sentinel.password = "not-the-password";
-    c = client_with(&co, &a);
-    int64_t t0 = mono_ms();
-    acquire(c, &a, "sent-none", lopts(2000, REDLEASE_WAIT_FOREVER, 0));
-    run_until(&a.acq, 3000, a.lk);
-    printf("# refused: %s after %lld ms: %s\n", redlease_strerror(a.acq_st),
-           (long long)(mono_ms() - t0), redlease_client_errstr(c));
-    CHECK_EQ(a.acq_st, REDLEASE_EAUTH);
-    CHECK(strstr(redlease_client_errstr(c), "Sentinel 127.0.0.1:") != NULL);
-    release(&a, a.lk);
-    finish(c, &a);
+    expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, REDLEASE_EAUTH, "Sentinel 127.0.0.1:");
 }
 
 /* A Sentinel that names a replica (its configuration is stale, or a

@@ -54,19 +54,7 @@ static redlease_client_options tls_opts(int port, const char *ca, int cert)
  * client's error text holding text. */
 static void expect_refused(redlease_client_options co, int status, const char *text)
 {
-    obs o = {0};
-    redlease_client *c = client_with(&co, &o);
-    int64_t t0 = mono_ms();
-    acquire(c, &o, "tls-refused", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
-    run_until(&o.acq, 3000, o.lk);
-    printf("# %s after %lld ms: %s\n", redlease_strerror(o.acq_st), (long long)(mono_ms() - t0),
-           redlease_client_errstr(c));
-    CHECK_EQ(o.acq, 1);
-    CHECK_EQ(o.acq_st, status);
-    CHECK(strstr(redlease_client_errstr(c), text) != NULL);
-    CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
-    release(&o, o.lk);
-    finish(c, &o);
+    CHECK(expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, status, text) >= 1);
 }
 
 /* A lease over TLS: acquired, renewed (TTL 600 ms, renewals every 200),
@@ -241,20 +229,11 @@ static void test_tls_through_sentinel(void)
     release(&o, NULL);
     finish(c, &o);
 
-    obs q = {0};
-    co = tls_opts(0, "other-ca.crt", 1);
+    co = tls_opts(0, "other-ca.crt", 1); /* signed no Sentinel */
     co.sentinel.addrs = list;
     co.sentinel.master_name = "tlsm";
     co.sentinel.tls = 1;
-    c = client_with(&co, &q);
-    acquire(c, &q, "tls-sentinel", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
-    run_until(&q.acq, 3000, q.lk);
-    printf("# a CA that signed no Sentinel: %s: %s\n", redlease_strerror(q.acq_st),
-           redlease_client_errstr(c));
-    CHECK_EQ(q.acq_st, REDLEASE_ETLS);
-    CHECK(strstr(redlease_client_errstr(c), "Sentinel 127.0.0.1:") != NULL);
-    release(&q, q.lk);
-    finish(c, &q);
+    expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, REDLEASE_ETLS, "Sentinel 127.0.0.1:");
     srv_kill(&sentinel);
 }
 

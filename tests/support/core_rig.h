@@ -148,6 +148,18 @@ static inline void end(fake *f)
  * 1 to *ok when it went all the way as without failures. */
 typedef void (*oom_scenario)(long fail_at, int *ok);
 
+/* A started client on the fake (o may be NULL) with the fail_at-th
+ * allocation from now failing; 0 when the client itself could not be made
+ * (nothing left to run). */
+static inline int oom_start(fake *f, const redlease_client_options *o, long fail_at)
+{
+    fake_alloc_fail_at(fail_at);
+    fake_start(f, o);
+    if (f->c) return 1;
+    fake_alloc_fail_at(0);
+    return 0;
+}
+
 /* Runs the scenario once to count its allocations (that run must go all
  * the way), then once with each of them failing in turn; nothing may be
  * left allocated. Returns the count. */

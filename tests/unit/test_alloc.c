@@ -40,12 +40,7 @@ static void on_oom_closed(redlease_client *c, void *arg)
 static void oom_run(int variant, long fail_at, int *ended_ok)
 {
     fake f;
-    fake_alloc_fail_at(fail_at);
-    fake_start(&f, NULL);
-    if (!f.c) {
-        fake_alloc_fail_at(0);
-        return;
-    }
+    if (!oom_start(&f, NULL, fail_at)) return;
     rec r[2] = {{0}, {0}};
     int nlocks = variant ? 2 : 1, started = 0;
     for (int i = 0; i < nlocks; i++) {

@@ -486,18 +486,56 @@ static void test_no_wait_after_the_budget(void)
     end(&f);
 }
 
+/* Released while its WAIT is out, and while it waits behind another's:
+ * on_acquire(ECANCELED) then on_release(OK) at once, the key dropped
+ * behind the WAIT; the WAIT's late answer changes nothing. The client
+ * freed with a write still waiting for a WAIT: every callback, no leak. */
+static void test_cancel_or_free_while_waiting_for_replicas(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec a = {0}, b = {0};
+    redlease_lock_options o = acked(3000, 1);
+    CHECK_EQ(start_lock(&f, &a, "a", &o), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &b, "b", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_reply_status(&f, "OK"); /* b waits behind a's WAIT */
+    CHECK(is_wait(&f, "1", "300"));
+    CHECK_EQ(release(&a), REDLEASE_OK);
+    CHECK_EQ(release(&b), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_STR(a.order, "AR");
+    CHECK_EQ(a.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(b.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 3); /* the WAIT, then both keys dropped behind it */
+    fake_reply_int(&f, 1);         /* the WAIT: nobody wants it now */
+    fake_run(&f);
+    CHECK_EQ(a.acq_calls, 1);
+    CHECK(is_drop(&f, &a));
+    fake_reply_int(&f, 1);
+    fake_reply_int(&f, 1);
+
+    rec c = {0}, d = {0};
+    CHECK_EQ(start_lock(&f, &c, "c", &o), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &d, "d", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_reply_status(&f, "OK"); /* d queued behind c's WAIT */
+    fake_free(&f);
+    CHECK_EQ(c.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(d.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(fake_alloc_live(), 0);
+}
+
 /* Every allocation of two acknowledged leases' lives (one by WAIT, one by
  * WAITAOF: held, renewed, released) fails in turn: callbacks once,
  * nothing leaks. */
 static void acks_oom(long fail_at, int *ok)
 {
     fake f;
-    fake_alloc_fail_at(fail_at);
-    fake_start(&f, NULL);
-    if (!f.c) {
-        fake_alloc_fail_at(0);
-        return;
-    }
+    if (!oom_start(&f, NULL, fail_at)) return;
     rec r[2] = {{0}, {0}};
     int started = 0;
     for (int i = 0; i < 2; i++) {
@@ -595,6 +633,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_one_wait_in_flight_shared_by_the_writes_behind_it),
         TEST_CASE(test_waiting_writes_end_with_the_link),
         TEST_CASE(test_no_wait_after_the_budget),
+        TEST_CASE(test_cancel_or_free_while_waiting_for_replicas),
         TEST_CASE(test_acks_allocation_failure_everywhere),
         TEST_CASE(test_replica_options_checked),
     };

@@ -23,16 +23,34 @@ static void record_primary(redlease_client *c, const redlease_event *ev, void *a
     record_event(c, ev, arg);
 }
 
+/* Options asking Sentinels addrs for "mymaster", reconnecting after
+ * [min, max] ms. */
+static redlease_client_options sentinel_options(const char *addrs, int64_t min, int64_t max)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.sentinel.addrs = addrs;
+    co.sentinel.master_name = "mymaster";
+    co.reconnect_min_ms = min;
+    co.reconnect_max_ms = max;
+    return co;
+}
+
+/* Runs the timer until the side link connects again; the ms it took. */
+static int64_t until_side_reconnects(fake *f)
+{
+    int64_t t = f->now;
+    int before = f->side.connects;
+    while (f->side.connects == before && f->timer_at >= 0) fake_until(f, f->timer_at);
+    return f->now - t;
+}
+
 /* A client asking Sentinels "s1:1,s2:2" for "mymaster", attached; nothing
  * connected yet. Events are recorded. */
 static void start_sentinel_client(fake *f, const char *password)
 {
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.sentinel.addrs = "s1:1,s2:2";
-    co.sentinel.master_name = "mymaster";
+    redlease_client_options co = sentinel_options("s1:1,s2:2", 10, 10);
     co.sentinel.password = password;
-    co.reconnect_min_ms = co.reconnect_max_ms = 10;
     fake_attach(f, &co);
     nseen = 0;
     primary_seen[0] = '\0';
@@ -273,32 +291,21 @@ static void test_sentinel_unanswered_question(void)
 static void test_sentinel_useless_answers_back_off(void)
 {
     fake f;
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.sentinel.addrs = "s1:1";
-    co.sentinel.master_name = "mymaster";
-    co.reconnect_min_ms = 10;
-    co.reconnect_max_ms = 1000;
+    redlease_client_options co = sentinel_options("s1:1", 10, 1000);
     fake_attach(&f, &co);
     redlease_client_set_rng(f.c, rng_max, NULL); /* each delay at its cap */
     int64_t gaps[5];
     for (int i = 0; i < 5; i++) {
         fake_side_connect(&f);
         fake_side_reply_nil(&f);
-        int64_t t = f.now;
-        int before = f.side.connects;
-        while (f.side.connects == before && f.timer_at >= 0) fake_until(&f, f.timer_at);
-        gaps[i] = f.now - t;
+        gaps[i] = until_side_reconnects(&f);
     }
     CHECK(gaps[0] <= 11 && gaps[4] >= 150); /* 10, 20, 40, 80, 160 */
     for (int i = 1; i < 5; i++) CHECK(gaps[i] > gaps[i - 1]);
     fake_side_connect(&f);
     fake_side_reply_addr(&f, "10.0.0.5", "6390");
     fake_side_break(&f);
-    int64_t t = f.now;
-    int before = f.side.connects;
-    while (f.side.connects == before && f.timer_at >= 0) fake_until(&f, f.timer_at);
-    CHECK(f.now - t <= 11); /* proved useful: back to the first delay */
+    CHECK(until_side_reconnects(&f) <= 11); /* proved useful: back to the first delay */
     end(&f);
 }
 
@@ -308,12 +315,7 @@ static void test_sentinel_useless_answers_back_off(void)
 static void test_sentinel_move_goes_now_and_alone(void)
 {
     fake f;
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.sentinel.addrs = "s1:1,s2:2";
-    co.sentinel.master_name = "mymaster";
-    co.reconnect_min_ms = 100;
-    co.reconnect_max_ms = 1000;
+    redlease_client_options co = sentinel_options("s1:1,s2:2", 100, 1000);
     fake_attach(&f, &co);
     redlease_client_set_rng(f.c, rng_max, NULL);
     fake_side_connect(&f);
