@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "lock.h"
+#include "node.h"
 
 void rdl_acks_init(rdl_acks *a)
 {
@@ -35,17 +36,17 @@ static void answer_all(rdl_list *list, const rdl_reply *r)
 /* Sends the WAIT (k 1: WAITAOF) for the tickets queued, if any and none is
  * in flight. Tickets from a connection that is gone get NULL: a WAIT on
  * another one would count nothing of theirs. */
-static void send_next(redlease_client *c, int k)
+static void send_next(rdl_node *node, int k)
 {
-    rdl_acks *a = &c->acks;
+    rdl_acks *a = &node->acks;
     if (a->out[k] || rdl_list_empty(&a->queued[k])) return;
-    uint64_t epoch = rdl_conn_epoch(&c->conn);
+    uint64_t epoch = rdl_conn_epoch(&node->conn);
     int n = 0;
     int64_t ms = 0;
     for (rdl_list *i = a->queued[k].next; i != &a->queued[k];) {
         rdl_req *t = RDL_CONTAINER(i, rdl_req, link);
         i = i->next;
-        if (!rdl_client_ready(c) || t->epoch != epoch) {
+        if (!rdl_node_ready(node) || t->epoch != epoch) {
             rdl_list_remove(&t->link);
             rdl_lock_on_reply(t, NULL);
             continue;
@@ -67,10 +68,10 @@ static void send_next(redlease_client *c, int k)
     if (w) {
         w->kind = RDL_REQ_ACK;
         w->script = -1;
-        w->t0 = rdl_now(c);
+        w->t0 = rdl_now(node->c);
         w->epoch = epoch;
     }
-    if (!w || rdl_conn_submit(&c->conn, w, argc, argv, lens) != 0) {
+    if (!w || rdl_conn_submit(&node->conn, w, argc, argv, lens) != 0) {
         rdl_free(w);
         answer_all(&a->queued[k], NULL); /* as a link that broke */
         return;
@@ -79,29 +80,29 @@ static void send_next(redlease_client *c, int k)
     rdl_list_move_all(&a->covered[k], &a->queued[k]);
 }
 
-void rdl_acks_add(redlease_client *c, rdl_req *ticket)
+void rdl_acks_add(rdl_node *node, rdl_req *ticket)
 {
     int k = ticket->lk->wait_fsync;
-    rdl_list_push_back(&c->acks.queued[k], &ticket->link);
-    send_next(c, k);
+    rdl_list_push_back(&node->acks.queued[k], &ticket->link);
+    send_next(node, k);
 }
 
-int rdl_acks_on_reply(redlease_client *c, rdl_req *req, const rdl_reply *r)
+int rdl_acks_on_reply(rdl_node *node, rdl_req *req, const rdl_reply *r)
 {
-    rdl_acks *a = &c->acks;
+    rdl_acks *a = &node->acks;
     int k = req == a->out[1];
     if (req != a->out[k]) return 0;
     a->out[k] = NULL;
     rdl_free(req);
     answer_all(&a->covered[k], r);
-    send_next(c, k); /* after a broken link, it fails those queued */
+    send_next(node, k); /* after a broken link, it fails those queued */
     return 1;
 }
 
-void rdl_acks_fail_all(redlease_client *c)
+void rdl_acks_fail_all(rdl_node *node)
 {
     for (int k = 0; k < 2; k++) {
-        answer_all(&c->acks.covered[k], NULL);
-        answer_all(&c->acks.queued[k], NULL);
+        answer_all(&node->acks.covered[k], NULL);
+        answer_all(&node->acks.queued[k], NULL);
     }
 }

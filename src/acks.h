@@ -3,8 +3,8 @@
  *
  * Redis runs a connection's commands in order, and a WAIT blocks the
  * connection until its replicas answer or its timeout passes: every
- * command behind it waits too. So the client keeps at most one WAIT (and
- * one WAITAOF) in flight on its connection. A lock whose write needs an
+ * command behind it waits too. So a node keeps at most one WAIT (and one
+ * WAITAOF) in flight on its connection. A lock whose write needs an
  * acknowledgement hands in a ticket (an rdl_req of kind RDL_REQ_ACK, with
  * the write's send time, epoch and fence, never sent itself); the next
  * WAIT covers every ticket handed in before it, since WAIT counts the
@@ -25,7 +25,7 @@
 #include "req.h"
 #include "transport.h"
 
-struct redlease_client;
+struct rdl_node;
 
 typedef struct rdl_acks {
     rdl_list queued[2];  /* tickets for the next WAIT; [1]: WAITAOF */
@@ -34,12 +34,12 @@ typedef struct rdl_acks {
 } rdl_acks;
 
 void rdl_acks_init(rdl_acks *a);
-/* A lock's ticket (lock.c, on the connection its write went out on). */
-void rdl_acks_add(struct redlease_client *c, rdl_req *ticket);
-/* 1 when req is a WAIT of ours: it came back (r NULL: the link took it),
+/* A lock's ticket (lock.c), on the node its write went out on. */
+void rdl_acks_add(struct rdl_node *node, rdl_req *ticket);
+/* 1 when req is a WAIT of node's: it came back (r NULL: the link took it),
  * and its answer went to every ticket it covered. */
-int rdl_acks_on_reply(struct redlease_client *c, rdl_req *req, const rdl_reply *r);
-/* The client ends: every ticket not yet answered gets NULL. */
-void rdl_acks_fail_all(struct redlease_client *c);
+int rdl_acks_on_reply(struct rdl_node *node, rdl_req *req, const rdl_reply *r);
+/* The node ends: every ticket not yet answered gets NULL. */
+void rdl_acks_fail_all(struct rdl_node *node);
 
 #endif

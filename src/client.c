@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The client: one connection (src/conn.c, which reports here), one loop
- * timer, delivery of callbacks, and the lifetime rules.
+/* The client: its node (src/node.c: a connection and what waits on it),
+ * one loop timer, delivery of callbacks, and the lifetime rules.
  *
- * Every deadline (the connection's, a close's, and each lock's next
+ * Every deadline (the connections', a close's, and each lock's next
  * action) sits in one min-heap; the loop sees a single one-shot timer armed
  * for the earliest. redlease_client_on_timer() is the only place that runs
  * lock callbacks, so a user callback never runs inside hiredis.
@@ -25,8 +25,6 @@ static int64_t monotonic_ms(void *arg)
 
 int64_t rdl_now(const redlease_client *c) { return rdl_clock_now(&c->clock); }
 
-int rdl_client_ready(const redlease_client *c) { return rdl_conn_ready(&c->conn) && !c->dead; }
-
 void rdl_set_errstr(redlease_client *c, const char *s, size_t n)
 {
     if (!s) s = "", n = 0;
@@ -42,8 +40,7 @@ void rdl_emit(redlease_client *c, const redlease_event *ev)
 
 /* ------------------------------------------------------------- creation */
 
-static const rdl_conn_owner conn_owner;         /* below: what the connection tells us */
-static const rdl_sentinel_owner sentinel_owner; /* and what the Sentinels do */
+static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 
 int redlease_client_new(redlease_client **out, const redlease_client_options *o)
 {
@@ -61,9 +58,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     if (!c) return REDLEASE_ENOMEM;
     rdl_heap_init(&c->heap);
     rdl_list_init(&c->locks);
-    rdl_list_init(&c->waiting);
     rdl_list_init(&c->notify);
-    rdl_acks_init(&c->acks);
     rdl_conn_config cc = {.host = o->host, .unix_path = o->unix_path, .port = o->port, .db = o->db,
                           .username = o->username, .password = o->password,
                           .connect_timeout = o->connect_timeout_ms,
@@ -79,9 +74,10 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         ok = c->sentinel && rdl_sentinel_init(c->sentinel, &o->sentinel, &cc, &sentinel_owner, c,
                                               &c->clock, &c->rng) == REDLEASE_OK;
     }
-    ok = rdl_conn_init(&c->conn, &cc, &conn_owner, c, &c->clock, &c->rng) == REDLEASE_OK && ok;
+    ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
-    c->wake.idx = RDL_HEAP_OUT;
+    c->close_wake.idx = RDL_HEAP_OUT;
+    c->close_wake.kind = RDL_WAKE_CLOSE;
     if (!ok) {
         /* teardown() frees what was made; the loop never saw the client */
         redlease_client_free(c);
@@ -124,7 +120,7 @@ void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void
 
 const char *redlease_client_errstr(const redlease_client *c) { return c ? c->errstr : ""; }
 
-int redlease_client_connected(const redlease_client *c) { return c && rdl_client_ready(c); }
+int redlease_client_connected(const redlease_client *c) { return c && rdl_node_ready(&c->main); }
 
 void redlease_client_stats(const redlease_client *c, redlease_stats *out)
 {
@@ -134,7 +130,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
         return;
     }
     *out = c->stats;
-    rdl_conn_stats(&c->conn, out);
+    rdl_conn_stats(&c->main.conn, out);
 }
 
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn)
@@ -163,11 +159,8 @@ static void arm(redlease_client *c)
 {
     if (!c->loop) return;
     int64_t at;
-    /* What waited for a connection that broke again before the timer sent
-     * it waits for the next one: due now only while the link is ready. */
-    int flush = c->flush_needed && rdl_client_ready(c);
-    if (!rdl_list_empty(&c->notify) || flush || rdl_conn_due(&c->conn) || sentinel_due(c) ||
-        c->dead || c->close_check) {
+    if (!rdl_list_empty(&c->notify) || rdl_node_due(&c->main) || sentinel_due(c) || c->dead ||
+        c->close_check) {
         at = 0; /* due now */
     } else {
         rdl_heap_node *top = rdl_heap_top(&c->heap);
@@ -202,67 +195,31 @@ void rdl_leave(redlease_client *c)
 
 /* ---------------------------------------------------------- connection */
 
-/* The client's own deadline: the connection's, or the end of a graceful
- * close if that comes first. */
-static void set_wake(redlease_client *c, int64_t at)
-{
-    if (c->closing && c->close_deadline < at) at = c->close_deadline;
-    if (c->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->wake, at);
-}
-
 int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops, void *loop_data)
 {
     if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
     if (c->loop || c->dead || c->closing) return REDLEASE_EINVAL;
-    int rc = rdl_heap_insert(&c->heap, &c->wake, RDL_NEVER);
+    c->loop = ops;
+    c->loop_data = loop_data;
+    int rc = rdl_heap_insert(&c->heap, &c->close_wake, RDL_NEVER);
     if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
-    if (!rc) rc = rdl_conn_attach(&c->conn, c->transport_new, ops, loop_data);
+    if (!rc) rc = rdl_node_attach(&c->main);
     if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
-        rdl_heap_remove(&c->heap, &c->wake);
+        rdl_heap_remove(&c->heap, &c->close_wake);
+        rdl_heap_remove(&c->heap, &c->main.wake);
         if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
+        c->loop = NULL;
+        c->loop_data = NULL;
         return rc;
     }
-    c->loop = ops;
-    c->loop_data = loop_data;
     rdl_enter(c);
     int64_t now = rdl_now(c);
-    rdl_conn_connect(&c->conn, now); /* with Sentinel: waits for an address */
+    rdl_conn_connect(&c->main.conn, now); /* with Sentinel: waits for an address */
     if (c->sentinel) rdl_sentinel_start(c->sentinel, now);
     rdl_leave(c);
     return REDLEASE_OK;
-}
-
-/* The connection's timer work; whatever ran, the client's deadline is now
- * in the future, so the timer loop makes progress (a passed close deadline
- * is handled there). */
-static void conn_run(redlease_client *c, int64_t now)
-{
-    rdl_conn_run(&c->conn, now);
-    int64_t at = rdl_conn_deadline(&c->conn);
-    if (at <= now) at = RDL_NEVER;
-    if (c->closing && c->close_deadline > now && c->close_deadline < at) at = c->close_deadline;
-    rdl_heap_update(&c->heap, &c->wake, at);
-}
-
-/* Sends what waited for the connection, and re-verifies held leases at once:
- * the server may have restarted and lost them. */
-static void flush(redlease_client *c, int64_t now)
-{
-    c->flush_needed = 0;
-    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
-        rdl_lock_on_ready(RDL_CONTAINER(n, struct redlease_lock, link), now);
-    /* Each lock waiting now gets one try. One the transport refuses though
-     * the connection counts as ready (hiredis out of memory, a context
-     * being torn down) is parked on c->waiting again and left to its op
-     * deadline: trying the list until it empties would never end. */
-    rdl_list batch;
-    rdl_list_init(&batch);
-    rdl_list_move_all(&batch, &c->waiting);
-    while (!rdl_list_empty(&batch) && rdl_client_ready(c))
-        rdl_lock_send_waiting(RDL_CONTAINER(batch.next, struct redlease_lock, wait_link), now);
-    rdl_list_move_all(&c->waiting, &batch); /* the link went down meanwhile */
 }
 
 /* Done when every callback owed has run and nothing is left to send or to
@@ -271,7 +228,8 @@ static int close_finished(redlease_client *c, int64_t now)
 {
     if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    return rdl_conn_in_flight(&c->conn) == 0 && rdl_list_empty(&c->waiting) && c->release_retries == 0;
+    return rdl_conn_in_flight(&c->main.conn) == 0 && rdl_list_empty(&c->main.waiting) &&
+           c->release_retries == 0;
 }
 
 void redlease_client_on_timer(redlease_client *c)
@@ -283,17 +241,18 @@ void redlease_client_on_timer(redlease_client *c)
     c->close_check = 0;
     int64_t now = rdl_now(c);
     while (!c->dead) {
-        if (rdl_conn_due(&c->conn)) conn_run(c, now);
+        if (rdl_node_due(&c->main)) rdl_node_run(&c->main, now);
         if (sentinel_due(c)) sentinel_run(c, now);
-        if (c->flush_needed && rdl_client_ready(c)) flush(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
-            if (top == &c->wake)
-                conn_run(c, now);
-            else if (c->sentinel && top == &c->sentinel->wake)
-                sentinel_run(c, now);
-            else
-                rdl_lock_run(RDL_CONTAINER(top, struct redlease_lock, wake), now);
+            switch (top->kind) {
+            case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
+            case RDL_WAKE_SENTINEL: sentinel_run(c, now); break;
+            case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
+                rdl_heap_update(&c->heap, top, RDL_NEVER);
+                break;
+            default: rdl_lock_run(RDL_CONTAINER(top, struct redlease_lock, wake), now); break;
+            }
             continue;
         }
         if (!rdl_list_empty(&c->notify)) {
@@ -325,8 +284,7 @@ static void teardown(redlease_client *c)
 {
     c->dead = 1;
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
-    rdl_conn_free(&c->conn); /* every request comes back now, NULL */
-    rdl_acks_fail_all(c);     /* and every ticket for a WAIT: they hold their locks */
+    rdl_node_free(&c->main); /* every request and WAIT ticket comes back now, NULL */
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
@@ -381,79 +339,23 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
     rdl_enter(c);
     int64_t now = rdl_now(c);
     c->close_deadline = now + c->command_timeout;
-    set_wake(c, rdl_conn_deadline(&c->conn));
+    rdl_heap_update(&c->heap, &c->close_wake, c->close_deadline);
     for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rdl_lock_close(RDL_CONTAINER(n, struct redlease_lock, link), now);
     c->close_check = 1; /* maybe nothing is pending: done on the next tick */
     rdl_leave(c);
 }
 
-/* ------------------------------------- what the connection tells the client */
+/* ------------------------------------------------- what the servers say */
 
-static void on_conn_enter(void *owner) { rdl_enter(owner); }
-static void on_conn_leave(void *owner) { rdl_leave(owner); }
-static int on_conn_ending(void *owner) { return ((redlease_client *)owner)->dead; }
-
-static void on_conn_ready(void *owner)
+void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, int64_t now)
 {
-    ((redlease_client *)owner)->flush_needed = 1; /* sent from the timer, outside hiredis */
-}
-
-/* A refusal retrying cannot cure: what waits for a connection fails now. */
-static void on_conn_refused(void *owner, int status, int64_t now)
-{
-    redlease_client *c = owner;
-    for (rdl_list *n = c->locks.next; n != &c->locks;) {
-        struct redlease_lock *lk = RDL_CONTAINER(n, struct redlease_lock, link);
-        n = n->next; /* nothing is freed here: callbacks only get queued */
-        if (!c->dead) rdl_lock_on_refused(lk, status, now);
+    for (rdl_list *i = c->locks.next; i != &c->locks;) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        i = i->next; /* nothing is freed here: callbacks only get queued */
+        if (!c->dead && (!node || lk->node == node)) rdl_lock_on_refused(lk, status, now);
     }
 }
-
-static void on_conn_reply(void *owner, rdl_req *req, const rdl_reply *r)
-{
-    redlease_client *c = owner;
-    if (req && !rdl_acks_on_reply(c, req, r)) rdl_lock_on_reply(req, r); /* a lock's */
-    if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
-}
-
-/* Connection events; every one but EV_CONNECTED is about the failure
- * whose text c->errstr holds. */
-static void on_conn_event(void *owner, int type, int status, int64_t retry_in)
-{
-    redlease_client *c = owner;
-    const char *detail = type != REDLEASE_EV_CONNECTED && c->errstr[0] ? c->errstr : NULL;
-    redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
-                         .retry_in_ms = retry_in, .detail = detail};
-    rdl_emit(c, &ev);
-    /* The primary failed us (gone, a replica now, READONLY): it may have
-     * moved while we missed the news. Not when we left it on the news. */
-    if (type == REDLEASE_EV_DISCONNECTED && c->sentinel && !c->dead) {
-        if (c->moving)
-            c->moving = 0;
-        else
-            rdl_sentinel_refresh(c->sentinel);
-    }
-}
-
-static void on_conn_error(void *owner, const char *text, size_t len)
-{
-    rdl_set_errstr(owner, text, len);
-}
-
-static void on_conn_deadline(void *owner, int64_t at) { set_wake(owner, at); }
-
-static const rdl_conn_owner conn_owner = {
-    .enter = on_conn_enter,
-    .leave = on_conn_leave,
-    .ending = on_conn_ending,
-    .ready = on_conn_ready,
-    .refused = on_conn_refused,
-    .reply = on_conn_reply,
-    .event = on_conn_event,
-    .error = on_conn_error,
-    .deadline = on_conn_deadline,
-};
 
 /* ------------------------------------------ what the Sentinels tell the client */
 
@@ -463,9 +365,9 @@ static const rdl_conn_owner conn_owner = {
 static void on_sentinel_primary(void *owner, const char *host, int port)
 {
     redlease_client *c = owner;
-    int moved = rdl_conn_set_endpoint(&c->conn, host, port, rdl_now(c));
+    int moved = rdl_conn_set_endpoint(&c->main.conn, host, port, rdl_now(c));
     if (moved <= 0) return; /* the same, or no memory: the next answer tries again */
-    c->moving = moved == 2;  /* the disconnect that follows is ours */
+    c->main.moving = moved == 2; /* the disconnect that follows is ours */
     char where[300];
     snprintf(where, sizeof where, "%s:%d", host, port);
     redlease_event ev = {.type = REDLEASE_EV_PRIMARY, .rtt_ms = -1, .remaining_ms = -1,
@@ -484,15 +386,24 @@ static void on_sentinel_deadline(void *owner, int64_t at)
 static void on_sentinel_error(void *owner, const char *text, size_t len)
 {
     redlease_client *c = owner;
-    if (!rdl_client_ready(c)) rdl_set_errstr(c, text, len);
+    if (!rdl_node_ready(&c->main)) rdl_set_errstr(c, text, len);
+}
+
+static void on_sentinel_enter(void *owner) { rdl_enter(owner); }
+static void on_sentinel_leave(void *owner) { rdl_leave(owner); }
+static int on_sentinel_ending(void *owner) { return ((redlease_client *)owner)->dead; }
+
+static void on_sentinel_refused(void *owner, int status, int64_t now)
+{
+    rdl_client_refused(owner, NULL, status, now);
 }
 
 static const rdl_sentinel_owner sentinel_owner = {
-    .enter = on_conn_enter,
-    .leave = on_conn_leave,
-    .ending = on_conn_ending,
+    .enter = on_sentinel_enter,
+    .leave = on_sentinel_leave,
+    .ending = on_sentinel_ending,
     .primary = on_sentinel_primary,
     .error = on_sentinel_error,
-    .refused = on_conn_refused,
+    .refused = on_sentinel_refused,
     .deadline = on_sentinel_deadline,
 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The client's private header: struct redlease_client (connection, timer,
+/* The client's private header: struct redlease_client (nodes, timer,
  * delivery of callbacks, lifetime) and what client.c offers the lease state
- * machine (src/lock.h). Pure core: no hiredis here; the connection
- * (src/conn.h) reaches Redis through rdl_transport.
+ * machine (src/lock.h). Pure core: no hiredis here; each node's connection
+ * (src/node.h, src/conn.h) reaches Redis through rdl_transport.
  *
  * Two rules keep reentrancy simple:
  *  - User callbacks of locks (on_acquire, on_lost, on_release) are only run
@@ -18,11 +18,11 @@
 
 #include <stdint.h>
 
-#include "acks.h"
 #include "backoff.h"
 #include "conn.h"
 #include "heap.h"
 #include "list.h"
+#include "node.h"
 #include "redlease.h"
 #include "req.h"
 #include "sentinel.h"
@@ -44,24 +44,19 @@ struct redlease_client {
     redlease_event_cb event_cb;
     void *event_arg;
 
-    /* The one connection, embedded: it lives exactly as long as the client,
-     * costs no allocation (nor a failure path), and reports to it through
-     * client.c's rdl_conn_owner table; fake.c reaches it as &c->conn. */
-    rdl_conn conn;
-    rdl_heap_node wake; /* the connection's deadline, or a close's if sooner */
-    int flush_needed;   /* became ready: send what waited (only read while
-                           ready, so what a broken link owed waits for the
-                           next one) */
-    char errstr[128];   /* the last failure's text: the connection's or Redis's */
+    /* The one node (connection and what waits on it), embedded: it lives
+     * exactly as long as the client and costs no allocation (nor a failure
+     * path); fake.c reaches its connection as &c->main.conn. */
+    rdl_node main;
+    rdl_heap_node close_wake; /* a graceful close's deadline (RDL_WAKE_CLOSE) */
+    char errstr[128];   /* the last failure's text: a connection's or Redis's */
     /* With Sentinel (client options): where the primary is; its link's
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
-    rdl_acks acks; /* the WAIT in flight and the writes waiting for one */
-    int moving; /* the primary's link is dropped to follow the Sentinels */
 
     /* locks */
     rdl_heap heap;
-    rdl_list locks, waiting, notify;
+    rdl_list locks, notify;
     uint64_t release_retries; /* releases waiting to retry (close waits for them);
                                  lock.c keeps it with each lk->release_retry */
     redlease_stats stats; /* the locks' counters; the connection keeps its own */
@@ -82,8 +77,10 @@ struct redlease_client {
 
 /* client.c */
 int64_t rdl_now(const redlease_client *c);
-/* The connection is ready and the client not ending: requests may go. */
-int rdl_client_ready(const redlease_client *c);
+/* A server refused us for good (node's connection, or with node NULL
+ * every Sentinel): what the locks of node (all, for NULL) wait to send
+ * fails with status. */
+void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, int64_t now);
 void rdl_enter(redlease_client *c);
 void rdl_leave(redlease_client *c);
 void rdl_emit(redlease_client *c, const redlease_event *ev);

@@ -19,7 +19,7 @@ void rdl_heap_free(rdl_heap *h)
 static void place(rdl_heap *h, size_t i, rdl_heap_node *x)
 {
     h->v[i] = x;
-    x->idx = i;
+    x->idx = (uint32_t)i;
 }
 
 static void sift_up(rdl_heap *h, size_t i)
@@ -50,6 +50,10 @@ static void sift_down(rdl_heap *h, size_t i)
 
 int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at)
 {
+    if (h->n >= RDL_HEAP_OUT - 1) {
+        x->idx = RDL_HEAP_OUT;
+        return REDLEASE_ENOMEM; /* idx is 32 bits: 4 billion deadlines at most */
+    }
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 16;
         rdl_heap_node **v = rdl_realloc(h->v, cap * sizeof(*v));

@@ -11,12 +11,17 @@
 
 #define RDL_NEVER INT64_MAX
 
+/* What a deadline belongs to, so the client's timer knows whose it is
+ * (src/client.c); 0 for a lock's, the calloc'd default. */
+enum rdl_wake_kind { RDL_WAKE_LOCK = 0, RDL_WAKE_NODE, RDL_WAKE_SENTINEL, RDL_WAKE_CLOSE };
+
 typedef struct rdl_heap_node {
     int64_t at;
-    size_t idx; /* slot in the heap, or RDL_HEAP_OUT */
+    uint32_t idx;  /* slot in the heap, or RDL_HEAP_OUT */
+    uint32_t kind; /* enum rdl_wake_kind: 16 bytes in all, in every lock */
 } rdl_heap_node;
 
-#define RDL_HEAP_OUT ((size_t)-1)
+#define RDL_HEAP_OUT UINT32_MAX
 
 typedef struct rdl_heap {
     rdl_heap_node **v;

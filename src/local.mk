@@ -18,6 +18,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/options.c \
 	%reldir%/req.h \
 	%reldir%/conn.c %reldir%/conn.h \
+	%reldir%/node.c %reldir%/node.h \
 	%reldir%/sentinel.c %reldir%/sentinel.h \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/lock.c %reldir%/lock.h \

@@ -189,7 +189,6 @@ static int script_for(const struct redlease_lock *lk, int kind)
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
-    redlease_client *c = lk->c;
     char ttl[24], counter_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl);
     const char *argv[9];
@@ -224,19 +223,18 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    return rdl_conn_submit(&c->conn, req, n, argv, lens);
+    return rdl_conn_submit(&lk->node->conn, req, n, argv, lens);
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
 {
-    redlease_client *c = lk->c;
     rdl_req *req = rdl_calloc(1, sizeof *req);
     if (!req) return REDLEASE_ENOMEM;
     req->lk = lk;
     req->kind = kind;
     req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
-    req->epoch = rdl_conn_epoch(&c->conn);
+    req->epoch = rdl_conn_epoch(&lk->node->conn);
     int rc = req_submit(req);
     if (rc) {
         rdl_free(req);
@@ -250,16 +248,16 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
 static void op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 
 /* Sends what the lock has to send (a pending drop first, then its op's
- * request), or parks it on c->waiting until the connection is ready. */
+ * request), or parks it on its node's waiting list until the connection
+ * is ready. */
 static void pump(struct redlease_lock *lk, int64_t now)
 {
-    redlease_client *c = lk->c;
     int want_op = lk->op && !lk->req;
     if (!lk->drop_pending && !want_op) {
         rdl_list_remove(&lk->wait_link);
         return;
     }
-    if (!rdl_client_ready(c)) goto park;
+    if (!rdl_node_ready(lk->node)) goto park;
     rdl_list_remove(&lk->wait_link);
     if (lk->drop_pending) {
         int rc = send_req(lk, RDL_REQ_DROP, now);
@@ -273,7 +271,7 @@ static void pump(struct redlease_lock *lk, int64_t now)
     }
     return;
 park:
-    if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&c->waiting, &lk->wait_link);
+    if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&lk->node->waiting, &lk->wait_link);
 }
 
 /* A compare-and-delete of our key, behind everything this handle sent.
@@ -307,8 +305,7 @@ static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
                     int64_t now)
 {
-    redlease_client *c = lk->c;
-    if (!rdl_client_ready(c) || rdl_conn_epoch(&c->conn) != write->epoch) return REDLEASE_ECONN;
+    if (!rdl_node_ready(lk->node) || rdl_conn_epoch(&lk->node->conn) != write->epoch) return REDLEASE_ECONN;
     if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
     rdl_req *t = rdl_calloc(1, sizeof *t);
     if (!t) return REDLEASE_ENOMEM;
@@ -323,7 +320,7 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     lk->req = t;
     lk->op = op;
     set_op_deadline(lk, now);
-    rdl_acks_add(c, t); /* may answer it at once, NULL: the link went */
+    rdl_acks_add(lk->node, t); /* may answer it at once, NULL: the link went */
     return REDLEASE_OK;
 }
 
@@ -341,7 +338,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     }
     pump(lk, now);
     /* The server refused us for good: no use waiting for a connection. */
-    int refused = rdl_conn_refusal(&c->conn);
+    int refused = rdl_conn_refusal(&lk->node->conn);
     if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
 }
 
@@ -365,7 +362,7 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
-    int64_t rtt = rdl_conn_rtt_floor(&lk->c->conn);
+    int64_t rtt = rdl_conn_rtt_floor(&lk->node->conn);
     return lk->budget_end - (rtt > 1 ? rtt : 1);
 }
 
@@ -685,21 +682,21 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
+        if (lk->req) rdl_conn_note_timeout(&lk->node->conn, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int sent = lk->req != NULL;
-        int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&c->conn);
+        int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&lk->node->conn);
         if (sent) {
             c->stats.timeouts++;
-            rdl_conn_note_timeout(&c->conn, lk->req->t0, now);
+            rdl_conn_note_timeout(&lk->node->conn, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
-        op_failed(lk, status, !sent && rdl_conn_refusal(&c->conn), lk->op_cut, now);
+        op_failed(lk, status, !sent && rdl_conn_refusal(&lk->node->conn), lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
         if (lk->state == RDL_LOCK_ACQUIRING)
             start_op(lk, RDL_REQ_ACQUIRE, now);
@@ -725,7 +722,7 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != rdl_conn_epoch(&lk->c->conn)) {
+    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != rdl_conn_epoch(&lk->node->conn)) {
         lk->next_action = now;
         reschedule(lk);
     }
@@ -908,6 +905,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         lk->fence_keylen = fence_keylen;
     }
     lk->c = c;
+    lk->node = &c->main;
     rdl_list_init(&lk->link);
     rdl_list_init(&lk->wait_link);
     rdl_list_init(&lk->notify_link);
@@ -995,7 +993,7 @@ int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
-    return rdl_client_ready(c) && lk->confirm_epoch == rdl_conn_epoch(&c->conn) &&
+    return rdl_node_ready(lk->node) && lk->confirm_epoch == rdl_conn_epoch(&lk->node->conn) &&
            rdl_now(c) < lk->valid_until;
 }
 

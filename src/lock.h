@@ -13,6 +13,7 @@
 #include "redlease.h"
 #include "token.h"
 
+struct rdl_node;
 struct rdl_req;
 struct rdl_reply;
 
@@ -28,9 +29,10 @@ enum { RDL_NOTIFY_ACQUIRE = 1, RDL_NOTIFY_LOST = 2, RDL_NOTIFY_RELEASE = 4 };
 
 struct redlease_lock {
     struct redlease_client *c;
+    struct rdl_node *node; /* where its commands go (src/node.h) */
     rdl_heap_node wake;  /* the lock's one deadline in the client's heap */
     rdl_list link;       /* c->locks */
-    rdl_list wait_link;  /* c->waiting: has something to send, no connection */
+    rdl_list wait_link;  /* node->waiting: has something to send, no connection */
     rdl_list notify_link; /* c->notify: callbacks owed */
     unsigned refs;      /* requests in flight that point here */
     int user_ref;       /* 1 until on_release has run (or the client ends) */
@@ -90,7 +92,7 @@ struct redlease_lock {
 
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
-/* The connection is ready: send what the lock parked on c->waiting. */
+/* Its node is ready: send what the lock parked on node->waiting. */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* One of the lock's requests came back (r NULL: the link took it); the
  * lock frees it, or sends it again (NOSCRIPT -> EVAL). */

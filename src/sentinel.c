@@ -320,6 +320,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
 {
     memset(s, 0, sizeof *s);
     s->wake.idx = RDL_HEAP_OUT;
+    s->wake.kind = RDL_WAKE_SENTINEL;
     s->answer_by = RDL_NEVER;
     s->ops = ops;
     s->owner = owner;

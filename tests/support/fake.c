@@ -58,7 +58,7 @@ static void answer(fake *f, const rdl_reply *r)
     if (!cmd) return;
     cmd->answered = 1;
     f->head++;
-    rdl_conn_on_reply(&f->tc->conn, cmd->req, r);
+    rdl_conn_on_reply(&f->tc->main.conn, cmd->req, r);
 }
 
 static void fail_pending(fake *f)
@@ -136,7 +136,7 @@ static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_op
                         void *loop_data)
 {
     (void)loop, (void)loop_data;
-    if (cn == &the_fake->tc->conn) {
+    if (cn == &the_fake->tc->main.conn) {
         out->ops = &fake_ops;
         out->self = the_fake;
     } else {
@@ -232,13 +232,13 @@ void fake_connect_raw(fake *f)
 {
     f->connecting = 0;
     f->connected = 1;
-    rdl_conn_on_connected(&f->c->conn, REDLEASE_OK, NULL);
+    rdl_conn_on_connected(&f->c->main.conn, REDLEASE_OK, NULL);
 }
 
 void fake_connect_fail(fake *f)
 {
     f->connecting = 0;
-    rdl_conn_on_connected(&f->c->conn, REDLEASE_ECONN, "connection refused (fake)");
+    rdl_conn_on_connected(&f->c->main.conn, REDLEASE_ECONN, "connection refused (fake)");
 }
 
 void fake_start(fake *f, const redlease_client_options *o)
@@ -320,7 +320,7 @@ void fake_break(fake *f)
 {
     f->connected = f->connecting = 0;
     fail_pending(f);
-    rdl_conn_on_disconnected(&f->tc->conn, REDLEASE_ECONN, "connection reset (fake)");
+    rdl_conn_on_disconnected(&f->tc->main.conn, REDLEASE_ECONN, "connection reset (fake)");
 }
 
 void fake_free(fake *f)

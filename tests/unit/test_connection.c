@@ -222,7 +222,7 @@ static void test_handshake_auth_select_then_commands(void)
     fake_run(&f);
     CHECK_EQ(fake_pending(&f), 0); /* nothing before the connection is ready */
     f.connected = 1;
-    rdl_conn_on_connected(&f.c->conn, REDLEASE_OK, NULL);
+    rdl_conn_on_connected(&f.c->main.conn, REDLEASE_OK, NULL);
     fake_cmd *cmd = fake_peek(&f);
     CHECK(cmd_is(&f, "AUTH", "app"));
     if (cmd) CHECK_STR(cmd->argv[2], "s3cret");

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* A node: one connection to one Redis server and what waits on it
+ * (src/node.h). What the connection reports comes here first: the node
+ * passes replies to the WAITs (src/acks.c) and the locks (src/lock.c),
+ * events and failure texts to the client. */
+#include "node.h"
+
+#include "client.h"
+#include "lock.h"
+
+static const rdl_conn_owner node_owner; /* below */
+
+int rdl_node_init(rdl_node *n, redlease_client *c, const rdl_conn_config *cc)
+{
+    n->c = c;
+    n->wake.idx = RDL_HEAP_OUT;
+    n->wake.kind = RDL_WAKE_NODE;
+    rdl_acks_init(&n->acks);
+    rdl_list_init(&n->waiting);
+    return rdl_conn_init(&n->conn, cc, &node_owner, n, &c->clock, &c->rng);
+}
+
+void rdl_node_free(rdl_node *n)
+{
+    rdl_conn_free(&n->conn); /* every request comes back now, NULL */
+    rdl_acks_fail_all(n);    /* and every ticket for a WAIT: they hold their locks */
+    rdl_heap_remove(&n->c->heap, &n->wake);
+}
+
+int rdl_node_attach(rdl_node *n)
+{
+    redlease_client *c = n->c;
+    int rc = rdl_heap_insert(&c->heap, &n->wake, RDL_NEVER);
+    if (!rc) rc = rdl_conn_attach(&n->conn, c->transport_new, c->loop, c->loop_data);
+    if (rc) rdl_heap_remove(&c->heap, &n->wake);
+    return rc;
+}
+
+int rdl_node_ready(const rdl_node *n) { return rdl_conn_ready(&n->conn) && !n->c->dead; }
+
+int rdl_node_due(const rdl_node *n)
+{
+    /* What waited for a connection that broke again before the timer sent
+     * it waits for the next one: due now only while the link is ready. */
+    return rdl_conn_due(&n->conn) || (n->flush_needed && rdl_node_ready(n));
+}
+
+/* Sends what waited for the connection, and re-verifies held leases at once:
+ * the server may have restarted and lost them. */
+static void flush(rdl_node *n, int64_t now)
+{
+    redlease_client *c = n->c;
+    n->flush_needed = 0;
+    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        if (lk->node == n) rdl_lock_on_ready(lk, now);
+    }
+    /* Each lock waiting now gets one try. One the transport refuses though
+     * the connection counts as ready (hiredis out of memory, a context
+     * being torn down) is parked on n->waiting again and left to its op
+     * deadline: trying the list until it empties would never end. */
+    rdl_list batch;
+    rdl_list_init(&batch);
+    rdl_list_move_all(&batch, &n->waiting);
+    while (!rdl_list_empty(&batch) && rdl_node_ready(n))
+        rdl_lock_send_waiting(RDL_CONTAINER(batch.next, struct redlease_lock, wait_link), now);
+    rdl_list_move_all(&n->waiting, &batch); /* the link went down meanwhile */
+}
+
+void rdl_node_run(rdl_node *n, int64_t now)
+{
+    if (rdl_conn_due(&n->conn) || n->wake.at <= now) {
+        rdl_conn_run(&n->conn, now);
+        /* Whatever ran, the node's deadline is now in the future, so the
+         * client's timer loop makes progress. */
+        int64_t at = rdl_conn_deadline(&n->conn);
+        rdl_heap_update(&n->c->heap, &n->wake, at <= now ? RDL_NEVER : at);
+    }
+    if (n->flush_needed && rdl_node_ready(n)) flush(n, now);
+}
+
+/* ------------------------------------- what the connection tells the node */
+
+static void on_enter(void *owner) { rdl_enter(((rdl_node *)owner)->c); }
+static void on_leave(void *owner) { rdl_leave(((rdl_node *)owner)->c); }
+static int on_ending(void *owner) { return ((rdl_node *)owner)->c->dead; }
+
+static void on_ready(void *owner)
+{
+    ((rdl_node *)owner)->flush_needed = 1; /* sent from the timer, outside hiredis */
+}
+
+/* A refusal retrying cannot cure: what waits for this connection fails now. */
+static void on_refused(void *owner, int status, int64_t now)
+{
+    rdl_node *n = owner;
+    rdl_client_refused(n->c, n, status, now);
+}
+
+static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
+{
+    rdl_node *n = owner;
+    redlease_client *c = n->c;
+    if (req && !rdl_acks_on_reply(n, req, r)) rdl_lock_on_reply(req, r); /* a lock's */
+    if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
+}
+
+/* Connection events; every one but EV_CONNECTED is about the failure
+ * whose text c->errstr holds. */
+static void on_event(void *owner, int type, int status, int64_t retry_in)
+{
+    rdl_node *n = owner;
+    redlease_client *c = n->c;
+    const char *detail = type != REDLEASE_EV_CONNECTED && c->errstr[0] ? c->errstr : NULL;
+    redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
+                         .retry_in_ms = retry_in, .detail = detail};
+    rdl_emit(c, &ev);
+    /* The primary failed us (gone, a replica now, READONLY): it may have
+     * moved while we missed the news. Not when we left it on the news. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->sentinel && !c->dead) {
+        if (n->moving)
+            n->moving = 0;
+        else
+            rdl_sentinel_refresh(c->sentinel);
+    }
+}
+
+static void on_error(void *owner, const char *text, size_t len)
+{
+    rdl_set_errstr(((rdl_node *)owner)->c, text, len);
+}
+
+static void on_deadline(void *owner, int64_t at)
+{
+    rdl_node *n = owner;
+    if (n->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&n->c->heap, &n->wake, at);
+}
+
+static const rdl_conn_owner node_owner = {
+    .enter = on_enter,
+    .leave = on_leave,
+    .ending = on_ending,
+    .ready = on_ready,
+    .refused = on_refused,
+    .reply = on_reply,
+    .event = on_event,
+    .error = on_error,
+    .deadline = on_deadline,
+};

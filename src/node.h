@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* A Redis server the client sends lock commands to (src/node.c): its
+ * connection, its deadline in the client's heap, the WAITs in flight on
+ * it, and the locks waiting for it to be ready.
+ *
+ * Each lock goes to one node (lk->node). With one Redis or with Sentinel
+ * the client has one node, embedded; the Cluster router and the quorum
+ * give a client several, each with a connection of its own on the same
+ * loop. A node is the owner of its connection (rdl_conn_owner): what the
+ * connection reports comes here and is passed on to the client and to the
+ * node's locks.
+ */
+#ifndef REDLEASE_NODE_H
+#define REDLEASE_NODE_H
+
+#include <stdint.h>
+
+#include "acks.h"
+#include "conn.h"
+#include "heap.h"
+#include "list.h"
+
+struct redlease_client;
+
+typedef struct rdl_node {
+    struct redlease_client *c;
+    rdl_conn conn;
+    rdl_heap_node wake; /* the connection's deadline (kind RDL_WAKE_NODE) */
+    rdl_acks acks;      /* the WAIT in flight and the writes waiting for one */
+    rdl_list waiting;   /* locks with something to send here, parked until
+                           the connection is ready (lk->wait_link) */
+    int flush_needed;   /* became ready: send what waited (only read while
+                           ready, so what a broken link owed waits for the
+                           next one) */
+    int moving;         /* dropped to go where a Sentinel says: the
+                           disconnect that follows is ours */
+} rdl_node;
+
+/* A node of client c, IDLE: 0 or REDLEASE_ENOMEM (then rdl_node_free()
+ * still frees what was made). */
+int rdl_node_init(rdl_node *n, struct redlease_client *c, const rdl_conn_config *cc);
+/* Closes the connection (its requests and the WAITs' tickets come back,
+ * NULL) and takes the node out of the heap. */
+void rdl_node_free(rdl_node *n);
+/* Puts the node's deadline in the client's heap and makes its transport on
+ * the client's loop; 0 or a status (nothing kept). */
+int rdl_node_attach(rdl_node *n);
+/* The node is ready for lock commands: connected, handshake done, and the
+ * client not ending. */
+int rdl_node_ready(const rdl_node *n);
+/* Work for the client's timer now, whatever the deadline. */
+int rdl_node_due(const rdl_node *n);
+/* From the client's timer: the connection's work (its deadline passed, or
+ * rdl_node_due()), then what waited for it once it is ready. */
+void rdl_node_run(rdl_node *n, int64_t now);
+
+#endif
