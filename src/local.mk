@@ -14,6 +14,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/lease_math.h \
 	%reldir%/scripts.c %reldir%/scripts.h \
 	%reldir%/keys.c %reldir%/keys.h \
+	%reldir%/slot.c %reldir%/slot.h \
 	%reldir%/errors.c %reldir%/errors.h \
 	%reldir%/options.c \
 	%reldir%/req.h \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The pure tables of the core, no client needed: the key scheme
- * (src/keys.c: one-to-one, one hash slot per resource), the error
+ * (src/keys.c: one-to-one, one hash slot per resource; src/slot.c), the error
  * classification (src/errors.c: the table man 3 redlease documents), the
  * Sentinel list and +switch-master message (src/sentinel.c) and
  * the SHA-1 that names the scripts for EVALSHA (tests/support/sha1.c, and the
@@ -16,43 +16,29 @@
 #include "alloc.h"
 #include "scripts.h"
 #include "sentinel.h"
+#include "slot.h"
 #include "sha1.h"
 
 /* --------------------------------------------------------------- keys */
 
-/* Redis Cluster's slot of a key: CRC16/XMODEM of its hash tag (the text
- * between the first "{" and the first "}" after it, when not empty) or of
- * the whole key, mod 16384. Written from the Cluster spec, not from ours. */
-static unsigned crc16(const char *p, size_t n)
-{
-    unsigned crc = 0;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (unsigned)(unsigned char)p[i] << 8;
-        for (int b = 0; b < 8; b++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
-        crc &= 0xffff;
-    }
-    return crc;
-}
-
-static unsigned slot(const char *key, size_t n)
-{
-    const char *open = memchr(key, '{', n);
-    if (open) {
-        size_t from = (size_t)(open - key) + 1;
-        const char *close = memchr(key + from, '}', n - from);
-        if (close && close > key + from) return crc16(key + from, (size_t)(close - key) - from) % 16384;
-    }
-    return crc16(key, n) % 16384;
-}
+/* Redis Cluster's slot of a key (src/slot.c), against values published
+ * by Redis: the Cluster specification and CLUSTER KEYSLOT's manual. The
+ * Cluster integration test checks it against a real server too. */
+static unsigned slot(const char *key, size_t n) { return rdl_key_slot(key, n); }
 
 static void test_slot_function_matches_redis(void)
 {
-    /* values from the Redis Cluster specification and CLUSTER KEYSLOT */
-    CHECK_EQ(crc16("123456789", 9), 0x31C3);
+    CHECK_EQ(rdl_crc16("123456789", 9), 0x31C3);
     CHECK_EQ(slot("foo", 3), 12182);
+    CHECK_EQ(slot("somekey", 7), 11058);
+    CHECK_EQ(slot("foo{hash_tag}", 13), 2515);
     CHECK_EQ(slot("{user1000}.following", 20), slot("user1000", 8));
-    CHECK_EQ(slot("foo{}{bar}", 10), slot("foo{}{bar}", 10)); /* empty tag: whole key */
+    CHECK_EQ(slot("foo{{bar}}zap", 13), slot("{bar", 4)); /* the first "{", the first "}" */
+    CHECK_EQ(slot("foo{bar}{zap}", 13), slot("bar", 3));
+    CHECK_EQ(slot("foo{}{bar}", 10), rdl_crc16("foo{}{bar}", 10) % 16384); /* empty tag: whole key */
     CHECK(slot("foo{}{bar}", 10) != slot("bar", 3));
+    CHECK_EQ(slot("{a", 2), rdl_crc16("{a", 2) % 16384); /* never closed: whole key */
+    CHECK_EQ(slot("", 0), 0);
 }
 
 typedef struct built {
