@@ -131,7 +131,7 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         s->timeout_ms = n;
         return 0;
     case OPT_SENTINEL:
-        if (rdl_sentinel_parse(a->value, NULL) < 0)
+        if (rdl_addr_list_parse(a->value, NULL, REDLEASE_MAX_SENTINELS) < 0)
             return cli_usage_error("%s: expected HOST:PORT[,HOST:PORT...] (at most %d; IPv6 as "
                                    "[ADDR]:PORT), got '%s'", a->name, REDLEASE_MAX_SENTINELS, a->value);
         s->sentinels = a->value;
@@ -262,7 +262,7 @@ static int start_tls_to(const cli_server *s, redisContext *ctx, const char *host
 
 /* A blocking connection to Sentinel a, with TLS and its password when
  * asked; NULL and why. */
-static redisContext *connect_sentinel(const cli_server *s, const rdl_sentinel_addr *a, char *why,
+static redisContext *connect_sentinel(const cli_server *s, const rdl_addr *a, char *why,
                                       size_t size)
 {
     struct timeval tv = {(time_t)(s->timeout_ms / 1000), (suseconds_t)(s->timeout_ms % 1000 * 1000)};
@@ -309,7 +309,7 @@ static int take_answer(cli_server *s, const redisContext *ctx, const redisReply 
 }
 
 /* One Sentinel's answer: 0 and the primary in s, or -1 and why. */
-static int ask_sentinel(cli_server *s, const rdl_sentinel_addr *a, char *why, size_t size)
+static int ask_sentinel(cli_server *s, const rdl_addr *a, char *why, size_t size)
 {
     char err[256];
     int rc = -1;
@@ -327,15 +327,15 @@ static int ask_sentinel(cli_server *s, const rdl_sentinel_addr *a, char *why, si
 int cli_server_find_primary(cli_server *s, char *why, size_t size)
 {
     if (!s->sentinels) return 0;
-    rdl_sentinel_addr addrs[REDLEASE_MAX_SENTINELS];
-    int n = rdl_sentinel_parse(s->sentinels, addrs);
+    rdl_addr addrs[REDLEASE_MAX_SENTINELS];
+    int n = rdl_addr_list_parse(s->sentinels, addrs, REDLEASE_MAX_SENTINELS);
     if (n < 0) {
         snprintf(why, size, "out of memory");
         return -1;
     }
     int rc = -1;
     for (int i = 0; i < n && rc; i++) rc = ask_sentinel(s, &addrs[i], why, size);
-    for (int i = 0; i < n; i++) rdl_free(addrs[i].host);
+    rdl_addr_list_free(addrs, n > 0 ? n : 0);
     return rc;
 }
 

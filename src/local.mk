@@ -13,6 +13,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/token.c %reldir%/token.h \
 	%reldir%/lease_math.h \
 	%reldir%/scripts.c %reldir%/scripts.h \
+	%reldir%/addr.c %reldir%/addr.h \
 	%reldir%/keys.c %reldir%/keys.h \
 	%reldir%/slot.c %reldir%/slot.h \
 	%reldir%/errors.c %reldir%/errors.h \

@@ -86,7 +86,7 @@ static int address_check(const redlease_client_options *o)
 static int sentinel_check(const redlease_client_options *o)
 {
     const redlease_sentinel_options *s = &o->sentinel;
-    if (rdl_sentinel_parse(s->addrs, NULL) < 0) return REDLEASE_EINVAL;
+    if (rdl_addr_list_parse(s->addrs, NULL, REDLEASE_MAX_SENTINELS) < 0) return REDLEASE_EINVAL;
     if (!s->master_name || !s->master_name[0] || strlen(s->master_name) > 200) return REDLEASE_EINVAL;
     if (s->username && !s->password) return REDLEASE_EINVAL;
     if (o->unix_path) return REDLEASE_EINVAL;

@@ -11,76 +11,6 @@
 
 /* ---------------------------------------------------------- parsing */
 
-/* A port: 1 to 65535, digits only. */
-static int parse_port(const char *p, size_t n)
-{
-    if (n == 0 || n > 5) return -1;
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v >= 1 && v <= 65535 ? v : -1;
-}
-
-/* One "HOST:PORT" or "[ADDR]:PORT" of n bytes: host in [*h, *h + *hn). */
-static int parse_one(const char *p, size_t n, const char **h, size_t *hn, int *port)
-{
-    const char *colon;
-    if (n > 0 && p[0] == '[') {
-        const char *close = memchr(p, ']', n);
-        if (!close || close + 1 >= p + n || close[1] != ':') return -1;
-        *h = p + 1;
-        *hn = (size_t)(close - p - 1);
-        colon = close + 1;
-    } else {
-        colon = NULL;
-        for (const char *q = p; q < p + n; q++)
-            if (*q == ':') colon = q; /* the last one */
-        if (!colon || memchr(p, ':', (size_t)(colon - p))) return -1; /* IPv6 needs [] */
-        *h = p;
-        *hn = (size_t)(colon - p);
-    }
-    if (*hn == 0 || *hn > 255) return -1;
-    *port = parse_port(colon + 1, (size_t)(p + n - colon - 1));
-    return *port < 0 ? -1 : 0;
-}
-
-int rdl_sentinel_parse(const char *list, rdl_sentinel_addr *out)
-{
-    if (!list || !list[0]) return -1;
-    int count = 0;
-    const char *p = list;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *h;
-        size_t hn;
-        int port;
-        if (count == REDLEASE_MAX_SENTINELS || parse_one(p, n, &h, &hn, &port) != 0) goto bad;
-        if (out) {
-            out[count].host = rdl_malloc(hn + 1);
-            if (!out[count].host) {
-                count = -count - 1; /* free what was copied, then say ENOMEM */
-                goto bad;
-            }
-            memcpy(out[count].host, h, hn);
-            out[count].host[hn] = '\0';
-            out[count].port = port;
-        }
-        count++;
-        if (!end) return count;
-        p = end + 1;
-    }
-bad:;
-    int copied = count < 0 ? -count - 1 : count;
-    for (int i = 0; out && i < copied; i++) {
-        rdl_free(out[i].host);
-        out[i].host = NULL;
-    }
-    return count < 0 ? -2 : -1;
-}
-
 int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, char *host, size_t size,
                               int *port)
 {
@@ -100,7 +30,7 @@ int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, cha
     while (i < len && msg[i] == ' ') i++;
     if (k != 5 || i != len) return 0;
     if (wn[0] != strlen(name) || memcmp(w[0], name, wn[0]) != 0) return 0;
-    int p = parse_port(w[4], wn[4]);
+    int p = rdl_addr_parse_port(w[4], wn[4]);
     if (p < 0 || wn[3] == 0 || wn[3] >= size) return 0;
     memcpy(host, w[3], wn[3]);
     host[wn[3]] = '\0';
@@ -113,7 +43,7 @@ int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, cha
 static void say(rdl_sentinel *s, const char *text, size_t len)
 {
     char buf[400];
-    const rdl_sentinel_addr *a = &s->addrs[s->current];
+    const rdl_addr *a = &s->addrs[s->current];
     int n = snprintf(buf, sizeof buf, "Sentinel %s:%d: %.*s", a->host, a->port,
                      (int)(len < 300 ? len : 300), text);
     s->ops->error(s->owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
@@ -174,7 +104,7 @@ static void ask(rdl_sentinel *s)
  * address that cannot be used. */
 static int name_primary(rdl_sentinel *s, const char *host, size_t len, const char *port, size_t plen)
 {
-    int p = parse_port(port, plen);
+    int p = rdl_addr_parse_port(port, plen);
     if (len == 0 || len > 255 || p < 0) return -1;
     char h[256];
     memcpy(h, host, len);
@@ -326,7 +256,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     s->owner = owner;
     s->clock = clock;
     s->command_timeout = base->command_timeout;
-    int n = rdl_sentinel_parse(o->addrs, s->addrs);
+    int n = rdl_addr_list_parse(o->addrs, s->addrs, REDLEASE_MAX_SENTINELS);
     if (n < 0) return n == -2 ? REDLEASE_ENOMEM : REDLEASE_EINVAL;
     s->naddrs = n;
     int ok = 1;
@@ -350,7 +280,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
 void rdl_sentinel_free(rdl_sentinel *s)
 {
     rdl_conn_free(&s->conn); /* the query and the subscription come back, NULL */
-    for (int i = 0; i < s->naddrs; i++) rdl_free(s->addrs[i].host);
+    rdl_addr_list_free(s->addrs, s->naddrs);
     rdl_free(s->name);
     s->naddrs = 0;
     s->name = NULL;

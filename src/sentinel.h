@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "conn.h"
 #include "heap.h"
 #include "redlease.h"
@@ -40,16 +41,11 @@ typedef struct rdl_sentinel_owner {
     void (*deadline)(void *owner, int64_t at);
 } rdl_sentinel_owner;
 
-typedef struct rdl_sentinel_addr {
-    char *host;
-    int port;
-} rdl_sentinel_addr;
-
 typedef struct rdl_sentinel {
     rdl_heap_node wake; /* the owner's heap node for this connection's deadline */
     const rdl_sentinel_owner *ops;
     void *owner;
-    rdl_sentinel_addr addrs[REDLEASE_MAX_SENTINELS];
+    rdl_addr addrs[REDLEASE_MAX_SENTINELS];
     int naddrs, current; /* the Sentinel the connection goes to */
     char *name;          /* the master name */
     const rdl_clock *clock;   /* the owner's */
@@ -62,11 +58,6 @@ typedef struct rdl_sentinel {
     uint32_t refused; /* Sentinels that refused us (EAUTH, ETLS) since the last answer */
 } rdl_sentinel;
 
-/* Splits "HOST:PORT[,HOST:PORT...]" (IPv6 as [ADDR]:PORT) into at most
- * REDLEASE_MAX_SENTINELS addresses; hosts are copies (out NULL: only
- * checks). The count, or -1 for a list that cannot work, or -2 when out of
- * memory (what was copied is freed). */
-int rdl_sentinel_parse(const char *list, rdl_sentinel_addr *out);
 /* Reads a +switch-master message ("NAME OLDHOST OLDPORT NEWHOST NEWPORT"):
  * 1 when it is about name, with the new primary in host (size bytes) and
  * *port; else 0. */

@@ -45,22 +45,23 @@ enum rdl_reply_type {
     RDL_REPLY_NIL,        /* $-1 / *-1 */
     RDL_REPLY_STRING,     /* $n (str) */
     RDL_REPLY_ARRAY,      /* *n (elements, element) */
-    RDL_REPLY_OTHER       /* nested arrays and RESP3 types we never ask for */
+    RDL_REPLY_OTHER       /* RESP3 types we never ask for, arrays nested too deep */
 };
 
-/* Array elements copied per reply: the replies the core reads (WAITAOF's
- * two counts) are short and flat. */
+/* A flat array of at most this many elements (WAITAOF's two counts, ROLE,
+ * a Sentinel's answer) is copied without allocating. */
 #define RDL_REPLY_MAX_ELEMENTS 8
+/* Arrays inside arrays are copied to this depth (CLUSTER SLOTS has 4:
+ * ranges, range, node, the node's metadata); deeper ones are OTHER. */
+#define RDL_REPLY_MAX_DEPTH 4
 
 typedef struct rdl_reply {
     int type;
     long long integer;
     const char *str; /* STATUS, ERROR, STRING: not NUL-terminated */
     size_t len;
-    size_t elements; /* ARRAY: how many the server sent */
-    /* ARRAY: the first min(elements, RDL_REPLY_MAX_ELEMENTS) of them, each
-     * of the types above except ARRAY (an array inside is OTHER) */
-    const struct rdl_reply *element;
+    size_t elements; /* ARRAY: how many */
+    const struct rdl_reply *element; /* ARRAY: all of them */
 } rdl_reply;
 
 struct redlease_tls_options;

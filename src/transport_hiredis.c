@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -82,16 +83,54 @@ static void convert_flat(const redisReply *reply, rdl_reply *r)
     r->len = reply->str != NULL ? (size_t)reply->len : 0;
 }
 
-void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r,
-                               rdl_reply elem[RDL_REPLY_MAX_ELEMENTS])
+/* How many rdl_reply the elements of an array at depth need, all levels
+ * down (arrays below RDL_REPLY_MAX_DEPTH take one, as OTHER). */
+static size_t count_below(const redisReply *reply, int depth)
+{
+    size_t n = reply->elements;
+    for (size_t i = 0; i < reply->elements; i++)
+        if (reply->element[i]->type == REDIS_REPLY_ARRAY && depth < RDL_REPLY_MAX_DEPTH)
+            n += count_below(reply->element[i], depth + 1);
+    return n;
+}
+
+/* Converts reply (at depth) into r, its elements taken from *next. */
+static void convert_deep(const redisReply *reply, rdl_reply *r, rdl_reply **next, int depth)
 {
     convert_flat(reply, r);
-    if (reply->type != REDIS_REPLY_ARRAY) return;
+    if (reply->type != REDIS_REPLY_ARRAY || depth > RDL_REPLY_MAX_DEPTH) return;
+    rdl_reply *elem = *next;
+    *next += reply->elements;
     r->type = RDL_REPLY_ARRAY;
     r->elements = reply->elements;
     r->element = elem;
-    for (size_t i = 0; i < reply->elements && i < RDL_REPLY_MAX_ELEMENTS; i++)
-        convert_flat(reply->element[i], &elem[i]);
+    for (size_t i = 0; i < reply->elements; i++) convert_deep(reply->element[i], &elem[i], next, depth + 1);
+}
+
+void rdl_hiredis_convert_reply(const redisReply *reply, rdl_reply *r, rdl_reply_buf *buf)
+{
+    buf->heap = NULL;
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        convert_flat(reply, r);
+        return;
+    }
+    size_t n = count_below(reply, 1);
+    rdl_reply *next = buf->elem;
+    if (n > RDL_REPLY_MAX_ELEMENTS) {
+        next = buf->heap = n <= SIZE_MAX / sizeof *next ? rdl_malloc(n * sizeof *next) : NULL;
+        if (!next) {
+            memset(r, 0, sizeof *r);
+            r->type = RDL_REPLY_OTHER;
+            return;
+        }
+    }
+    convert_deep(reply, r, &next, 1);
+}
+
+void rdl_reply_buf_free(rdl_reply_buf *buf)
+{
+    rdl_free(buf->heap);
+    buf->heap = NULL;
 }
 
 /* Why a link ended: a TLS handshake that failed (REDLEASE_ETLS, with
@@ -117,9 +156,11 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
         rdl_conn_on_reply(t->conn, req, NULL);
         return;
     }
-    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
-    rdl_hiredis_convert_reply((const redisReply *)reply, &r, elem);
+    rdl_reply r;
+    rdl_reply_buf buf;
+    rdl_hiredis_convert_reply((const redisReply *)reply, &r, &buf);
     rdl_conn_on_reply(t->conn, req, &r);
+    rdl_reply_buf_free(&buf);
 }
 
 /* A subscription's callback: hiredis calls it for the confirmation and for
@@ -132,9 +173,11 @@ static void hr_on_push(redisAsyncContext *ac, void *reply, void *req)
         rdl_conn_on_reply(t->conn, req, NULL);
         return;
     }
-    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
-    rdl_hiredis_convert_reply((const redisReply *)reply, &r, elem);
+    rdl_reply r;
+    rdl_reply_buf buf;
+    rdl_hiredis_convert_reply((const redisReply *)reply, &r, &buf);
     rdl_conn_on_push(t->conn, req, &r);
+    rdl_reply_buf_free(&buf);
 }
 
 static void hr_on_connect(const redisAsyncContext *ac, int status)

@@ -311,9 +311,11 @@ void fake_reply_ints(fake *f, int n, const long long *v)
 
 void fake_reply_raw(fake *f, const struct redisReply *reply)
 {
-    rdl_reply r, elem[RDL_REPLY_MAX_ELEMENTS];
-    rdl_hiredis_convert_reply(reply, &r, elem);
+    rdl_reply r;
+    rdl_reply_buf buf;
+    rdl_hiredis_convert_reply(reply, &r, &buf);
     answer(f, &r);
+    rdl_reply_buf_free(&buf);
 }
 
 void fake_break(fake *f)

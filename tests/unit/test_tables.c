@@ -2,7 +2,7 @@
 /* The pure tables of the core, no client needed: the key scheme
  * (src/keys.c: one-to-one, one hash slot per resource; src/slot.c), the error
  * classification (src/errors.c: the table man 3 redlease documents), the
- * Sentinel list and +switch-master message (src/sentinel.c) and
+ * address lists (src/addr.c), the +switch-master message (src/sentinel.c) and
  * the SHA-1 that names the scripts for EVALSHA (tests/support/sha1.c, and the
  * digests src/scripts.c writes out). */
 #include <stdint.h>
@@ -196,28 +196,31 @@ static void test_new_status_strings(void)
     CHECK_EQ(REDLEASE_EREPLICAS, -16);
 }
 
-/* ----------------------------------------------------------- Sentinel */
+/* ---------------------------------------------------- Sentinel, addresses */
 
-static void test_sentinel_list(void)
+/* src/addr.c: the lists of Sentinels (and Cluster seeds) */
+static void test_address_list(void)
 {
-    rdl_sentinel_addr a[REDLEASE_MAX_SENTINELS];
-    CHECK_EQ(rdl_sentinel_parse("10.0.0.1:26379,[::1]:26380,sentinel-3.internal:1", a), 3);
+    rdl_addr a[REDLEASE_MAX_SENTINELS];
+    CHECK_EQ(rdl_addr_list_parse("10.0.0.1:26379,[::1]:26380,sentinel-3.internal:1", a,
+                                 REDLEASE_MAX_SENTINELS), 3);
     CHECK_STR(a[0].host, "10.0.0.1");
     CHECK_EQ(a[0].port, 26379);
     CHECK_STR(a[1].host, "::1");
     CHECK_EQ(a[1].port, 26380);
     CHECK_STR(a[2].host, "sentinel-3.internal");
     CHECK_EQ(a[2].port, 1);
-    for (int i = 0; i < 3; i++) rdl_free(a[i].host);
+    rdl_addr_list_free(a, 3);
     const char *bad[] = {NULL, "", "h", "h:", ":1", "h:0", "h:65536", "h:123456", "h:1,", ",h:1",
                          "h:1,,h:2", "::1:26379", "[::1]", "[::1]:", "[]:1", "h:1x", "h: 1"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_EQ(rdl_sentinel_parse(bad[i], NULL), -1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(rdl_addr_list_parse(bad[i], NULL, REDLEASE_MAX_SENTINELS), -1);
     char many[512] = "";
     for (int i = 0; i <= REDLEASE_MAX_SENTINELS; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "%sh:%d", i ? "," : "", i + 1);
-    CHECK_EQ(rdl_sentinel_parse(many, NULL), -1); /* one too many */
+    CHECK_EQ(rdl_addr_list_parse(many, NULL, REDLEASE_MAX_SENTINELS), -1); /* one too many */
     *strrchr(many, ',') = '\0';
-    CHECK_EQ(rdl_sentinel_parse(many, NULL), REDLEASE_MAX_SENTINELS);
+    CHECK_EQ(rdl_addr_list_parse(many, NULL, REDLEASE_MAX_SENTINELS), REDLEASE_MAX_SENTINELS);
 }
 
 static void test_sentinel_switch_message(void)
@@ -284,7 +287,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_key_scheme_as_documented),
         TEST_CASE(test_error_table),
         TEST_CASE(test_new_status_strings),
-        TEST_CASE(test_sentinel_list),
+        TEST_CASE(test_address_list),
         TEST_CASE(test_sentinel_switch_message),
         TEST_CASE(test_sha1),
         TEST_CASE(test_script_sha_constants),
