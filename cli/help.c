@@ -48,6 +48,8 @@ static const char help_text[] =
     "      --sentinel ADDRS  find the primary through these Sentinels, following\n"
     "                      failovers: HOST:PORT[,HOST:PORT...] (REDLEASE_SENTINEL_PASSWORD)\n"
     "      --master NAME   the name the Sentinels know the primary by\n"
+    "      --cluster ADDRS  some nodes of a Redis Cluster: the lease goes to the\n"
+    "                      primary of its key's slot: HOST:PORT[,HOST:PORT...]\n"
     "\n"
     "Exit status of run: COMMAND's (128+N if it died of signal N; redlease dies\n"
     "  of INT, QUIT, TERM, HUP likewise), or\n"

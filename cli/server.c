@@ -14,7 +14,7 @@
 #include "msg.h"
 #include "server.h"
 #include "alloc.h"
-#include "sentinel.h"      /* the library's parser of Sentinel lists */
+#include "addr.h"          /* the library's parser of address lists */
 #include "transport_tls.h" /* the library's TLS set-up: one place verifies names */
 
 enum {
@@ -34,7 +34,8 @@ enum {
     OPT_SNI,
     OPT_INSECURE,
     OPT_SENTINEL,
-    OPT_MASTER
+    OPT_MASTER,
+    OPT_CLUSTER
 };
 
 const cli_opt cli_server_opts[] = {
@@ -55,6 +56,7 @@ const cli_opt cli_server_opts[] = {
     {"insecure", 0, 0, OPT_INSECURE},
     {"sentinel", 0, 1, OPT_SENTINEL},
     {"master", 0, 1, OPT_MASTER},
+    {"cluster", 0, 1, OPT_CLUSTER},
     {NULL, 0, 0, 0},
 };
 
@@ -131,11 +133,14 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         s->timeout_ms = n;
         return 0;
     case OPT_SENTINEL:
-        if (rdl_addr_list_parse(a->value, NULL, REDLEASE_MAX_SENTINELS) < 0)
+    case OPT_CLUSTER: {
+        int max = id == OPT_SENTINEL ? REDLEASE_MAX_SENTINELS : REDLEASE_MAX_SEEDS;
+        if (rdl_addr_list_parse(a->value, NULL, max) < 0)
             return cli_usage_error("%s: expected HOST:PORT[,HOST:PORT...] (at most %d; IPv6 as "
-                                   "[ADDR]:PORT), got '%s'", a->name, REDLEASE_MAX_SENTINELS, a->value);
-        s->sentinels = a->value;
+                                   "[ADDR]:PORT), got '%s'", a->name, max, a->value);
+        *(id == OPT_SENTINEL ? &s->sentinels : &s->cluster) = a->value;
         return 0;
+    }
     case OPT_MASTER:
         if (!a->value[0] || strlen(a->value) > 200)
             return cli_usage_error("%s: 1 to 200 bytes", a->name);
@@ -207,6 +212,9 @@ int cli_server_finish(cli_server *s)
     if (!s->sentinels != !s->master) return cli_usage_error("--sentinel and --master go together");
     if (s->sentinels && (s->socket || tcp_given))
         return cli_usage_error("--sentinel finds the primary: no --socket, --host or --port");
+    if (s->cluster && (s->socket || tcp_given || s->sentinels || s->db))
+        return cli_usage_error("--cluster names the nodes: no --socket, --host, --port, "
+                               "--sentinel or --db");
     if (!s->socket && !tcp_given && env_socket && env_socket[0]) s->socket = env_socket;
     /* REDLEASE_HOST and REDLEASE_PORT only matter for TCP: a bad one next
      * to a socket is not an error. */
@@ -237,7 +245,21 @@ int cli_server_finish(cli_server *s)
         !(s->sentinel_password = strdup(env_sentinel_password)))
         return cli_usage_error("out of memory");
 
-    if (s->sentinels) {
+    if (s->cluster) {
+        s->socket = NULL; /* REDLEASE_SOCKET does not say where the nodes are */
+        /* status starts at the first node listed (run asks them all) */
+        const char *h;
+        size_t hn;
+        int port;
+        const char *comma = strchr(s->cluster, ',');
+        rdl_addr_parse(s->cluster, comma ? (size_t)(comma - s->cluster) : strlen(s->cluster), &h, &hn, &port);
+        if (hn >= sizeof s->seed_host) return cli_usage_error("--cluster: host name too long");
+        memcpy(s->seed_host, h, hn);
+        s->seed_host[hn] = '\0';
+        s->host = s->seed_host;
+        s->port = port;
+        snprintf(s->where, sizeof s->where, "Cluster %.250s", s->cluster);
+    } else if (s->sentinels) {
         s->socket = NULL; /* REDLEASE_SOCKET does not say where the primary is */
         snprintf(s->where, sizeof s->where, "master '%s' (Sentinel %.200s)", s->master, s->sentinels);
     } else if (s->socket) {
@@ -356,6 +378,7 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->sentinel.master_name = s->master;
     o->sentinel.password = s->sentinel_password;
     o->sentinel.tls = s->tls.enable;
+    o->cluster.addrs = s->cluster;
 }
 
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)

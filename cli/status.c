@@ -16,6 +16,7 @@
 #include "exit_status.h"
 #include "msg.h"
 #include "server.h"
+#include "addr.h" /* the library's address parser */
 
 enum { OPT_SHOW_TOKEN = 1, OPT_QUIET, OPT_HELP };
 
@@ -30,7 +31,14 @@ typedef struct status_query {
     cli_server server;
     const char *resource;
     int show_token;
+    /* --cluster: where a redirect sends us (MOVED, or ASK: behind ASKING) */
+    char node_host[256];
+    int node_port, asking;
 } status_query;
+
+/* How many redirects a status follows (a Cluster moving a slot twice). */
+#define MAX_REDIRECTS 5
+#define REDIRECTED (-2)
 
 static int take_resource(status_query *q, const char *arg)
 {
@@ -148,38 +156,74 @@ static redisContext *connect_and_login(const status_query *q)
     return ctx;
 }
 
-/* PTTL, the fence counter and (--show-token) the token, read at one
- * instant in a MULTI/EXEC. */
-static int ask(const status_query *q, redisContext *ctx, const char *key, const char *fence_key)
+/* With --cluster, a MOVED or ASK answer: where to ask instead (into q),
+ * REDIRECTED; 0 for any other answer. */
+static int redirected(status_query *q, const redisReply *rep)
 {
-    const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
+    int is_ask = strncmp(rep->str, "ASK ", 4) == 0;
+    if (!q->server.cluster || (!is_ask && strncmp(rep->str, "MOVED ", 6) != 0)) return 0;
+    const char *addr = strchr(rep->str + (is_ask ? 4 : 6), ' ');
+    const char *h;
+    size_t hn;
+    int port;
+    if (!addr || rdl_addr_parse(addr + 1, strlen(addr + 1), &h, &hn, &port) != 0 ||
+        hn >= sizeof q->node_host)
+        return 0;
+    memcpy(q->node_host, h, hn);
+    q->node_host[hn] = '\0';
+    q->node_port = port;
+    q->asking = is_ask;
+    return REDIRECTED;
+}
+
+/* PTTL, the fence counter and (--show-token) the token, read at one
+ * instant in a MULTI/EXEC; behind an ASK, one by one (ASKING counts for
+ * the one command after it, which MULTI would be). REDIRECTED when a
+ * Cluster node sends us elsewhere. */
+static int ask(status_query *q, redisContext *ctx, const char *key, const char *fence_key)
+{
+    const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *asking[1] = {"ASKING"};
     const char *pttl[2] = {"PTTL", key}, *fence[2] = {"GET", fence_key}, *token[2] = {"GET", key};
-    redisAppendCommandArgv(ctx, 1, multi, NULL);
-    redisAppendCommandArgv(ctx, 2, pttl, NULL);
-    redisAppendCommandArgv(ctx, 2, fence, NULL);
-    if (q->show_token) redisAppendCommandArgv(ctx, 2, token, NULL);
-    redisAppendCommandArgv(ctx, 1, exec, NULL);
-    int replies = q->show_token ? 5 : 4;
-    redisReply *rep = NULL;
-    for (int i = 0; i < replies; i++) {
+    const char **cmds[3] = {pttl, fence, token};
+    int n = q->show_token ? 3 : 2;
+    int atomic = !q->asking;
+    if (atomic) redisAppendCommandArgv(ctx, 1, multi, NULL);
+    for (int i = 0; i < n; i++) {
+        if (!atomic) redisAppendCommandArgv(ctx, 1, asking, NULL);
+        redisAppendCommandArgv(ctx, 2, cmds[i], NULL);
+    }
+    if (atomic) redisAppendCommandArgv(ctx, 1, exec, NULL);
+    int replies = atomic ? n + 2 : 2 * n;
+    redisReply *rep = NULL, *got[3] = {NULL, NULL, NULL};
+    int rc = 0;
+    for (int i = 0; i < replies && !rc; i++) {
         freeReplyObject(rep);
         rep = NULL;
-        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) return unavailable(q, "", failure(q, ctx));
-        if (rep->type == REDIS_REPLY_ERROR) {
-            int rc = unavailable(q, "", rep->str);
-            freeReplyObject(rep);
-            return rc;
+        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) {
+            rc = unavailable(q, "", failure(q, ctx));
+        } else if (rep->type == REDIS_REPLY_ERROR) {
+            rc = redirected(q, rep);
+            if (!rc) rc = unavailable(q, "", rep->str);
+        } else if (!atomic && i % 2 == 1) {
+            got[i / 2] = rep; /* PTTL, GET, GET */
+            rep = NULL;
         }
     }
-    /* The EXEC reply: [PTTL, fence counter, token]. */
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)replies - 2 ||
-        rep->element[0]->type != REDIS_REPLY_INTEGER) {
-        freeReplyObject(rep);
-        return unavailable(q, "EXEC", "unexpected reply");
+    if (!rc && atomic) {
+        /* The EXEC reply: [PTTL, fence counter, token]. */
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n)
+            rc = unavailable(q, "EXEC", "unexpected reply");
+        for (int i = 0; !rc && i < n; i++) got[i] = rep->element[i];
     }
-    long long ms = rep->element[0]->integer;
-    const redisReply *counter = rep->element[1];
-    const redisReply *tok = q->show_token ? rep->element[2] : NULL;
+    if (!rc && got[0]->type != REDIS_REPLY_INTEGER) rc = unavailable(q, "PTTL", "unexpected reply");
+    if (rc) {
+        freeReplyObject(rep);
+        for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
+        return rc;
+    }
+    long long ms = got[0]->integer;
+    const redisReply *counter = got[1];
+    const redisReply *tok = q->show_token ? got[2] : NULL;
     int held = ms != -2; /* -2: no such key; -1: a key without expiry */
     if (cli_verbosity >= CLI_NORMAL) {
         printf("%s: ", key);
@@ -195,6 +239,7 @@ static int ask(const status_query *q, redisContext *ctx, const char *key, const 
         fflush(stdout);
     }
     freeReplyObject(rep);
+    for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
@@ -219,13 +264,23 @@ int cli_status(int argc, char **argv)
         redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, key, klen + 1, &klen);
         redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, fence_key, flen + 1, &flen);
         char why[400];
-        redisContext *ctx = NULL;
-        if (cli_server_find_primary(&q.server, why, sizeof why) != 0)
+        rc = CLI_EXIT_UNAVAILABLE;
+        if (cli_server_find_primary(&q.server, why, sizeof why) != 0) {
             unavailable(&q, "", why); /* no Sentinel named the primary */
-        else
-            ctx = connect_and_login(&q);
-        rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
-        if (ctx) redisFree(ctx);
+        } else {
+            /* With --cluster: the first node listed, then where it sends us. */
+            rc = REDIRECTED;
+            for (int hops = 0; rc == REDIRECTED && hops <= MAX_REDIRECTS; hops++) {
+                if (hops) {
+                    q.server.host = q.node_host;
+                    q.server.port = q.node_port;
+                }
+                redisContext *ctx = connect_and_login(&q);
+                rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
+                if (ctx) redisFree(ctx);
+            }
+            if (rc == REDIRECTED) rc = unavailable(&q, "", "redirected too many times");
+        }
     }
     free(key);
     free(fence_key);

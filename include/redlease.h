@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* redlease: Redis-backed distributed leases for event-driven C servers.
  *
- * One redlease_client owns one hiredis async connection and runs on the
+ * One redlease_client owns a hiredis async connection (with Sentinel, one
+ * more to a Sentinel; on a Cluster, one per primary it needs) and runs on the
  * caller's event loop through an adapter (<redlease/libev.h>, or your own:
  * see "Loop adapters" below). A redlease_lock is one acquire -> hold ->
  * release lifecycle of one resource.
@@ -139,6 +140,18 @@ typedef struct redlease_sentinel_options {
 } redlease_sentinel_options;
 #define REDLEASE_MAX_SENTINELS 16
 
+/* A Redis Cluster (man 3 redlease, CLUSTER): the client reads the slot map
+ * from the nodes (CLUSTER SLOTS), sends each lock's commands to the primary
+ * serving its key's slot on a connection of its own (made when first
+ * needed), and follows MOVED and ASK. host, port and unix_path are then
+ * not used, and db must be 0. Credentials and TLS are the client's, for
+ * every node. */
+typedef struct redlease_cluster_options {
+    const char *addrs; /* NULL: no Cluster; else some of its nodes, "HOST:PORT[,HOST:PORT...]"
+                          (at most REDLEASE_MAX_SEEDS; IPv6 as [ADDR]:PORT) */
+} redlease_cluster_options;
+#define REDLEASE_MAX_SEEDS 16
+
 typedef struct redlease_client_options {
     const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
     int port;                   /* 6379 */
@@ -153,6 +166,7 @@ typedef struct redlease_client_options {
     int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
     redlease_tls_options tls;   /* off */
     redlease_sentinel_options sentinel; /* off */
+    redlease_cluster_options cluster;   /* off */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);
@@ -188,7 +202,8 @@ REDLEASE_EXTERN int redlease_client_set_rng(redlease_client *c, redlease_rng_fn 
  * Valid until the next call into the library. */
 REDLEASE_EXTERN const char *redlease_client_errstr(const redlease_client *c);
 
-/* 1 if the connection is up and ready for commands. */
+/* 1 if the connection is up and ready for commands (a Cluster: the slot
+ * map is known and a node is ready). */
 REDLEASE_EXTERN int redlease_client_connected(const redlease_client *c);
 
 /* ------------------------------------------------------------ observability */
@@ -337,8 +352,8 @@ REDLEASE_EXTERN int redlease_acquire_len(redlease_client *c, const char *resourc
 REDLEASE_EXTERN int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *arg);
 
 /* 1 if the lease is held and locally valid now: safe to act. It is 0 while
- * the connection that confirmed it is down, and after a reconnect until a
- * renewal confirms it again. */
+ * the connection that confirmed it is down, and after a reconnect (a
+ * failover, a Cluster redirect) until a renewal confirms it again. */
 REDLEASE_EXTERN int redlease_lock_held(const redlease_lock *lk);
 /* Local validity left in ms; 0 whenever redlease_lock_held() is 0. */
 REDLEASE_EXTERN int64_t redlease_lock_remaining_ms(const redlease_lock *lk);

@@ -66,6 +66,18 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                           .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms,
                           .tls = &o->tls};
     int ok = 1;
+    rdl_addr seeds[REDLEASE_MAX_SEEDS];
+    int nseeds = 0;
+    if (o->cluster.addrs) {
+        /* The first seed is the embedded node; the others are made below. */
+        nseeds = rdl_addr_list_parse(o->cluster.addrs, seeds, REDLEASE_MAX_SEEDS);
+        if (nseeds < 0) nseeds = 0, ok = 0;
+        cc.unix_path = NULL;
+        cc.host = nseeds ? seeds[0].host : NULL;
+        cc.port = nseeds ? seeds[0].port : 0;
+        c->cluster = rdl_calloc(1, sizeof *c->cluster);
+        ok = ok && c->cluster && rdl_cluster_init(c->cluster) == REDLEASE_OK;
+    }
     if (o->sentinel.addrs) {
         /* No address until a Sentinel names the primary; ROLE checks it. */
         cc.host = cc.unix_path = NULL;
@@ -75,6 +87,16 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                                               &c->clock, &c->rng) == REDLEASE_OK;
     }
     ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
+    c->nodes = rdl_malloc(4 * sizeof *c->nodes);
+    if (c->nodes) {
+        c->nodes[0] = &c->main;
+        c->nnodes = 1;
+        c->nodes_cap = 4;
+    }
+    ok = ok && c->nodes;
+    for (int i = 1; i < nseeds && ok; i++)
+        ok = rdl_client_node_at(c, seeds[i].host, strlen(seeds[i].host), seeds[i].port) != NULL;
+    rdl_addr_list_free(seeds, nseeds);
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     c->close_wake.idx = RDL_HEAP_OUT;
     c->close_wake.kind = RDL_WAKE_CLOSE;
@@ -120,7 +142,49 @@ void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void
 
 const char *redlease_client_errstr(const redlease_client *c) { return c ? c->errstr : ""; }
 
-int redlease_client_connected(const redlease_client *c) { return c && rdl_node_ready(&c->main); }
+int redlease_client_connected(const redlease_client *c)
+{
+    if (!c) return 0;
+    if (!c->cluster) return rdl_node_ready(&c->main);
+    /* a Cluster: its map is known and a node is ready to be asked */
+    for (size_t i = 0; c->cluster->loaded && i < c->nnodes; i++)
+        if (rdl_node_ready(c->nodes[i])) return 1;
+    return 0;
+}
+
+rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, int port)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const rdl_conn *cn = &c->nodes[i]->conn;
+        const char *h = rdl_conn_host(cn);
+        if (h && rdl_conn_port(cn) == port && strlen(h) == hlen && memcmp(h, host, hlen) == 0)
+            return c->nodes[i];
+    }
+    if (hlen > 255 || c->nnodes >= UINT16_MAX - 1) return NULL; /* the router's slot map holds 16 bits */
+    if (c->nnodes == c->nodes_cap) {
+        rdl_node **v = rdl_realloc(c->nodes, 2 * c->nodes_cap * sizeof *v);
+        if (!v) return NULL;
+        c->nodes = v;
+        c->nodes_cap *= 2;
+    }
+    char h[256];
+    memcpy(h, host, hlen);
+    h[hlen] = '\0';
+    rdl_conn_config cc;
+    rdl_conn_settings(&c->main.conn, &cc);
+    cc.host = h;
+    cc.port = port;
+    rdl_node *n = rdl_calloc(1, sizeof *n);
+    if (!n) return NULL;
+    if (rdl_node_init(n, c, &cc) != REDLEASE_OK || (c->loop && rdl_node_attach(n) != REDLEASE_OK)) {
+        rdl_node_free(n);
+        rdl_free(n);
+        return NULL;
+    }
+    n->index = c->nnodes;
+    c->nodes[c->nnodes++] = n;
+    return n;
+}
 
 void redlease_client_stats(const redlease_client *c, redlease_stats *out)
 {
@@ -130,7 +194,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
         return;
     }
     *out = c->stats;
-    rdl_conn_stats(&c->main.conn, out);
+    for (size_t i = 0; i < c->nnodes; i++) rdl_conn_stats(&c->nodes[i]->conn, out);
 }
 
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn)
@@ -153,14 +217,20 @@ static int sentinel_due(const redlease_client *c)
     return c->sentinel && rdl_sentinel_due(c->sentinel);
 }
 
+static int nodes_due(const redlease_client *c)
+{
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (rdl_node_due(c->nodes[i])) return 1;
+    return 0;
+}
+
 /* Arms the loop timer for the earliest thing to do. Called when leaving the
  * library, so the adapter never sees a timer_set from inside itself. */
 static void arm(redlease_client *c)
 {
     if (!c->loop) return;
     int64_t at;
-    if (!rdl_list_empty(&c->notify) || rdl_node_due(&c->main) || sentinel_due(c) || c->dead ||
-        c->close_check) {
+    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || c->dead || c->close_check) {
         at = 0; /* due now */
     } else {
         rdl_heap_node *top = rdl_heap_top(&c->heap);
@@ -203,13 +273,15 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     c->loop_data = loop_data;
     int rc = rdl_heap_insert(&c->heap, &c->close_wake, RDL_NEVER);
     if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
-    if (!rc) rc = rdl_node_attach(&c->main);
+    if (!rc && c->cluster) rc = rdl_heap_insert(&c->heap, &c->cluster->wake, 0);
+    for (size_t i = 0; i < c->nnodes && !rc; i++) rc = rdl_node_attach(c->nodes[i]);
     if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
         rdl_heap_remove(&c->heap, &c->close_wake);
-        rdl_heap_remove(&c->heap, &c->main.wake);
+        for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->heap, &c->nodes[i]->wake);
         if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
+        if (c->cluster) rdl_heap_remove(&c->heap, &c->cluster->wake);
         c->loop = NULL;
         c->loop_data = NULL;
         return rc;
@@ -217,6 +289,7 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     rdl_enter(c);
     int64_t now = rdl_now(c);
     rdl_conn_connect(&c->main.conn, now); /* with Sentinel: waits for an address */
+    for (size_t i = 1; i < c->nnodes; i++) rdl_conn_connect(&c->nodes[i]->conn, now); /* seeds */
     if (c->sentinel) rdl_sentinel_start(c->sentinel, now);
     rdl_leave(c);
     return REDLEASE_OK;
@@ -228,8 +301,9 @@ static int close_finished(redlease_client *c, int64_t now)
 {
     if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    return rdl_conn_in_flight(&c->main.conn) == 0 && rdl_list_empty(&c->main.waiting) &&
-           c->release_retries == 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (rdl_conn_in_flight(&c->nodes[i]->conn) || !rdl_list_empty(&c->nodes[i]->waiting)) return 0;
+    return c->release_retries == 0;
 }
 
 void redlease_client_on_timer(redlease_client *c)
@@ -241,13 +315,15 @@ void redlease_client_on_timer(redlease_client *c)
     c->close_check = 0;
     int64_t now = rdl_now(c);
     while (!c->dead) {
-        if (rdl_node_due(&c->main)) rdl_node_run(&c->main, now);
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (rdl_node_due(c->nodes[i])) rdl_node_run(c->nodes[i], now);
         if (sentinel_due(c)) sentinel_run(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
             switch (top->kind) {
             case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
             case RDL_WAKE_SENTINEL: sentinel_run(c, now); break;
+            case RDL_WAKE_CLUSTER: rdl_cluster_run(c, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
                 rdl_heap_update(&c->heap, top, RDL_NEVER);
                 break;
@@ -284,7 +360,9 @@ static void teardown(redlease_client *c)
 {
     c->dead = 1;
     c->depth = 1; /* the NULL replies below must not re-arm the timer */
-    rdl_node_free(&c->main); /* every request and WAIT ticket comes back now, NULL */
+    /* every request and WAIT ticket comes back now, NULL */
+    rdl_node_free(&c->main);
+    for (size_t i = 1; i < c->nnodes; i++) rdl_node_free(c->nodes[i]);
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
@@ -292,6 +370,10 @@ static void teardown(redlease_client *c)
     /* After the locks: taking each off the heap moves the other nodes,
      * the Sentinel's among them. */
     rdl_free(c->sentinel);
+    for (size_t i = 1; i < c->nnodes; i++) rdl_free(c->nodes[i]);
+    rdl_free(c->nodes);
+    if (c->cluster) rdl_cluster_free(c->cluster);
+    rdl_free(c->cluster);
     rdl_heap_free(&c->heap);
     rdl_free(c->prefix);
     rdl_free(c);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backoff.h"
+#include "cluster.h"
 #include "conn.h"
 #include "heap.h"
 #include "list.h"
@@ -48,6 +49,11 @@ struct redlease_client {
      * exactly as long as the client and costs no allocation (nor a failure
      * path); fake.c reaches its connection as &c->main.conn. */
     rdl_node main;
+    /* Every node, main first (nodes[0]); a Cluster's other seeds and
+     * primaries after it, each allocated, all living as long as the client. */
+    rdl_node **nodes;
+    size_t nnodes, nodes_cap;
+    rdl_cluster *cluster; /* the router (src/cluster.h), or NULL */
     rdl_heap_node close_wake; /* a graceful close's deadline (RDL_WAKE_CLOSE) */
     char errstr[128];   /* the last failure's text: a connection's or Redis's */
     /* With Sentinel (client options): where the primary is; its link's
@@ -81,6 +87,10 @@ int64_t rdl_now(const redlease_client *c);
  * every Sentinel): what the locks of node (all, for NULL) wait to send
  * fails with status. */
 void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, int64_t now);
+/* The node at host (hlen bytes) and port, made (with the client's
+ * connection settings, on its loop) if there is none yet; NULL when out of
+ * memory. */
+rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, int port);
 void rdl_enter(redlease_client *c);
 void rdl_leave(redlease_client *c);
 void rdl_emit(redlease_client *c, const redlease_event *ev);

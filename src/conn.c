@@ -69,6 +69,24 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     return ok ? REDLEASE_OK : REDLEASE_ENOMEM;
 }
 
+void rdl_conn_settings(const rdl_conn *cn, rdl_conn_config *out)
+{
+    memset(out, 0, sizeof *out);
+    out->host = cn->host;
+    out->unix_path = cn->unix_path;
+    out->port = cn->port;
+    out->db = cn->db;
+    out->username = cn->username;
+    out->password = cn->password;
+    out->connect_timeout = cn->connect_timeout;
+    out->command_timeout = cn->command_timeout;
+    out->reconnect_min = cn->reconnect.base;
+    out->reconnect_max = cn->reconnect.max;
+    out->tls = &cn->tls;
+    out->verify_primary = cn->verify_primary;
+    out->hold_backoff = cn->hold_backoff;
+}
+
 void rdl_conn_free(rdl_conn *cn)
 {
     if (cn->tr.ops) {

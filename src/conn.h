@@ -133,6 +133,9 @@ typedef struct rdl_conn {
 
 /* IDLE, nothing to connect with yet; 0 or REDLEASE_ENOMEM (then
  * rdl_conn_free() still frees what was made). */
+/* The settings cn was made with (its own copies of the strings): another
+ * connection made from them goes the same way, to its own address. */
+void rdl_conn_settings(const rdl_conn *cn, rdl_conn_config *out);
 int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner *ops, void *owner,
                   const rdl_clock *clock, const rdl_rng *rng);
 /* Closes the transport (every request comes back, NULL) and frees it. */
@@ -170,6 +173,11 @@ int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, 
 void rdl_conn_note_timeout(rdl_conn *cn, int64_t sent_at, int64_t now);
 
 static inline int rdl_conn_ready(const rdl_conn *cn) { return cn->state == RDL_CONN_READY; }
+/* Never asked to connect (rdl_conn_connect) yet. */
+static inline int rdl_conn_idle(const rdl_conn *cn) { return cn->state == RDL_CONN_IDLE; }
+/* The host it connects to, or NULL (a unix socket, or no address yet). */
+static inline const char *rdl_conn_host(const rdl_conn *cn) { return cn->host; }
+static inline int rdl_conn_port(const rdl_conn *cn) { return cn->port; }
 /* Work for the owner's timer now, whatever the deadline: a handshake that
  * failed, or a reply that condemned the link (never done inside hiredis). */
 static inline int rdl_conn_due(const rdl_conn *cn)

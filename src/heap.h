@@ -13,7 +13,13 @@
 
 /* What a deadline belongs to, so the client's timer knows whose it is
  * (src/client.c); 0 for a lock's, the calloc'd default. */
-enum rdl_wake_kind { RDL_WAKE_LOCK = 0, RDL_WAKE_NODE, RDL_WAKE_SENTINEL, RDL_WAKE_CLOSE };
+enum rdl_wake_kind {
+    RDL_WAKE_LOCK = 0,
+    RDL_WAKE_NODE,
+    RDL_WAKE_SENTINEL,
+    RDL_WAKE_CLUSTER,
+    RDL_WAKE_CLOSE
+};
 
 typedef struct rdl_heap_node {
     int64_t at;

@@ -25,6 +25,7 @@
 #include "acks.h"
 #include "alloc.h"
 #include "client.h"
+#include "cluster.h"
 #include "lock.h"
 #include "errors.h"
 #include "keys.h"
@@ -184,11 +185,32 @@ static int script_for(const struct redlease_lock *lk, int kind)
     }
 }
 
-/* Builds the command for req from its lock and submits it: EVALSHA under
- * the script's SHA-1, or EVAL once the server said NOSCRIPT. */
+/* ASKING, ahead of a command an ASK redirect sends to the node importing
+ * its slot (its answer is the router's to drop: src/cluster.c). */
+static int submit_asking(rdl_node *n, int64_t now)
+{
+    rdl_req *a = rdl_calloc(1, sizeof *a);
+    if (!a) return REDLEASE_ENOMEM;
+    a->kind = RDL_REQ_ASKING;
+    a->script = -1;
+    a->t0 = now;
+    a->node = n;
+    const char *argv[1] = {"ASKING"};
+    const size_t lens[1] = {6};
+    int rc = rdl_conn_submit(&n->conn, a, 1, argv, lens);
+    if (rc) rdl_free(a);
+    return rc;
+}
+
+/* Builds the command for req from its lock and submits it to req->node:
+ * EVALSHA under the script's SHA-1, or EVAL once the server said NOSCRIPT. */
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
+    if (req->asking) {
+        int rc = submit_asking(req->node, req->t0);
+        if (rc) return rc;
+    }
     char ttl[24], counter_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl);
     const char *argv[9];
@@ -223,7 +245,7 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    return rdl_conn_submit(&lk->node->conn, req, n, argv, lens);
+    return rdl_conn_submit(&req->node->conn, req, n, argv, lens);
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
@@ -234,6 +256,8 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->kind = kind;
     req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
+    req->node = lk->node;
+    req->asking = lk->asking;
     req->epoch = rdl_conn_epoch(&lk->node->conn);
     int rc = req_submit(req);
     if (rc) {
@@ -257,7 +281,10 @@ static void pump(struct redlease_lock *lk, int64_t now)
         rdl_list_remove(&lk->wait_link);
         return;
     }
-    if (!rdl_node_ready(lk->node)) goto park;
+    if (!rdl_node_ready(lk->node)) {
+        rdl_node_use(lk->node, now); /* a Cluster node met for the first time */
+        goto park;
+    }
     rdl_list_remove(&lk->wait_link);
     if (lk->drop_pending) {
         int rc = send_req(lk, RDL_REQ_DROP, now);
@@ -305,7 +332,8 @@ static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
                     int64_t now)
 {
-    if (!rdl_node_ready(lk->node) || rdl_conn_epoch(&lk->node->conn) != write->epoch) return REDLEASE_ECONN;
+    if (!rdl_node_ready(write->node) || rdl_conn_epoch(&write->node->conn) != write->epoch)
+        return REDLEASE_ECONN;
     if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
     rdl_req *t = rdl_calloc(1, sizeof *t);
     if (!t) return REDLEASE_ENOMEM;
@@ -314,13 +342,14 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     t->script = -1;
     t->t0 = write->t0; /* validity still counts from the write's send */
     t->epoch = write->epoch;
+    t->node = write->node;
     t->fence = fence;
     rdl_list_init(&t->link);
     lk->refs++;
     lk->req = t;
     lk->op = op;
     set_op_deadline(lk, now);
-    rdl_acks_add(lk->node, t); /* may answer it at once, NULL: the link went */
+    rdl_acks_add(write->node, t); /* may answer it at once, NULL: the link went */
     return REDLEASE_OK;
 }
 
@@ -403,6 +432,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
+    lk->confirm_node = req->node;
     lk->confirm_epoch = req->epoch;
     lk->fence = fence;
     lk->op_limit = RDL_NEVER; /* renewals run to the validity deadline */
@@ -508,6 +538,7 @@ static void renew_confirmed(struct redlease_lock *lk, const rdl_req *req, int cu
 {
     int64_t vu = rdl_valid_until(req->t0, lk->ttl);
     if (vu > lk->valid_until) lk->valid_until = vu;
+    lk->confirm_node = req->node;
     lk->confirm_epoch = req->epoch;
     if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
     lk->c->stats.renewed++;
@@ -682,7 +713,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_conn_note_timeout(&lk->node->conn, lk->req->t0, now);
+        if (lk->req) rdl_conn_note_timeout(&lk->req->node->conn, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
@@ -692,7 +723,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&lk->node->conn);
         if (sent) {
             c->stats.timeouts++;
-            rdl_conn_note_timeout(&lk->node->conn, lk->req->t0, now);
+            rdl_conn_note_timeout(&lk->req->node->conn, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
@@ -718,11 +749,79 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
     reschedule(lk);
 }
 
+/* The lease was last confirmed on n's current connection. */
+static int confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
+{
+    return lk->confirm_node == n && lk->confirm_epoch == rdl_conn_epoch(&n->conn);
+}
+
+/* The lock's commands go to n from now on; parked, it waits there. */
+static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
+{
+    lk->node = n;
+    if (rdl_list_linked(&lk->wait_link)) {
+        rdl_list_remove(&lk->wait_link);
+        pump(lk, now);
+    }
+}
+
+void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
+{
+    set_node(lk, n, now);
+    if (lk->state == RDL_LOCK_HELD) {
+        /* Not held until confirmed there (the slot moved, or a replica
+         * took over), which a renewal does at once. */
+        lk->confirm_node = NULL;
+        if (!lk->op) lk->next_action = now;
+    }
+    reschedule(lk);
+}
+
+/* A Cluster node answered MOVED or ASK (src/cluster.h): the lock's
+ * current request, or a drop, goes on to the node named. Ready, that node
+ * gets the same request, so its send time still counts (1); not yet, the
+ * lock waits for it as for any connection, within the op's deadline, and
+ * sends afresh from there (2: req is done with). A renewal is not
+ * confirmed meanwhile (held() is 0), its deadline unchanged. 0: r is
+ * handled as usual (not a redirect, or a stale request's: it did nothing
+ * and nobody waits). */
+static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
+{
+    struct redlease_lock *lk = req->lk;
+    redlease_client *c = lk->c;
+    int ask;
+    int current = lk->req == req;
+    if (!c->cluster || req->redirects >= RDL_MAX_REDIRECTS) return 0;
+    if (!current && req->kind != RDL_REQ_DROP) return 0;
+    rdl_node *to = rdl_cluster_redirected(c, r, &ask, now);
+    if (!to) return 0;
+    rdl_set_errstr(c, r->str, r->len);
+    if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
+    if (rdl_node_ready(to)) {
+        if (!ask) set_node(lk, to, now);
+        req->node = to;
+        req->epoch = rdl_conn_epoch(&to->conn);
+        req->asking = ask;
+        req->redirects++;
+        if (req_submit(req) == 0) return 1;
+    }
+    /* Sent again from the lock once to is ready: behind ASKING, if asked,
+     * for as long as that command is out (see handle_reply). */
+    lk->asking = ask;
+    set_node(lk, to, now);
+    if (current)
+        lk->req = NULL;
+    else
+        lk->drop_pending = 1;
+    pump(lk, now);
+    return 2;
+}
+
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RDL_LOCK_HELD && !lk->op && lk->confirm_epoch != rdl_conn_epoch(&lk->node->conn)) {
+    if (lk->state == RDL_LOCK_HELD && !lk->op && !confirmed_on(lk, lk->node)) {
         lk->next_action = now;
         reschedule(lk);
     }
@@ -742,6 +841,20 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
         req->sent_eval = 1;
         if (req_submit(req) == 0) return 1;
         r = NULL;
+    }
+    if (r && r->type == RDL_REPLY_ERROR) {
+        int f = follow_redirect(req, r, now);
+        if (f == 1) return 1;
+        if (f == 2) {
+            reschedule(lk);
+            return 0;
+        }
+    }
+    if (req->asking && lk->asking) {
+        /* The command an ASK sent came back: the lock's key goes by the
+         * map again (which may say the import is over). */
+        lk->asking = 0;
+        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), now);
     }
     int current = lk->req == req;
     if (current) lk->req = NULL;
@@ -905,7 +1018,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         lk->fence_keylen = fence_keylen;
     }
     lk->c = c;
-    lk->node = &c->main;
+    lk->node = c->cluster ? rdl_cluster_route(c, lk->key, lk->keylen) : &c->main;
     rdl_list_init(&lk->link);
     rdl_list_init(&lk->wait_link);
     rdl_list_init(&lk->notify_link);
@@ -993,7 +1106,7 @@ int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
-    return rdl_node_ready(lk->node) && lk->confirm_epoch == rdl_conn_epoch(&lk->node->conn) &&
+    return lk->confirm_node && rdl_node_ready(lk->confirm_node) && confirmed_on(lk, lk->confirm_node) &&
            rdl_now(c) < lk->valid_until;
 }
 

@@ -52,6 +52,8 @@ struct redlease_lock {
     unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
     unsigned wait_fsync : 1;    /* option: acknowledgement by WAITAOF */
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
+    unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
+                                   goes there goes behind ASKING (lock.c) */
     int acquire_status, lost_reason, release_status;
     redlease_acquire_cb on_acquire;
     redlease_lost_cb on_lost;
@@ -81,7 +83,8 @@ struct redlease_lock {
 
     /* held */
     int64_t valid_until, hold_until;
-    uint64_t confirm_epoch; /* connection that last confirmed the lease */
+    struct rdl_node *confirm_node; /* node whose connection last confirmed the lease */
+    uint64_t confirm_epoch;        /* that connection */
     uint64_t fence;
 
     char token[RDL_TOKEN_LEN + 1];
@@ -97,8 +100,11 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* One of the lock's requests came back (r NULL: the link took it); the
  * lock frees it, or sends it again (NOSCRIPT -> EVAL). */
 void rdl_lock_on_reply(struct rdl_req *req, const struct rdl_reply *r);
-/* A connection became ready: held leases not confirmed on it renew at once. */
+/* Its node's connection became ready: a held lease not confirmed on it
+ * renews at once. */
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
+/* The Cluster map sends the lock's key to node n now. */
+void rdl_lock_move(struct redlease_lock *lk, struct rdl_node *n, int64_t now);
 /* The server refused the connection for good (credentials, database): ops
  * waiting for a connection fail with status. */
 void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now);

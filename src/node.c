@@ -6,6 +6,7 @@
 #include "node.h"
 
 #include "client.h"
+#include "cluster.h"
 #include "lock.h"
 
 static const rdl_conn_owner node_owner; /* below */
@@ -34,6 +35,11 @@ int rdl_node_attach(rdl_node *n)
     if (!rc) rc = rdl_conn_attach(&n->conn, c->transport_new, c->loop, c->loop_data);
     if (rc) rdl_heap_remove(&c->heap, &n->wake);
     return rc;
+}
+
+void rdl_node_use(rdl_node *n, int64_t now)
+{
+    if (n->c->loop && rdl_conn_idle(&n->conn)) rdl_conn_connect(&n->conn, now);
 }
 
 int rdl_node_ready(const rdl_node *n) { return rdl_conn_ready(&n->conn) && !n->c->dead; }
@@ -87,7 +93,9 @@ static int on_ending(void *owner) { return ((rdl_node *)owner)->c->dead; }
 
 static void on_ready(void *owner)
 {
-    ((rdl_node *)owner)->flush_needed = 1; /* sent from the timer, outside hiredis */
+    rdl_node *n = owner;
+    n->flush_needed = 1; /* sent from the timer, outside hiredis */
+    if (n->c->cluster) rdl_cluster_node_ready(n->c);
 }
 
 /* A refusal retrying cannot cure: what waits for this connection fails now. */
@@ -101,7 +109,8 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
 {
     rdl_node *n = owner;
     redlease_client *c = n->c;
-    if (req && !rdl_acks_on_reply(n, req, r)) rdl_lock_on_reply(req, r); /* a lock's */
+    if (req && !rdl_cluster_on_reply(c, n, req, r) && !rdl_acks_on_reply(n, req, r))
+        rdl_lock_on_reply(req, r); /* a lock's */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
 }
 
@@ -123,6 +132,9 @@ static void on_event(void *owner, int type, int status, int64_t retry_in)
         else
             rdl_sentinel_refresh(c->sentinel);
     }
+    /* A Cluster node failed: a failover may have moved its slots. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->cluster && !c->dead)
+        rdl_cluster_want_refresh(c, rdl_now(c));
 }
 
 static void on_error(void *owner, const char *text, size_t len)

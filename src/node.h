@@ -24,6 +24,7 @@ struct redlease_client;
 
 typedef struct rdl_node {
     struct redlease_client *c;
+    size_t index;       /* its place in c->nodes (0: the embedded one) */
     rdl_conn conn;
     rdl_heap_node wake; /* the connection's deadline (kind RDL_WAKE_NODE) */
     rdl_acks acks;      /* the WAIT in flight and the writes waiting for one */
@@ -45,6 +46,9 @@ void rdl_node_free(rdl_node *n);
 /* Puts the node's deadline in the client's heap and makes its transport on
  * the client's loop; 0 or a status (nothing kept). */
 int rdl_node_attach(rdl_node *n);
+/* Something is to be sent here: a node that has not connected yet (a
+ * Cluster primary met for the first time) starts now. */
+void rdl_node_use(rdl_node *n, int64_t now);
 /* The node is ready for lock commands: connected, handshake done, and the
  * client not ending. */
 int rdl_node_ready(const rdl_node *n);

@@ -94,9 +94,20 @@ static int sentinel_check(const redlease_client_options *o)
     return REDLEASE_OK;
 }
 
+/* Cluster nodes named by seeds: one database (0) is all a Cluster has;
+ * neither Sentinel nor a unix socket besides (which would win?). */
+static int cluster_check(const redlease_client_options *o)
+{
+    if (rdl_addr_list_parse(o->cluster.addrs, NULL, REDLEASE_MAX_SEEDS) < 0) return REDLEASE_EINVAL;
+    if (o->db != 0 || o->sentinel.addrs || o->unix_path) return REDLEASE_EINVAL;
+    return REDLEASE_OK;
+}
+
 int rdl_client_options_check(const redlease_client_options *o)
 {
-    int rc = o->sentinel.addrs ? sentinel_check(o) : address_check(o);
+    int rc = o->cluster.addrs    ? cluster_check(o)
+             : o->sentinel.addrs ? sentinel_check(o)
+                                 : address_check(o);
     return rc ? rc : common_check(o);
 }
 

@@ -31,14 +31,21 @@ enum rdl_req_kind {
     RDL_REQ_ROLE, /* last, when asked: the server is the primary */
     /* a Sentinel connection's own (src/sentinel.c) */
     RDL_REQ_SENTINEL_QUERY, /* SENTINEL get-master-addr-by-name */
-    RDL_REQ_SENTINEL_SUB    /* SUBSCRIBE +switch-master */
+    RDL_REQ_SENTINEL_SUB,   /* SUBSCRIBE +switch-master */
+    RDL_REQ_CLUSTER_SLOTS,  /* the Cluster router's map query (src/cluster.c) */
+    RDL_REQ_ASKING          /* ASKING before a command an ASK redirect sends */
 };
+
+struct rdl_node;
 
 typedef struct rdl_req {
     struct redlease_lock *lk; /* holds a reference; NULL for handshake */
+    struct rdl_node *node;    /* where a lock's (or the router's) went */
     int kind;
     int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
+    int redirects;   /* times it followed MOVED or ASK */
+    int asking;      /* sent behind ASKING (an ASK redirect) */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
     uint64_t epoch;  /* connection it went out on */

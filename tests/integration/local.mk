@@ -45,9 +45,9 @@ endif
 # answers in the states production servers reach (a pause longer than the
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
-	%reldir%/test_replication %reldir%/test_sentinel
+	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
-	%reldir%/replication.itest %reldir%/sentinel.itest
+	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -75,6 +75,11 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_sentinel_SOURCES = %reldir%/test_sentinel.c %reldir%/servers.h $(RIG_SOURCES)
 %canon_reldir%_test_sentinel_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_sentinel_LDADD = $(INTEGRATION_LDADD)
+# test_cluster: three primaries and three replicas of its own: leases
+# across slots, a slot migrated (ASK, MOVED), a primary killed.
+%canon_reldir%_test_cluster_SOURCES = %reldir%/test_cluster.c %reldir%/servers.h $(RIG_SOURCES)
+%canon_reldir%_test_cluster_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_cluster_LDADD = $(INTEGRATION_LDADD)
 
 # The suite once more per adapter over TLS (tls-NAME.itest), where the
 # library has TLS.
@@ -96,6 +101,6 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
-	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest \
+	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
 	%reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest

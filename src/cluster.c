@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* The Cluster router: the slot map and redirects (src/cluster.h says what
+ * it does and does not do; docs/design.md, section 9, why). */
+#include <stdio.h>
+#include <string.h>
+
+#include "addr.h"
+#include "alloc.h"
+#include "client.h"
+#include "cluster.h"
+#include "lock.h"
+#include "node.h"
+#include "slot.h"
+
+/* ------------------------------------------------------------- parsing */
+
+static int is_text(const rdl_reply *r)
+{
+    return r->type == RDL_REPLY_STRING || r->type == RDL_REPLY_STATUS;
+}
+
+int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *arg)
+{
+    if (!r || r->type != RDL_REPLY_ARRAY) return -1;
+    for (size_t i = 0; i < r->elements; i++) {
+        /* [from, to, [host, port, id, ...], replicas...] */
+        const rdl_reply *e = &r->element[i];
+        if (e->type != RDL_REPLY_ARRAY || e->elements < 3) return -1;
+        const rdl_reply *from = &e->element[0], *to = &e->element[1], *primary = &e->element[2];
+        if (from->type != RDL_REPLY_INTEGER || to->type != RDL_REPLY_INTEGER || from->integer < 0 ||
+            to->integer < from->integer || to->integer >= RDL_SLOTS)
+            return -1;
+        if (primary->type != RDL_REPLY_ARRAY || primary->elements < 2 || !is_text(&primary->element[0]) ||
+            primary->element[1].type != RDL_REPLY_INTEGER)
+            return -1;
+        const rdl_reply *host = &primary->element[0];
+        long long port = primary->element[1].integer;
+        /* "?": the node's address is not known (cluster-preferred-endpoint-type) */
+        if ((host->len == 1 && host->str[0] == '?') || port < 1 || port > 65535 || host->len > 255) continue;
+        int rc = fn(arg, (unsigned)from->integer, (unsigned)to->integer, host->str, host->len, (int)port);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, const char **host,
+                               size_t *hlen, int *port)
+{
+    if (!r || r->type != RDL_REPLY_ERROR) return 0;
+    const char *p = r->str, *end = r->str + r->len;
+    if (r->len > 6 && memcmp(p, "MOVED ", 6) == 0) {
+        *ask = 0;
+        p += 6;
+    } else if (r->len > 4 && memcmp(p, "ASK ", 4) == 0) {
+        *ask = 1;
+        p += 4;
+    } else {
+        return 0;
+    }
+    unsigned s = 0;
+    const char *digits = p;
+    while (p < end && *p >= '0' && *p <= '9' && p - digits < 6) s = s * 10 + (unsigned)(*p++ - '0');
+    if (p == digits || p == end || *p != ' ' || s >= RDL_SLOTS) return 0;
+    p++;
+    if (rdl_addr_parse(p, (size_t)(end - p), host, hlen, port) != 0) return 0;
+    *slot = s;
+    return 1;
+}
+
+/* ------------------------------------------------------------ the map */
+
+int rdl_cluster_init(rdl_cluster *cl)
+{
+    memset(cl, 0, sizeof *cl);
+    cl->wake.idx = RDL_HEAP_OUT;
+    cl->wake.kind = RDL_WAKE_CLUSTER;
+    cl->refresh_at = 0; /* the first map is wanted at once */
+    cl->slots = rdl_calloc(RDL_SLOTS, sizeof *cl->slots);
+    return cl->slots ? REDLEASE_OK : REDLEASE_ENOMEM;
+}
+
+void rdl_cluster_free(rdl_cluster *cl)
+{
+    rdl_free(cl->slots);
+    cl->slots = NULL;
+}
+
+static void set_wake(redlease_client *c)
+{
+    rdl_cluster *cl = c->cluster;
+    int64_t at = cl->query ? cl->answer_by : cl->refresh_at;
+    if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &cl->wake, at);
+}
+
+rdl_node *rdl_cluster_route(redlease_client *c, const char *key, size_t len)
+{
+    uint16_t i = c->cluster->slots[rdl_key_slot(key, len)];
+    return i ? c->nodes[i - 1] : c->nodes[0];
+}
+
+void rdl_cluster_want_refresh(redlease_client *c, int64_t now)
+{
+    rdl_cluster *cl = c->cluster;
+    int64_t at = cl->last_sent ? cl->last_sent + RDL_CLUSTER_REFRESH_MS : now;
+    if (at < now) at = now;
+    if (at < cl->refresh_at) cl->refresh_at = at;
+    set_wake(c);
+}
+
+void rdl_cluster_node_ready(redlease_client *c)
+{
+    /* A refresh that found no node ready waits at refresh_at: due now. */
+    set_wake(c);
+}
+
+rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_reply *r, int *ask, int64_t now)
+{
+    unsigned slot;
+    const char *host;
+    size_t hlen;
+    int port;
+    if (!c->cluster || !rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
+    rdl_node *n = rdl_client_node_at(c, host, hlen, port);
+    if (!n) return NULL;
+    if (!*ask) {
+        c->cluster->slots[slot] = (uint16_t)(n->index + 1);
+        rdl_cluster_want_refresh(c, now); /* one slot moved: others may have too */
+    }
+    return n;
+}
+
+/* Sends CLUSTER SLOTS to a node that is ready, taking them in turn so a
+ * node with a stale view is not the only one asked; none ready: each with
+ * an address connects, and the first ready asks (rdl_cluster_node_ready). */
+static void ask(redlease_client *c, int64_t now)
+{
+    rdl_cluster *cl = c->cluster;
+    for (size_t k = 0; k < c->nnodes; k++) {
+        rdl_node *n = c->nodes[(cl->next_ask + k) % c->nnodes];
+        if (!rdl_node_ready(n)) continue;
+        rdl_req *q = rdl_calloc(1, sizeof *q);
+        if (!q) return; /* refresh_at stays: tried again at the next wake */
+        q->kind = RDL_REQ_CLUSTER_SLOTS;
+        q->script = -1;
+        q->t0 = now;
+        q->node = n;
+        const char *argv[2] = {"CLUSTER", "SLOTS"};
+        const size_t lens[2] = {7, 5};
+        if (rdl_conn_submit(&n->conn, q, 2, argv, lens) != 0) {
+            rdl_free(q);
+            continue;
+        }
+        cl->query = q;
+        cl->answer_by = now + c->command_timeout;
+        cl->last_sent = now;
+        cl->refresh_at = RDL_NEVER;
+        cl->next_ask = (n->index + 1) % c->nnodes;
+        return;
+    }
+    for (size_t k = 0; k < c->nnodes; k++) rdl_node_use(c->nodes[k], now);
+}
+
+void rdl_cluster_run(redlease_client *c, int64_t now)
+{
+    rdl_cluster *cl = c->cluster;
+    if (cl->query && now >= cl->answer_by) {
+        cl->query = NULL; /* stays on the wire; its answer is ignored */
+        cl->refresh_at = now;
+    }
+    if (!cl->query && now >= cl->refresh_at) ask(c, now);
+    if (!cl->query && cl->refresh_at <= now) {
+        /* nobody to ask yet: rdl_cluster_node_ready() wakes us */
+        if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &cl->wake, RDL_NEVER);
+        return;
+    }
+    set_wake(c);
+}
+
+/* ------------------------------------------------------- the answer */
+
+typedef struct loading {
+    redlease_client *c;
+    rdl_node *asked;
+    uint16_t *slots;
+} loading;
+
+static int load_range(void *arg, unsigned from, unsigned to, const char *host, size_t hlen, int port)
+{
+    loading *l = arg;
+    if (hlen == 0) { /* the node asked, by the address we reached it at */
+        host = rdl_conn_host(&l->asked->conn) ? rdl_conn_host(&l->asked->conn) : "";
+        hlen = strlen(host);
+    }
+    rdl_node *n = rdl_client_node_at(l->c, host, hlen, port);
+    if (!n) return REDLEASE_ENOMEM;
+    for (unsigned s = from; s <= to; s++) l->slots[s] = (uint16_t)(n->index + 1);
+    return 0;
+}
+
+/* Every lock goes where the new map says; one whose node changed sends
+ * from there (a held lease is confirmed there before it counts again). */
+static void reroute(redlease_client *c, int64_t now)
+{
+    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        rdl_node *n = rdl_cluster_route(c, lk->key, lk->keylen);
+        if (n != lk->node) rdl_lock_move(lk, n, now);
+    }
+}
+
+static void failed(redlease_client *c, const char *why, const rdl_reply *r, int64_t now)
+{
+    char text[200];
+    int len = snprintf(text, sizeof text, "CLUSTER SLOTS: %s%.*s", why,
+                       r && r->type == RDL_REPLY_ERROR ? (int)(r->len < 150 ? r->len : 150) : 0,
+                       r && r->type == RDL_REPLY_ERROR ? r->str : "");
+    rdl_set_errstr(c, text, len > 0 ? (size_t)len : 0);
+    rdl_cluster_want_refresh(c, now);
+}
+
+int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rdl_reply *r)
+{
+    if (req->kind == RDL_REQ_ASKING) { /* the command behind it tells */
+        rdl_free(req);
+        return 1;
+    }
+    if (req->kind != RDL_REQ_CLUSTER_SLOTS) return 0;
+    rdl_cluster *cl = c->cluster;
+    int current = cl && cl->query == req;
+    rdl_free(req);
+    if (!current || c->dead) return 1;
+    cl->query = NULL;
+    int64_t now = rdl_now(c);
+    uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
+    loading l = {c, n, slots};
+    int rc = !r ? -1 : !slots ? REDLEASE_ENOMEM : rdl_cluster_parse_slots(r, load_range, &l);
+    if (rc) {
+        rdl_free(slots);
+        failed(c, !r ? "no answer" : rc == REDLEASE_ENOMEM ? "out of memory" : r->type == RDL_REPLY_ERROR ? "" : "an answer of another shape", r, now);
+        return 1;
+    }
+    rdl_free(cl->slots);
+    cl->slots = slots;
+    cl->loaded = 1;
+    reroute(c, now);
+    set_wake(c);
+    return 1;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* The Cluster router (src/cluster.c): which node serves a lock's key.
+ *
+ * A lease needs only single-slot commands (every key of a resource shares
+ * one hash tag, src/keys.c), so the router is small: the slot map from
+ * CLUSTER SLOTS (slot -> primary), one node per primary on the client's
+ * loop (src/node.h, connected when a lock first needs it), MOVED (the map
+ * is corrected for that slot, and refreshed whole soon after) and ASK (the
+ * one command goes again, behind ASKING, to the node importing the slot).
+ * The map is asked again, at most every RDL_CLUSTER_REFRESH_MS, after a
+ * MOVED and whenever a node's connection fails (a failover), from a node
+ * that is ready, in turn. Without a map yet, a lock goes to the first seed
+ * and follows where it is sent.
+ *
+ * What it does not do (docs/design.md, section 9): commands over several
+ * slots, reading from replicas, pub/sub across shards. It sits behind the
+ * node and transport seams, so a router on a Cluster client library
+ * (libvalkey) could replace it.
+ */
+#ifndef REDLEASE_CLUSTER_H
+#define REDLEASE_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heap.h"
+#include "req.h"
+#include "transport.h"
+
+struct redlease_client;
+struct rdl_node;
+
+/* A command follows at most this many redirects; then Redis's answer
+ * counts as its failure (a Cluster still moving its slots). */
+#define RDL_MAX_REDIRECTS 5
+/* The map is not asked for more often than this. */
+#define RDL_CLUSTER_REFRESH_MS 100
+
+typedef struct rdl_cluster {
+    rdl_heap_node wake; /* the next refresh, or the answer's deadline (RDL_WAKE_CLUSTER) */
+    uint16_t *slots;    /* slot -> the client's node index + 1; 0: not known */
+    int loaded;         /* a map was read */
+    rdl_req *query;     /* CLUSTER SLOTS in flight, or NULL */
+    int64_t answer_by;  /* its deadline */
+    int64_t refresh_at; /* a refresh is wanted from then on, or RDL_NEVER */
+    int64_t last_sent;  /* when the last one was sent, or 0 */
+    size_t next_ask;    /* the node to ask first next time */
+} rdl_cluster;
+
+/* One slot range of a CLUSTER SLOTS answer: slots from..to served by the
+ * primary at host (hlen bytes, not NUL-terminated; empty: the node asked)
+ * and port. */
+typedef int (*rdl_cluster_range_fn)(void *arg, unsigned from, unsigned to, const char *host,
+                                    size_t hlen, int port);
+/* Reads a CLUSTER SLOTS answer, range by range (fn returning nonzero
+ * stops it with that value); 0, or -1 for an answer of another shape.
+ * Ranges whose primary has no usable address ("?") are left out. */
+int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *arg);
+/* Reads "MOVED slot host:port" or "ASK slot host:port": 1 with *ask,
+ * *slot, the host in [*host, *host + *hlen) and *port; 0 for any other reply. */
+int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, const char **host,
+                               size_t *hlen, int *port);
+
+/* 0 or ENOMEM. */
+int rdl_cluster_init(rdl_cluster *cl);
+void rdl_cluster_free(rdl_cluster *cl);
+
+/* The node a key goes to (its slot's primary, or without one known a seed);
+ * never NULL. */
+struct rdl_node *rdl_cluster_route(struct redlease_client *c, const char *key, size_t len);
+/* A lock's command came back redirected: the node to send it to (MOVED
+ * has corrected the map, and a refresh is wanted), or NULL when r is no
+ * redirect or the node cannot be made. *ask: only this command goes there. */
+struct rdl_node *rdl_cluster_redirected(struct redlease_client *c, const rdl_reply *r, int *ask,
+                                        int64_t now);
+/* The map may be stale (a node failed, a redirect): ask again soon. Safe
+ * inside transport callbacks. */
+void rdl_cluster_want_refresh(struct redlease_client *c, int64_t now);
+/* A node became ready: a refresh waiting for one can go. */
+void rdl_cluster_node_ready(struct redlease_client *c);
+/* From the client's timer, at cl->wake. */
+void rdl_cluster_run(struct redlease_client *c, int64_t now);
+/* 1 when req is the map query: it came back (r NULL: the link took it). */
+int rdl_cluster_on_reply(struct redlease_client *c, struct rdl_node *n, rdl_req *req,
+                         const rdl_reply *r);
+
+#endif
