@@ -30,8 +30,9 @@
 struct redlease_client;
 struct rdl_node;
 
-/* A command follows at most this many redirects; then Redis's answer
- * counts as its failure (a Cluster still moving its slots). */
+/* A command follows at most this many redirects; then it has failed as
+ * on a broken link, and is retried as after one (a Cluster still moving
+ * its slots). */
 #define RDL_MAX_REDIRECTS 5
 /* The map is not asked for more often than this. */
 #define RDL_CLUSTER_REFRESH_MS 100

@@ -782,20 +782,26 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
  * gets the same request, so its send time still counts (1); not yet, the
  * lock waits for it as for any connection, within the op's deadline, and
  * sends afresh from there (2: req is done with). A renewal is not
- * confirmed meanwhile (held() is 0), its deadline unchanged. 0: r is
- * handled as usual (not a redirect, or a stale request's: it did nothing
- * and nobody waits). */
-static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
+ * confirmed meanwhile (held() is 0), its deadline unchanged. 0: *rp is
+ * handled as usual: not a redirect, or a stale request's (it did nothing
+ * and nobody waits); or NULL, as from a broken link, after
+ * RDL_MAX_REDIRECTS (a Cluster still moving the slot: retried as after a
+ * link failure, never taken for a definite error). */
+static int follow_redirect(rdl_req *req, const rdl_reply **rp, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
+    const rdl_reply *r = *rp;
     int ask;
     int current = lk->req == req;
-    if (!c->cluster || req->redirects >= RDL_MAX_REDIRECTS) return 0;
-    if (!current && req->kind != RDL_REQ_DROP) return 0;
+    if (!c->cluster || (!current && req->kind != RDL_REQ_DROP)) return 0;
     rdl_node *to = rdl_cluster_redirected(c, r, &ask, now);
     if (!to) return 0;
     rdl_set_errstr(c, r->str, r->len);
+    if (req->redirects >= RDL_MAX_REDIRECTS) {
+        *rp = NULL;
+        return 0;
+    }
     if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
     if (rdl_node_ready(to)) {
         if (!ask) set_node(lk, to, now);
@@ -843,7 +849,7 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
         r = NULL;
     }
     if (r && r->type == RDL_REPLY_ERROR) {
-        int f = follow_redirect(req, r, now);
+        int f = follow_redirect(req, &r, now);
         if (f == 1) return 1;
         if (f == 2) {
             reschedule(lk);

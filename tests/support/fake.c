@@ -132,6 +132,17 @@ static void side_close(void *self)
 static const rdl_transport_ops side_ops = {side_connect_op, side_submit, side_subscribe, side_close,
                                            fake_destroy};
 
+/* The link serving cn: the side link for the first connection but the
+ * client's own, the peers for the next ones. */
+static fake_side *link_for(rdl_conn *cn)
+{
+    fake *f = the_fake;
+    if (!f->side.cn || f->side.cn == cn) return &f->side;
+    for (int i = 0; i < FAKE_PEERS; i++)
+        if (!f->peers[i].cn || f->peers[i].cn == cn) return &f->peers[i];
+    return NULL;
+}
+
 static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_ops *loop,
                         void *loop_data)
 {
@@ -139,11 +150,13 @@ static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_op
     if (cn == &the_fake->tc->main.conn) {
         out->ops = &fake_ops;
         out->self = the_fake;
-    } else {
-        the_fake->side.cn = cn;
-        out->ops = &side_ops;
-        out->self = &the_fake->side;
+        return 0;
     }
+    fake_side *s = link_for(cn);
+    if (!s) return REDLEASE_ENOMEM; /* more links than the fake has */
+    s->cn = cn;
+    out->ops = &side_ops;
+    out->self = s;
     return 0;
 }
 
@@ -309,6 +322,8 @@ void fake_reply_ints(fake *f, int n, const long long *v)
     answer(f, &r);
 }
 
+void fake_reply(fake *f, const rdl_reply *r) { answer(f, r); }
+
 void fake_reply_raw(fake *f, const struct redisReply *reply)
 {
     rdl_reply r;
@@ -332,9 +347,12 @@ void fake_free(fake *f)
     for (int i = 0; i < f->ncmds; i++)
         for (int j = 0; j < f->cmds[i].argc && j < 8; j++) free(f->cmds[i].argv[j]);
     f->ncmds = f->head = 0;
-    for (int i = 0; i < f->side.ncmds; i++)
-        for (int j = 0; j < f->side.cmds[i].argc && j < 8; j++) free(f->side.cmds[i].argv[j]);
-    f->side.ncmds = f->side.head = 0;
+    for (int k = -1; k < FAKE_PEERS; k++) {
+        fake_side *s = k < 0 ? &f->side : &f->peers[k];
+        for (int i = 0; i < s->ncmds; i++)
+            for (int j = 0; j < s->cmds[i].argc && j < 8; j++) free(s->cmds[i].argv[j]);
+        s->ncmds = s->head = 0;
+    }
 }
 
 /* ------------------------------------------------------------ allocator */
@@ -383,11 +401,10 @@ long fake_alloc_live(void) { return live; }
 long fake_alloc_count(void) { return count; }
 void fake_alloc_fail_at(long n) { fail_at = n ? count + n : 0; }
 
-/* ------------------------------------------------------ the side link's API */
+/* ------------------------------------------------------------ any link */
 
-fake_cmd *fake_side_peek(fake *f)
+fake_cmd *fake_link_peek(fake_side *s)
 {
-    fake_side *s = &f->side;
     while (s->head < s->ncmds && (s->cmds[s->head].answered || s->cmds[s->head].subscribed)) {
         if (s->cmds[s->head].answered) {
             s->head++;
@@ -400,26 +417,66 @@ fake_cmd *fake_side_peek(fake *f)
     return s->head < s->ncmds ? &s->cmds[s->head] : NULL;
 }
 
-static void side_answer(fake *f, const rdl_reply *r)
+void fake_link_reply(fake_side *s, const rdl_reply *r)
 {
-    fake_cmd *cmd = fake_side_peek(f);
+    fake_cmd *cmd = fake_link_peek(s);
     if (!cmd) return;
     cmd->answered = 1;
-    rdl_conn_on_reply(f->side.cn, cmd->req, r);
+    rdl_conn_on_reply(s->cn, cmd->req, r);
 }
 
-void fake_side_connect(fake *f)
+void fake_link_reply_status(fake_side *s, const char *text)
 {
-    f->side.connecting = 0;
-    f->side.connected = 1;
-    rdl_conn_on_connected(f->side.cn, REDLEASE_OK, NULL);
-    for (fake_cmd *cmd; (cmd = fake_side_peek(f)) && strcmp(cmd->argv[0], "SENTINEL") != 0;) {
-        rdl_reply r = {.type = RDL_REPLY_STATUS, .str = "OK", .len = 2};
-        if (strcmp(cmd->argv[0], "PING") == 0) r.str = "PONG", r.len = 4;
-        side_answer(f, &r);
-    }
+    rdl_reply r = {.type = RDL_REPLY_STATUS, .str = text, .len = strlen(text)};
+    fake_link_reply(s, &r);
+}
+
+void fake_link_reply_int(fake_side *s, long long v)
+{
+    rdl_reply r = {.type = RDL_REPLY_INTEGER, .integer = v};
+    fake_link_reply(s, &r);
+}
+
+void fake_link_reply_err(fake_side *s, const char *text)
+{
+    rdl_reply r = {.type = RDL_REPLY_ERROR, .str = text, .len = strlen(text)};
+    fake_link_reply(s, &r);
+}
+
+void fake_link_connect(fake *f, fake_side *s)
+{
+    s->connecting = 0;
+    s->connected = 1;
+    rdl_conn_on_connected(s->cn, REDLEASE_OK, NULL);
+    for (fake_cmd *cmd; (cmd = fake_link_peek(s)) &&
+                        (strcmp(cmd->argv[0], "AUTH") == 0 || strcmp(cmd->argv[0], "SELECT") == 0 ||
+                         strcmp(cmd->argv[0], "PING") == 0);)
+        fake_link_reply_status(s, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     fake_run(f);
 }
+
+void fake_link_break(fake_side *s)
+{
+    s->connected = s->connecting = 0;
+    side_fail_all(s);
+    rdl_conn_on_disconnected(s->cn, REDLEASE_ECONN, "connection reset (fake link)");
+}
+
+fake_side *fake_link_at(fake *f, int port)
+{
+    if (f->side.cn && f->side.port == port) return &f->side;
+    for (int i = 0; i < FAKE_PEERS; i++)
+        if (f->peers[i].cn && f->peers[i].port == port) return &f->peers[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------ the side link's API */
+
+fake_cmd *fake_side_peek(fake *f) { return fake_link_peek(&f->side); }
+
+static void side_answer(fake *f, const rdl_reply *r) { fake_link_reply(&f->side, r); }
+
+void fake_side_connect(fake *f) { fake_link_connect(f, &f->side); }
 
 void fake_side_connect_fail(fake *f)
 {
@@ -441,11 +498,7 @@ void fake_side_reply_nil(fake *f)
     side_answer(f, &r);
 }
 
-void fake_side_reply_err(fake *f, const char *s)
-{
-    rdl_reply r = {.type = RDL_REPLY_ERROR, .str = s, .len = strlen(s)};
-    side_answer(f, &r);
-}
+void fake_side_reply_err(fake *f, const char *s) { fake_link_reply_err(&f->side, s); }
 
 void fake_side_push(fake *f, const char *channel, const char *text)
 {
@@ -461,9 +514,4 @@ void fake_side_push(fake *f, const char *channel, const char *text)
     }
 }
 
-void fake_side_break(fake *f)
-{
-    f->side.connected = f->side.connecting = 0;
-    side_fail_all(&f->side);
-    rdl_conn_on_disconnected(f->side.cn, REDLEASE_ECONN, "connection reset (fake side)");
-}
+void fake_side_break(fake *f) { fake_link_break(&f->side); }

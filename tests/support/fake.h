@@ -20,10 +20,12 @@ typedef struct fake_cmd {
     int64_t sent_at; /* virtual time of the submit */
 } fake_cmd;
 
-/* The second link: a client's Sentinel connection (any connection but the
- * client's own to Redis gets it). Its commands are answered in order; a
+/* Links beside the client's own to Redis: the first such connection (a
+ * Sentinel's, a Cluster seed's) gets the side link, the next ones (Cluster
+ * nodes) the peers, in order. Their commands are answered in order; a
  * subscription stays open until the link goes. */
 #define FAKE_SIDE_CMDS 256
+#define FAKE_PEERS 3
 typedef struct fake_side {
     struct rdl_conn *cn; /* the connection it serves */
     int connects, connecting, connected;
@@ -53,6 +55,7 @@ typedef struct fake {
     int port;
     const char *role; /* what ROLE answers in the handshake: "master" (NULL) */
     fake_side side;
+    fake_side peers[FAKE_PEERS];
 } fake;
 
 /* A client on the fake (o may be NULL), attached, connected, handshake done. */
@@ -86,6 +89,8 @@ void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
 /* An array of n integers (WAITAOF's answer). */
 void fake_reply_ints(fake *f, int n, const long long *v);
+/* Answer with r. */
+void fake_reply(fake *f, const rdl_reply *r);
 /* Answer with a reply as hiredis parsed it (converted as the hiredis
  * transport converts it). */
 struct redisReply;
@@ -107,6 +112,19 @@ void fake_side_reply_nil(fake *f);
 void fake_side_reply_err(fake *f, const char *s);
 void fake_side_push(fake *f, const char *channel, const char *text);
 void fake_side_break(fake *f);
+
+/* Any link beside the client's own: the oldest unanswered command that is
+ * not a subscription; answers; finish its connect and answer its
+ * handshake (AUTH, SELECT, PING), then run the timer; the link breaks;
+ * the link that connected to port (NULL: none). */
+fake_cmd *fake_link_peek(fake_side *s);
+void fake_link_reply(fake_side *s, const rdl_reply *r);
+void fake_link_reply_status(fake_side *s, const char *text);
+void fake_link_reply_int(fake_side *s, long long v);
+void fake_link_reply_err(fake_side *s, const char *text);
+void fake_link_connect(fake *f, fake_side *s);
+void fake_link_break(fake_side *s);
+fake_side *fake_link_at(fake *f, int port);
 
 /* The SHA-1 EVALSHA names script i by. */
 const char *fake_sha(int i);

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the Cluster router (src/cluster.c and its use by the
+ * locks) on the fake: the first seed is the fake's main link, the next
+ * node the side link, then the peers. The CLUSTER SLOTS and redirect
+ * parsers, nested replies through the hiredis conversion, routing by
+ * slot, MOVED (the same request resent, the map asked again), ASK (ASKING
+ * ahead, the map unchanged), held() across a redirected renewal, the
+ * redirect limit, a new map moving a held lease, and every allocation
+ * failing in turn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cluster.h"
+#include "core_rig.h"
+#include "fake.h"
+#include "slot.h"
+#include "testutil.h"
+#include "transport_hiredis.h"
+
+#define SEED_PORT 7001
+#define OTHER_PORT 7002
+
+/* ------------------------------------------------------------ parsers */
+
+static void test_cluster_redirect_parser(void)
+{
+    int ask, port;
+    unsigned slot;
+    const char *host;
+    size_t hlen;
+    rdl_reply r = {.type = RDL_REPLY_ERROR, .str = "MOVED 3999 127.0.0.1:6381", .len = 25};
+    CHECK_EQ(rdl_cluster_parse_redirect(&r, &ask, &slot, &host, &hlen, &port), 1);
+    CHECK_EQ(ask, 0);
+    CHECK_EQ(slot, 3999);
+    CHECK(hlen == 9 && memcmp(host, "127.0.0.1", 9) == 0);
+    CHECK_EQ(port, 6381);
+    r.str = "ASK 16383 [::1]:7000";
+    r.len = strlen(r.str);
+    CHECK_EQ(rdl_cluster_parse_redirect(&r, &ask, &slot, &host, &hlen, &port), 1);
+    CHECK_EQ(ask, 1);
+    CHECK_EQ(slot, 16383);
+    CHECK(hlen == 3 && memcmp(host, "::1", 3) == 0);
+    const char *bad[] = {"MOVED",         "MOVED 1",          "MOVED x h:1", "MOVED 16384 h:1",
+                         "MOVED 1 h",     "MOVED 1 h:0",      "MOVEDX 1 h:1", "ASK  1 h:1",
+                         "ERR MOVED 1 h:1", "MOVED 1234567 h:1", "TRYAGAIN x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r.str = bad[i];
+        r.len = strlen(bad[i]);
+        CHECK_EQ(rdl_cluster_parse_redirect(&r, &ask, &slot, &host, &hlen, &port), 0);
+    }
+    rdl_reply status = {.type = RDL_REPLY_STATUS, .str = "MOVED 1 h:1", .len = 11};
+    CHECK_EQ(rdl_cluster_parse_redirect(&status, &ask, &slot, &host, &hlen, &port), 0);
+}
+
+/* CLUSTER SLOTS as a server sends it: [[from, to, [host, port, id], ...]]. */
+typedef struct range {
+    int from, to;
+    const char *host;
+    int port;
+} range;
+
+typedef struct slots_reply {
+    rdl_reply top, entry[4], field[4][3], node[4][3];
+} slots_reply;
+
+static const rdl_reply *build_slots(slots_reply *b, int n, const range *ranges)
+{
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < n; i++) {
+        b->node[i][0] = (rdl_reply){.type = RDL_REPLY_STRING, .str = ranges[i].host,
+                                    .len = strlen(ranges[i].host)};
+        b->node[i][1] = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ranges[i].port};
+        b->node[i][2] = (rdl_reply){.type = RDL_REPLY_STRING, .str = "0123abcd", .len = 8};
+        b->field[i][0] = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ranges[i].from};
+        b->field[i][1] = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ranges[i].to};
+        b->field[i][2] = (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = 3, .element = b->node[i]};
+        b->entry[i] = (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = 3, .element = b->field[i]};
+    }
+    b->top = (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = (size_t)n, .element = b->entry};
+    return &b->top;
+}
+
+typedef struct seen_ranges {
+    int n;
+    range r[4];
+    char hosts[4][32];
+} seen_ranges;
+
+static int note_range(void *arg, unsigned from, unsigned to, const char *host, size_t hlen, int port)
+{
+    seen_ranges *s = arg;
+    if (s->n == 4) return 9;
+    snprintf(s->hosts[s->n], sizeof s->hosts[s->n], "%.*s", (int)hlen, host);
+    s->r[s->n] = (range){(int)from, (int)to, s->hosts[s->n], port};
+    s->n++;
+    return 0;
+}
+
+static void test_cluster_slots_parser(void)
+{
+    slots_reply b;
+    range ok[3] = {{0, 100, "10.0.0.1", 7001}, {101, 16383, "", 7002}, {5, 5, "?", 7003}};
+    seen_ranges s = {0};
+    CHECK_EQ(rdl_cluster_parse_slots(build_slots(&b, 3, ok), note_range, &s), 0);
+    CHECK_EQ(s.n, 2); /* "?": no address known, left out */
+    CHECK_EQ(s.r[0].to, 100);
+    CHECK_STR(s.r[0].host, "10.0.0.1");
+    CHECK_STR(s.r[1].host, ""); /* empty: the node asked */
+    CHECK_EQ(s.r[1].port, 7002);
+    /* shapes that are not a slot map */
+    range one[1] = {{0, 16383, "h", 1}};
+    const rdl_reply *r = build_slots(&b, 1, one);
+    b.field[0][1].integer = 16384;
+    CHECK_EQ(rdl_cluster_parse_slots(r, note_range, &s), -1);
+    b.field[0][1].integer = -1;
+    CHECK_EQ(rdl_cluster_parse_slots(r, note_range, &s), -1);
+    b.field[0][1].integer = 10;
+    b.node[0][1].type = RDL_REPLY_STRING;
+    CHECK_EQ(rdl_cluster_parse_slots(r, note_range, &s), -1);
+    b.node[0][1].type = RDL_REPLY_INTEGER;
+    b.entry[0].elements = 2;
+    CHECK_EQ(rdl_cluster_parse_slots(r, note_range, &s), -1);
+    rdl_reply err = {.type = RDL_REPLY_ERROR, .str = "ERR This instance has cluster support disabled"};
+    CHECK_EQ(rdl_cluster_parse_slots(&err, note_range, &s), -1);
+    CHECK_EQ(rdl_cluster_parse_slots(NULL, note_range, &s), -1);
+}
+
+/* hiredis's reply tree, built by hand, through the library's conversion. */
+static redisReply *mk(int type, long long integer, const char *str)
+{
+    redisReply *r = calloc(1, sizeof *r);
+    r->type = type;
+    r->integer = integer;
+    if (str) {
+        r->str = strdup(str);
+        r->len = strlen(str);
+    }
+    return r;
+}
+
+static redisReply *arr(size_t n)
+{
+    redisReply *r = mk(REDIS_REPLY_ARRAY, 0, NULL);
+    r->elements = n;
+    r->element = calloc(n, sizeof *r->element);
+    return r;
+}
+
+static void test_cluster_nested_replies_converted(void)
+{
+    /* the CLUSTER SLOTS shape, with Redis 7's metadata as a 4th level */
+    redisReply *top = arr(1), *entry = arr(3), *node = arr(4), *meta = arr(2);
+    top->element[0] = entry;
+    entry->element[0] = mk(REDIS_REPLY_INTEGER, 0, NULL);
+    entry->element[1] = mk(REDIS_REPLY_INTEGER, 16383, NULL);
+    entry->element[2] = node;
+    node->element[0] = mk(REDIS_REPLY_STRING, 0, "10.0.0.9");
+    node->element[1] = mk(REDIS_REPLY_INTEGER, 7009, NULL);
+    node->element[2] = mk(REDIS_REPLY_STRING, 0, "id");
+    node->element[3] = meta;
+    meta->element[0] = mk(REDIS_REPLY_STRING, 0, "hostname");
+    meta->element[1] = arr(1); /* a 5th level: too deep, OTHER */
+    meta->element[1]->element[0] = mk(REDIS_REPLY_INTEGER, 1, NULL);
+    rdl_reply r;
+    rdl_reply_buf buf;
+    rdl_hiredis_convert_reply(top, &r, &buf);
+    CHECK_EQ(r.type, RDL_REPLY_ARRAY);
+    CHECK(buf.heap != NULL); /* 10 replies below the top: more than the 8 kept inline */
+    const rdl_reply *n = &r.element[0].element[2];
+    CHECK_EQ(n->type, RDL_REPLY_ARRAY);
+    CHECK_EQ(n->elements, 4);
+    CHECK(n->element[0].len == 8 && memcmp(n->element[0].str, "10.0.0.9", 8) == 0);
+    CHECK_EQ(n->element[1].integer, 7009);
+    CHECK_EQ(n->element[3].type, RDL_REPLY_ARRAY);
+    CHECK_EQ(n->element[3].element[1].type, RDL_REPLY_OTHER);
+    seen_ranges s = {0};
+    CHECK_EQ(rdl_cluster_parse_slots(&r, note_range, &s), 0);
+    CHECK_EQ(s.n, 1);
+    CHECK_STR(s.r[0].host, "10.0.0.9");
+    rdl_reply_buf_free(&buf);
+    /* no memory for it: the reply is OTHER, not half a tree */
+    fake_alloc_fail_at(1);
+    rdl_hiredis_convert_reply(top, &r, &buf);
+    fake_alloc_fail_at(0);
+    CHECK_EQ(r.type, RDL_REPLY_OTHER);
+    CHECK(buf.heap == NULL);
+    freeReplyObject(top);
+    CHECK_EQ(fake_alloc_live(), 0);
+}
+
+/* ------------------------------------------------------------ routing */
+
+/* A resource whose lock key is in [from, to], into buf. */
+static const char *resource_in(char *buf, size_t size, int from, int to)
+{
+    for (int i = 0;; i++) {
+        char key[64];
+        snprintf(buf, size, "r%d", i);
+        snprintf(key, sizeof key, "lock:{%s}", buf);
+        int s = (int)rdl_key_slot(key, strlen(key));
+        if (s >= from && s <= to) return buf;
+    }
+}
+
+static int slot_of(const char *res)
+{
+    char key[64];
+    snprintf(key, sizeof key, "lock:{%s}", res);
+    return (int)rdl_key_slot(key, strlen(key));
+}
+
+/* A Cluster client seeded with the main link's node (10.0.0.1:7001),
+ * connected; it has asked for the map. */
+static void start_cluster(fake *f)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.cluster.addrs = "10.0.0.1:7001";
+    co.reconnect_min_ms = co.reconnect_max_ms = 10;
+    fake_attach(f, &co);
+    if (!f->c) return;
+    nseen = 0;
+    redlease_client_set_event_cb(f->c, record_event, NULL);
+    fake_connect(f);
+}
+
+/* The map: slots 0-8191 on the seed, 8192-16383 on 10.0.0.2:7002. */
+static void answer_map(fake *f)
+{
+    slots_reply b;
+    range halves[2] = {{0, 8191, "10.0.0.1", SEED_PORT}, {8192, 16383, "10.0.0.2", OTHER_PORT}};
+    CHECK(cmd_is(f, "CLUSTER", "SLOTS"));
+    fake_reply(f, build_slots(&b, 2, halves));
+    fake_run(f);
+}
+
+static int link_cmd_is(fake_side *s, const char *a0, const char *a1)
+{
+    fake_cmd *c = s ? fake_link_peek(s) : NULL;
+    return c && strcmp(c->argv[0], a0) == 0 && (!a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0));
+}
+
+static void test_cluster_routes_by_slot(void)
+{
+    fake f;
+    start_cluster(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 0); /* no map yet */
+    answer_map(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 1);
+    char a[16], b[16];
+    resource_in(a, sizeof a, 0, 8191);
+    resource_in(b, sizeof b, 8192, 16383);
+    rec ra = {0}, rb = {0};
+    hold(&f, &ra, a, opts(3000)); /* on the seed, the main link */
+    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0); /* not on the seed */
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL); /* connecting there, now that a lock needs it */
+    if (!other) goto out;
+    CHECK_EQ(other->connects, 1);
+    fake_link_connect(&f, other);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    fake_link_reply_status(other, "OK");
+    fake_run(&f);
+    CHECK_EQ(rb.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_held(rb.lk), 1);
+    CHECK_EQ(redlease_lock_held(ra.lk), 1);
+    /* the node's link goes: only its lease is unconfirmed */
+    fake_link_break(other);
+    CHECK_EQ(redlease_lock_held(rb.lk), 0);
+    CHECK_EQ(redlease_lock_held(ra.lk), 1);
+out:
+    end(&f);
+}
+
+/* A renewal answered MOVED: the same request goes to the node named, held()
+ * is 0 until it lands there, validity still counts from its first send. */
+static void test_cluster_moved_renewal(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, a, opts(3000));
+    /* OTHER_PORT's link exists from the map, connected on first use */
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    int64_t sent = f.now;
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 0); /* unconfirmed while it goes on */
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    /* that node was not connected yet: the renewal waits for it, within
+     * its deadline, and goes out afresh once it is ready */
+    fake_advance(&f, 5);
+    int64_t resent = f.now;
+    fake_link_connect(&f, other);
+    CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    fake_advance(&f, 3);
+    fake_link_reply_int(other, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(r.lost_calls, 0);
+    /* valid from that send: t + TTL - drift (ttl/100 + 2) */
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), resent + 3000 - 32 - f.now);
+    CHECK(resent > sent);
+    /* the map is asked again (at most every RDL_CLUSTER_REFRESH_MS), of a
+     * node that is ready; it now says the slot is the other node's */
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    int s = slot_of(a);
+    slots_reply b;
+    range now[3] = {{0, s - 1, "10.0.0.1", SEED_PORT}, {s, s, "10.0.0.2", OTHER_PORT},
+                    {s + 1, 16383, "10.0.0.1", SEED_PORT}};
+    const rdl_reply *map = build_slots(&b, 3, now);
+    if (cmd_is(&f, "CLUSTER", "SLOTS"))
+        fake_reply(&f, map);
+    else if (link_cmd_is(other, "CLUSTER", "SLOTS"))
+        fake_link_reply(other, map);
+    else
+        CHECK(!"the map asked again");
+    fake_run(&f);
+    /* the next renewal goes where MOVED said */
+    fake_until(&f, resent + 1000);
+    CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    CHECK_EQ(fake_pending(&f), 0);
+out:
+    end(&f);
+}
+
+/* ASK: ASKING and the same request on the node named, the lock's node
+ * unchanged; the lease is confirmed there. */
+static void test_cluster_ask_renewal(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16], b[16];
+    resource_in(a, sizeof a, 0, 8191);
+    resource_in(b, sizeof b, 8192, 16383);
+    rec r = {0}, rb = {0};
+    int64_t t0 = hold(&f, &r, a, opts(3000));
+    /* a lease on the other node, so its link is up */
+    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    fake_link_connect(&f, other);
+    fake_link_reply_status(other, "OK");
+    fake_run(&f);
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    char ask[64];
+    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, ask);
+    fake_run(&f);
+    CHECK(link_cmd_is(other, "ASKING", NULL));
+    fake_link_reply_status(other, "OK");
+    CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    fake_advance(&f, 4);
+    fake_link_reply_int(other, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    /* the same request went on: valid from its first send, on the seed */
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), t0 + 1000 + 3000 - 32 - f.now);
+    /* the map is not changed by ASK: the next renewal goes to the seed */
+    fake_until(&f, t0 + 2000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+out:
+    end(&f);
+}
+
+/* Redirected for ever: after RDL_MAX_REDIRECTS the attempt has failed as on
+ * a broken link, and is retried with backoff (not a definite error). */
+static void test_cluster_redirect_limit(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 1000;
+    rec r = {0};
+    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
+    fake_run(&f);
+    char to_other[64], to_seed[64];
+    snprintf(to_other, sizeof to_other, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    snprintf(to_seed, sizeof to_seed, "ASK %d 10.0.0.1:%d", slot_of(a), SEED_PORT);
+    /* the first ASK finds the other node unconnected: the attempt waits
+     * for it, then goes there behind ASKING */
+    CHECK(is_attempt(&f));
+    fake_reply_err(&f, to_other);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    fake_link_connect(&f, other);
+    int sends = 1;
+    for (int i = 0; i < 10; i++) {
+        if (is_attempt(&f)) {
+            sends++;
+            fake_reply_err(&f, to_other);
+        } else if (link_cmd_is(other, "ASKING", NULL)) {
+            fake_link_reply_status(other, "OK");
+            sends++;
+            fake_link_reply_err(other, to_seed);
+        } else if (cmd_is(&f, "ASKING", NULL)) {
+            fake_reply_status(&f, "OK");
+        }
+    }
+    fake_run(&f);
+    CHECK_EQ(sends, 2 + RDL_MAX_REDIRECTS); /* the one that waited, then the limit */
+    CHECK_EQ(r.acq_calls, 0); /* not over: retried */
+    CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT_FAILED), 1);
+    CHECK_EQ(last_event(REDLEASE_EV_ATTEMPT_FAILED)->status, REDLEASE_ECONN);
+    CHECK(strstr(redlease_client_errstr(f.c), "ASK ") != NULL);
+out:
+    end(&f);
+}
+
+/* A new map that moves a held lease's slot: it renews there at once and
+ * is unconfirmed until then. */
+static void test_cluster_new_map_moves_a_lease(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    rec r = {0};
+    hold(&f, &r, a, opts(3000));
+    /* another lock meets MOVED for its own slot: the map is asked again */
+    char b[16];
+    snprintf(b, sizeof b, "%s", a);
+    for (int i = 0; slot_of(b) == slot_of(a); i++) snprintf(b, sizeof b, "m%d", i);
+    rec rb = {0};
+    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_attempt(&f));
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(b), OTHER_PORT);
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    slots_reply sb;
+    range all[1] = {{0, 16383, "10.0.0.2", OTHER_PORT}};
+    fake_reply(&f, build_slots(&sb, 1, all));
+    fake_run(&f);
+    /* r's slot is the other node's now: unconfirmed until renewed there */
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    fake_link_connect(&f, other);
+    int renewed = 0;
+    for (int i = 0; i < 2; i++) {
+        if (link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))) {
+            renewed++;
+            fake_link_reply_int(other, 1);
+        } else if (link_cmd_is(other, "SET", NULL)) {
+            fake_link_reply_status(other, "OK");
+        }
+    }
+    fake_run(&f);
+    CHECK_EQ(renewed, 1);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(rb.acq_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 0); /* nothing of theirs on the seed any more */
+out:
+    end(&f);
+}
+
+/* A stale attempt (the op moved on) meeting MOVED is not followed. */
+static void test_cluster_stale_redirect_ignored(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 5000;
+    rec r = {0};
+    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_attempt(&f));
+    fake_advance(&f, 2000); /* the attempt times out: stale */
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, moved);
+    fake_advance(&f, 500);
+    /* not followed: the other node was never needed, the next attempt is
+     * on the seed still */
+    CHECK(fake_link_at(&f, OTHER_PORT) == NULL);
+    CHECK(is_attempt(&f));
+    CHECK_EQ(r.acq_calls, 0);
+    end(&f);
+}
+
+/* ------------------------------------------------- allocation failures */
+
+static void oom_scenario_cluster(long fail_at, int *ok)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.cluster.addrs = "10.0.0.1:7001,10.0.0.3:7003";
+    co.reconnect_min_ms = co.reconnect_max_ms = 10;
+    if (!oom_start(&f, &co, fail_at)) return;
+    int good = 0;
+    if (cmd_is(&f, "CLUSTER", "SLOTS")) {
+        answer_map(&f);
+        char b[16];
+        resource_in(b, sizeof b, 8192, 16383);
+        rec r = {0};
+        if (start_lock(&f, &r, b, NULL) == REDLEASE_OK) {
+            fake_run(&f);
+            fake_side *other = fake_link_at(&f, OTHER_PORT);
+            if (other) {
+                fake_link_connect(&f, other);
+                if (link_cmd_is(other, "SET", NULL)) {
+                    char moved[64];
+                    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(b), SEED_PORT);
+                    fake_link_reply_err(other, moved);
+                    fake_run(&f);
+                    if (is_attempt(&f)) {
+                        fake_reply_status(&f, "OK");
+                        fake_run(&f);
+                        good = r.acq_status == REDLEASE_OK && redlease_lock_held(r.lk);
+                    }
+                }
+            }
+        }
+    }
+    fake_alloc_fail_at(0);
+    fake_free(&f);
+    CHECK_EQ(fake_alloc_live(), 0);
+    if (good && fail_at == 0) (*ok)++;
+}
+
+static void test_cluster_allocation_failures(void)
+{
+    long n = alloc_sweep(oom_scenario_cluster);
+    printf("# %ld allocations, each failed in turn\n", n);
+}
+
+int main(int argc, char **argv)
+{
+    fake_alloc_install();
+    static const test_case cases[] = {
+        TEST_CASE(test_cluster_redirect_parser),
+        TEST_CASE(test_cluster_slots_parser),
+        TEST_CASE(test_cluster_nested_replies_converted),
+        TEST_CASE(test_cluster_routes_by_slot),
+        TEST_CASE(test_cluster_moved_renewal),
+        TEST_CASE(test_cluster_ask_renewal),
+        TEST_CASE(test_cluster_redirect_limit),
+        TEST_CASE(test_cluster_new_map_moves_a_lease),
+        TEST_CASE(test_cluster_stale_redirect_ignored),
+        TEST_CASE(test_cluster_allocation_failures),
+    };
+    return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
