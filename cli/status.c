@@ -34,6 +34,7 @@ typedef struct status_query {
     /* --cluster: where a redirect sends us (MOVED, or ASK: behind ASKING) */
     char node_host[256];
     int node_port, asking;
+    int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
 } status_query;
 
 /* How many redirects a status follows (a Cluster moving a slot twice). */
@@ -156,6 +157,39 @@ static redisContext *connect_and_login(const status_query *q)
     return ctx;
 }
 
+/* 32 lowercase hex digits: what every redlease version writes. */
+static int is_token(const char *s, size_t len)
+{
+    if (len != 32) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* Connects (following a Cluster's redirects, from the first node listed)
+ * and asks about key and fence_key: CLI_EXIT_HELD, CLI_EXIT_FREE, or
+ * CLI_EXIT_UNAVAILABLE (said why). */
+static int ask(status_query *q, redisContext *ctx, const char *key, const char *fence_key);
+static int query(status_query *q, const char *key, const char *fence_key)
+{
+    int rc = REDIRECTED;
+    const char *host = q->server.host;
+    int port = q->server.port;
+    for (int hops = 0; rc == REDIRECTED && hops <= MAX_REDIRECTS; hops++) {
+        if (hops) {
+            q->server.host = q->node_host;
+            q->server.port = q->node_port;
+        }
+        redisContext *ctx = connect_and_login(q);
+        rc = ctx ? ask(q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
+        if (ctx) redisFree(ctx);
+    }
+    q->server.host = host; /* the next query starts from the seed again */
+    q->server.port = port;
+    q->asking = 0;
+    return rc == REDIRECTED ? unavailable(q, "", "redirected too many times") : rc;
+}
+
 /* With --cluster, a MOVED or ASK answer: where to ask instead (into q),
  * REDIRECTED; 0 for any other answer. */
 static int redirected(status_query *q, const redisReply *rep)
@@ -186,6 +220,11 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
     const char *pttl[2] = {"PTTL", key}, *fence[2] = {"GET", fence_key}, *token[2] = {"GET", key};
     const char **cmds[3] = {pttl, fence, token};
     int n = q->show_token ? 3 : 2;
+    if (q->legacy) { /* the lock key alone (0.1.0's counter is in another slot), with
+                        its value: only a token makes it a lease */
+        cmds[1] = token;
+        n = 2;
+    }
     int atomic = !q->asking;
     if (atomic) redisAppendCommandArgv(ctx, 1, multi, NULL);
     for (int i = 0; i < n; i++) {
@@ -222,10 +261,13 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
         return rc;
     }
     long long ms = got[0]->integer;
-    const redisReply *counter = got[1];
-    const redisReply *tok = q->show_token ? got[2] : NULL;
+    const redisReply *counter = q->legacy ? NULL : got[1];
+    const redisReply *tok = q->legacy ? got[1] : n == 3 ? got[2] : NULL;
     int held = ms != -2; /* -2: no such key; -1: a key without expiry */
-    if (cli_verbosity >= CLI_NORMAL) {
+    /* 0.1.0's keys are no hash tags of ours: only a token makes it a lease */
+    if (q->legacy) held = held && tok && tok->type == REDIS_REPLY_STRING && is_token(tok->str, tok->len);
+    if (q->legacy && !q->show_token) tok = NULL;
+    if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
         printf("%s: ", key);
         if (!held)
             printf("free");
@@ -234,13 +276,34 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
         else
             printf("held, %lld ms left", ms);
         if (tok && tok->type == REDIS_REPLY_STRING) printf(", token %s", tok->str);
-        if (counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
+        if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
+        if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
         printf("\n");
         fflush(stdout);
     }
     freeReplyObject(rep);
     for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
+}
+
+/* Asks about 0.1.0's keys of the resource; rc becomes CLI_EXIT_HELD when
+ * one holds a lease (unavailable stays free: this version's answer
+ * stands). 0 when out of memory. */
+static int rc_legacy_keys(status_query *q, int *rc)
+{
+    size_t plen = strlen(q->server.prefix), rlen = strlen(q->resource);
+    char *key = malloc(plen + rlen + 1);
+    if (!key) {
+        cli_error("out of memory");
+        return 0;
+    }
+    memcpy(key, q->server.prefix, plen);
+    memcpy(key + plen, q->resource, rlen + 1);
+    q->legacy = 1;
+    if (query(q, key, NULL) == CLI_EXIT_HELD) *rc = CLI_EXIT_HELD;
+    q->legacy = 0;
+    free(key);
+    return 1;
 }
 
 int cli_status(int argc, char **argv)
@@ -268,18 +331,10 @@ int cli_status(int argc, char **argv)
         if (cli_server_find_primary(&q.server, why, sizeof why) != 0) {
             unavailable(&q, "", why); /* no Sentinel named the primary */
         } else {
-            /* With --cluster: the first node listed, then where it sends us. */
-            rc = REDIRECTED;
-            for (int hops = 0; rc == REDIRECTED && hops <= MAX_REDIRECTS; hops++) {
-                if (hops) {
-                    q.server.host = q.node_host;
-                    q.server.port = q.node_port;
-                }
-                redisContext *ctx = connect_and_login(&q);
-                rc = ctx ? ask(&q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
-                if (ctx) redisFree(ctx);
-            }
-            if (rc == REDIRECTED) rc = unavailable(&q, "", "redirected too many times");
+            rc = query(&q, key, fence_key);
+            /* Free by this version's keys: a holder of 0.1.0 (keys prefix +
+             * name, no braces) still counts, while both versions run. */
+            if (rc == CLI_EXIT_FREE && !rc_legacy_keys(&q, &rc)) rc = CLI_EXIT_FAILED;
         }
     }
     free(key);

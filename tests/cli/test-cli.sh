@@ -461,6 +461,18 @@ check "status --quiet prints nothing" eval '[ "$st" -eq 1 ] && [ -z "$out$err" ]
 rl status fence1
 check "status shows the fence counter" eval '[ "$st" -eq 1 ] && grep -q "fence counter $f2" <<<"$out"'
 
+# A holder of 0.1.0 (key prefix + name, no braces) still counts while both
+# versions run: status reads that key too, when it holds a token.
+rcli SET lock:old1 0123456789abcdef0123456789abcdef PX 20000 >/dev/null
+rl status old1
+check "status: a 0.1.0 holder's key => 0, named as such" \
+    eval '[ "$st" -eq 0 ] && grep -q "lock:old1: held, [0-9]* ms left (the key of redlease 0.1.0" <<<"$out"'
+rcli SET lock:old2 not-a-token PX 20000 >/dev/null
+rl status old2
+check "status: a key prefix+name without a token is not a lease => 1" \
+    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{old2}: free" ]'
+rcli DEL lock:old1 lock:old2 >/dev/null
+
 # Keys of one resource never reach another's (man 3 redlease, KEYS): a
 # fenced run of "kc" leaves its counter, which is not the lock of "kc:fence",
 # and expires.
