@@ -521,11 +521,11 @@ static void oom_scenario_cluster(long fail_at, int *ok)
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
     if (!oom_start(&f, &co, fail_at)) return;
     int good = 0;
+    rec r = {0}; /* lives until the client is freed: its callbacks run then */
     if (cmd_is(&f, "CLUSTER", "SLOTS")) {
         answer_map(&f);
         char b[16];
         resource_in(b, sizeof b, 8192, 16383);
-        rec r = {0};
         if (start_lock(&f, &r, b, NULL) == REDLEASE_OK) {
             fake_run(&f);
             fake_side *other = fake_link_at(&f, OTHER_PORT);
