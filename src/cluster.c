@@ -101,7 +101,9 @@ rdl_node *rdl_cluster_route(redlease_client *c, const char *key, size_t len)
 void rdl_cluster_want_refresh(redlease_client *c, int64_t now)
 {
     rdl_cluster *cl = c->cluster;
-    int64_t at = cl->last_sent ? cl->last_sent + RDL_CLUSTER_REFRESH_MS : now;
+    /* every answer that was no map doubles the pause, up to 32 times */
+    int64_t pause = (int64_t)RDL_CLUSTER_REFRESH_MS << (cl->failures < 5 ? cl->failures : 5);
+    int64_t at = cl->last_sent ? cl->last_sent + pause : now;
     if (at < now) at = now;
     if (at < cl->refresh_at) cl->refresh_at = at;
     set_wake(c);
@@ -215,6 +217,7 @@ static void failed(redlease_client *c, const char *why, const rdl_reply *r, int6
                        r && r->type == RDL_REPLY_ERROR ? (int)(r->len < 150 ? r->len : 150) : 0,
                        r && r->type == RDL_REPLY_ERROR ? r->str : "");
     rdl_set_errstr(c, text, len > 0 ? (size_t)len : 0);
+    c->cluster->failures++;
     rdl_cluster_want_refresh(c, now);
 }
 
@@ -242,6 +245,7 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
     rdl_free(cl->slots);
     cl->slots = slots;
     cl->loaded = 1;
+    cl->failures = 0;
     reroute(c, now);
     set_wake(c);
     return 1;

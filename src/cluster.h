@@ -7,9 +7,10 @@
  * loop (src/node.h, connected when a lock first needs it), MOVED (the map
  * is corrected for that slot, and refreshed whole soon after) and ASK (the
  * one command goes again, behind ASKING, to the node importing the slot).
- * The map is asked again, at most every RDL_CLUSTER_REFRESH_MS, after a
- * MOVED and whenever a node's connection fails (a failover), from a node
- * that is ready, in turn. Without a map yet, a lock goes to the first seed
+ * The map is asked again, at most every RDL_CLUSTER_REFRESH_MS (twice as
+ * long after each answer in a row that was no map, up to 32 times), after
+ * a MOVED and whenever a node's connection fails (a failover), from a
+ * node that is ready, in turn. Without a map yet, a lock goes to the first seed
  * and follows where it is sent.
  *
  * What it does not do (docs/design.md, section 9): commands over several
@@ -45,6 +46,7 @@ typedef struct rdl_cluster {
     int64_t answer_by;  /* its deadline */
     int64_t refresh_at; /* a refresh is wanted from then on, or RDL_NEVER */
     int64_t last_sent;  /* when the last one was sent, or 0 */
+    int failures;       /* answers in a row that were no map (errors, no answer) */
     size_t next_ask;    /* the node to ask first next time */
 } rdl_cluster;
 

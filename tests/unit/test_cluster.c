@@ -483,6 +483,31 @@ out:
     end(&f);
 }
 
+/* A node that answers no map (not a Cluster node, say) is asked again
+ * less and less often, not ten times a second for ever. */
+static void test_cluster_map_errors_back_off(void)
+{
+    fake f;
+    start_cluster(&f);
+    int64_t gaps[7], last = f.now;
+    for (int i = 0; i < 7; i++) {
+        while (!cmd_is(&f, "CLUSTER", "SLOTS") && f.timer_at >= 0) fake_until(&f, f.timer_at);
+        gaps[i] = f.now - last;
+        last = f.now;
+        fake_reply_err(&f, "ERR This instance has cluster support disabled");
+        fake_run(&f);
+    }
+    CHECK_EQ(gaps[0], 0);
+    for (int i = 1; i < 7; i++) CHECK_EQ(gaps[i], RDL_CLUSTER_REFRESH_MS << (i < 5 ? i : 5));
+    CHECK(strstr(redlease_client_errstr(f.c), "cluster support disabled") != NULL);
+    CHECK_EQ(redlease_client_connected(f.c), 0);
+    /* a map at last: the pace is back to the shortest */
+    while (!cmd_is(&f, "CLUSTER", "SLOTS") && f.timer_at >= 0) fake_until(&f, f.timer_at);
+    answer_map(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 1);
+    end(&f);
+}
+
 /* A stale attempt (the op moved on) meeting MOVED is not followed. */
 static void test_cluster_stale_redirect_ignored(void)
 {
@@ -569,6 +594,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_ask_renewal),
         TEST_CASE(test_cluster_redirect_limit),
         TEST_CASE(test_cluster_new_map_moves_a_lease),
+        TEST_CASE(test_cluster_map_errors_back_off),
         TEST_CASE(test_cluster_stale_redirect_ignored),
         TEST_CASE(test_cluster_allocation_failures),
     };
