@@ -19,6 +19,13 @@ static int is_text(const rdl_reply *r)
     return r->type == RDL_REPLY_STRING || r->type == RDL_REPLY_STATUS;
 }
 
+/* A host a node can be reached at: not "?" (unknown), no NUL, at most
+ * 255 bytes; empty means the node that answered. */
+static int usable_host(const char *h, size_t len)
+{
+    return len <= 255 && !(len == 1 && h[0] == '?') && !memchr(h, '\0', len);
+}
+
 int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *arg)
 {
     if (!r || r->type != RDL_REPLY_ARRAY) return -1;
@@ -30,14 +37,18 @@ int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *a
         if (from->type != RDL_REPLY_INTEGER || to->type != RDL_REPLY_INTEGER || from->integer < 0 ||
             to->integer < from->integer || to->integer >= RDL_SLOTS)
             return -1;
-        if (primary->type != RDL_REPLY_ARRAY || primary->elements < 2 || !is_text(&primary->element[0]) ||
+        if (primary->type != RDL_REPLY_ARRAY || primary->elements < 2 ||
             primary->element[1].type != RDL_REPLY_INTEGER)
             return -1;
         const rdl_reply *host = &primary->element[0];
+        if (!is_text(host) && host->type != RDL_REPLY_NIL) return -1;
+        /* NIL or empty: the node asked (cluster-preferred-endpoint-type
+         * unknown-endpoint); "?": no address known (hostname, none set) */
+        const char *h = host->type == RDL_REPLY_NIL ? "" : host->str;
+        size_t hlen = host->type == RDL_REPLY_NIL ? 0 : host->len;
         long long port = primary->element[1].integer;
-        /* "?": the node's address is not known (cluster-preferred-endpoint-type) */
-        if ((host->len == 1 && host->str[0] == '?') || port < 1 || port > 65535 || host->len > 255) continue;
-        int rc = fn(arg, (unsigned)from->integer, (unsigned)to->integer, host->str, host->len, (int)port);
+        if (!usable_host(h, hlen) || port < 1 || port > 65535) continue;
+        int rc = fn(arg, (unsigned)from->integer, (unsigned)to->integer, h, hlen, (int)port);
         if (rc) return rc;
     }
     return 0;
@@ -62,9 +73,34 @@ int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, con
     while (p < end && *p >= '0' && *p <= '9' && p - digits < 6) s = s * 10 + (unsigned)(*p++ - '0');
     if (p == digits || p == end || *p != ' ' || s >= RDL_SLOTS) return 0;
     p++;
-    if (rdl_addr_parse(p, (size_t)(end - p), host, hlen, port) != 0) return 0;
+    if (p < end && *p == ':') { /* ":port": the node that answered */
+        *host = p;
+        *hlen = 0;
+        *port = rdl_addr_parse_port(p + 1, (size_t)(end - p - 1));
+        if (*port < 0) return 0;
+    } else if (rdl_addr_parse(p, (size_t)(end - p), host, hlen, port) != 0) {
+        return 0;
+    }
     *slot = s;
     return 1;
+}
+
+int rdl_cluster_is_redirect(const rdl_reply *r)
+{
+    int ask, port;
+    unsigned slot;
+    const char *host;
+    size_t hlen;
+    return rdl_cluster_parse_redirect(r, &ask, &slot, &host, &hlen, &port);
+}
+
+/* The host of the node that answered, for an empty one in its answer. */
+static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
+{
+    if (*hlen) return;
+    const char *h = from ? rdl_conn_host(&from->conn) : NULL;
+    *host = h ? h : "";
+    *hlen = strlen(*host);
 }
 
 /* ------------------------------------------------------------ the map */
@@ -115,13 +151,16 @@ void rdl_cluster_node_ready(redlease_client *c)
     set_wake(c);
 }
 
-rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_reply *r, int *ask, int64_t now)
+rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_node *from, const rdl_reply *r,
+                                 int *ask, int64_t now)
 {
     unsigned slot;
     const char *host;
     size_t hlen;
     int port;
     if (!c->cluster || !rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
+    or_answering(from, &host, &hlen);
+    if (!hlen || !usable_host(host, hlen)) return NULL; /* nowhere to go: transient */
     rdl_node *n = rdl_client_node_at(c, host, hlen, port);
     if (!n) return NULL;
     if (!*ask) {
@@ -134,14 +173,16 @@ rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_reply *r, int *as
 /* Sends CLUSTER SLOTS to a node that is ready, taking them in turn so a
  * node with a stale view is not the only one asked; none ready: each with
  * an address connects, and the first ready asks (rdl_cluster_node_ready). */
-static void ask(redlease_client *c, int64_t now)
+static int ask(redlease_client *c, int64_t now)
 {
     rdl_cluster *cl = c->cluster;
+    int ready = 0;
     for (size_t k = 0; k < c->nnodes; k++) {
         rdl_node *n = c->nodes[(cl->next_ask + k) % c->nnodes];
         if (!rdl_node_ready(n)) continue;
+        ready = 1;
         rdl_req *q = rdl_calloc(1, sizeof *q);
-        if (!q) return; /* refresh_at stays: tried again at the next wake */
+        if (!q) break;
         q->kind = RDL_REQ_CLUSTER_SLOTS;
         q->script = -1;
         q->t0 = now;
@@ -156,21 +197,29 @@ static void ask(redlease_client *c, int64_t now)
         cl->answer_by = now + c->command_timeout;
         cl->last_sent = now;
         cl->refresh_at = RDL_NEVER;
-        cl->next_ask = (n->index + 1) % c->nnodes;
-        return;
+        cl->next_ask = n->index + 1; /* taken modulo the nodes there are then */
+        return 1;
+    }
+    if (ready) { /* no memory, or every ready link refused it: try again soon */
+        cl->refresh_at = now + RDL_CLUSTER_REFRESH_MS;
+        return -1;
     }
     for (size_t k = 0; k < c->nnodes; k++) rdl_node_use(c->nodes[k], now);
+    return 0;
 }
 
 void rdl_cluster_run(redlease_client *c, int64_t now)
 {
     rdl_cluster *cl = c->cluster;
     if (cl->query && now >= cl->answer_by) {
-        cl->query = NULL; /* stays on the wire; its answer is ignored */
+        /* stays on the wire, its answer ignored; the stall rule watches
+         * that link */
+        rdl_conn_note_timeout(&cl->query->node->conn, cl->query->t0, now);
+        cl->query = NULL;
+        cl->failures++;
         cl->refresh_at = now;
     }
-    if (!cl->query && now >= cl->refresh_at) ask(c, now);
-    if (!cl->query && cl->refresh_at <= now) {
+    if (!cl->query && now >= cl->refresh_at && ask(c, now) == 0) {
         /* nobody to ask yet: rdl_cluster_node_ready() wakes us */
         if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &cl->wake, RDL_NEVER);
         return;
@@ -189,10 +238,8 @@ typedef struct loading {
 static int load_range(void *arg, unsigned from, unsigned to, const char *host, size_t hlen, int port)
 {
     loading *l = arg;
-    if (hlen == 0) { /* the node asked, by the address we reached it at */
-        host = rdl_conn_host(&l->asked->conn) ? rdl_conn_host(&l->asked->conn) : "";
-        hlen = strlen(host);
-    }
+    or_answering(l->asked, &host, &hlen); /* empty: by the address we reached it at */
+    if (!hlen) return 0;                   /* a unix socket: no address to give others */
     rdl_node *n = rdl_client_node_at(l->c, host, hlen, port);
     if (!n) return REDLEASE_ENOMEM;
     for (unsigned s = from; s <= to; s++) l->slots[s] = (uint16_t)(n->index + 1);
@@ -231,8 +278,8 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
     rdl_cluster *cl = c->cluster;
     int current = cl && cl->query == req;
     rdl_free(req);
+    if (current) cl->query = NULL;
     if (!current || c->dead) return 1;
-    cl->query = NULL;
     int64_t now = rdl_now(c);
     uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
     loading l = {c, n, slots};
@@ -245,6 +292,9 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
     rdl_free(cl->slots);
     cl->slots = slots;
     cl->loaded = 1;
+    for (size_t i = 0; i < c->nnodes; i++) c->nodes[i]->serves = 0;
+    for (size_t s = 0; s < RDL_SLOTS; s++)
+        if (slots[s]) c->nodes[slots[s] - 1]->serves++;
     cl->failures = 0;
     reroute(c, now);
     set_wake(c);

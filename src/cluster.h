@@ -31,9 +31,8 @@
 struct redlease_client;
 struct rdl_node;
 
-/* A command follows at most this many redirects; then it has failed as
- * on a broken link, and is retried as after one (a Cluster still moving
- * its slots). */
+/* A command follows at most this many redirects; then the redirect is
+ * its failure, a transient one (a Cluster still moving its slots). */
 #define RDL_MAX_REDIRECTS 5
 /* The map is not asked for more often than this. */
 #define RDL_CLUSTER_REFRESH_MS 100
@@ -51,18 +50,22 @@ typedef struct rdl_cluster {
 } rdl_cluster;
 
 /* One slot range of a CLUSTER SLOTS answer: slots from..to served by the
- * primary at host (hlen bytes, not NUL-terminated; empty: the node asked)
- * and port. */
+ * primary at host (hlen bytes, not NUL-terminated; empty: the node asked,
+ * for an empty or NIL host) and port. */
 typedef int (*rdl_cluster_range_fn)(void *arg, unsigned from, unsigned to, const char *host,
                                     size_t hlen, int port);
 /* Reads a CLUSTER SLOTS answer, range by range (fn returning nonzero
  * stops it with that value); 0, or -1 for an answer of another shape.
- * Ranges whose primary has no usable address ("?") are left out. */
+ * Ranges whose primary has no usable address ("?", a NUL inside) are
+ * left out. */
 int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *arg);
 /* Reads "MOVED slot host:port" or "ASK slot host:port": 1 with *ask,
- * *slot, the host in [*host, *host + *hlen) and *port; 0 for any other reply. */
+ * *slot, the host in [*host, *host + *hlen) (empty for ":port": the node
+ * that answered) and *port; 0 for any other reply. */
 int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, const char **host,
                                size_t *hlen, int *port);
+/* 1 when r is a MOVED or ASK. */
+int rdl_cluster_is_redirect(const rdl_reply *r);
 
 /* 0 or ENOMEM. */
 int rdl_cluster_init(rdl_cluster *cl);
@@ -71,11 +74,12 @@ void rdl_cluster_free(rdl_cluster *cl);
 /* The node a key goes to (its slot's primary, or without one known a seed);
  * never NULL. */
 struct rdl_node *rdl_cluster_route(struct redlease_client *c, const char *key, size_t len);
-/* A lock's command came back redirected: the node to send it to (MOVED
- * has corrected the map, and a refresh is wanted), or NULL when r is no
- * redirect or the node cannot be made. *ask: only this command goes there. */
-struct rdl_node *rdl_cluster_redirected(struct redlease_client *c, const rdl_reply *r, int *ask,
-                                        int64_t now);
+/* A lock's command came back from node from redirected: the node to send
+ * it to (MOVED has corrected the map, and a refresh is wanted), or NULL
+ * when r is no redirect, names no usable address ("?"), or the node cannot
+ * be made. *ask: only this command goes there. */
+struct rdl_node *rdl_cluster_redirected(struct redlease_client *c, const struct rdl_node *from,
+                                        const rdl_reply *r, int *ask, int64_t now);
 /* The map may be stale (a node failed, a redirect): ask again soon. Safe
  * inside transport callbacks. */
 void rdl_cluster_want_refresh(struct redlease_client *c, int64_t now);

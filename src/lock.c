@@ -120,6 +120,16 @@ static void abandon_op(struct redlease_lock *lk)
     lk->op = 0;
     lk->req = NULL;
     if (!lk->drop_pending) rdl_list_remove(&lk->wait_link);
+    if (lk->asking) {
+        /* it was for that request alone: the key goes by the map again */
+        lk->asking = 0;
+        rdl_node *n = rdl_cluster_route(lk->c, lk->key, lk->keylen);
+        if (rdl_list_linked(&lk->wait_link)) { /* a drop waits: there */
+            rdl_list_remove(&lk->wait_link);
+            rdl_list_push_back(&n->waiting, &lk->wait_link);
+        }
+        lk->node = n;
+    }
 }
 
 static void maybe_free(struct redlease_lock *lk)
@@ -147,6 +157,14 @@ static void unref(struct redlease_lock *lk)
     maybe_free(lk);
 }
 
+/* req went to a node the lock has since moved from (a new Cluster map),
+ * not where an ASK sent it: what it says is about a slot that node may
+ * no longer serve, and confirms nothing. */
+static int from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
+{
+    return req->node != lk->node && !req->asking;
+}
+
 /* 1 if r is an error saying the key holds another type: not our token. */
 static int is_wrongtype(const rdl_reply *r)
 {
@@ -163,7 +181,9 @@ static int reply_failure(redlease_client *c, const rdl_reply *r, int *definite)
     if (r->type == RDL_REPLY_ERROR) {
         rdl_set_errstr(c, r->str, r->len);
         rdl_error_class e = rdl_error_classify(r->str, r->len);
-        *definite = !e.transient;
+        /* a redirect not followed (too many, or to nowhere usable): the
+         * Cluster is moving the slot, which ends */
+        *definite = !e.transient && !(c->cluster && rdl_cluster_is_redirect(r));
         return e.status;
     }
     *definite = 1; /* a reply of the wrong kind will not change */
@@ -207,8 +227,9 @@ static int submit_asking(rdl_node *n, int64_t now)
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
+    int64_t now = rdl_now(lk->c);
     if (req->asking) {
-        int rc = submit_asking(req->node, req->t0);
+        int rc = submit_asking(req->node, now);
         if (rc) return rc;
     }
     char ttl[24], counter_ttl[24];
@@ -245,7 +266,12 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    return rdl_conn_submit(&req->node->conn, req, n, argv, lens);
+    int rc = rdl_conn_submit(&req->node->conn, req, n, argv, lens);
+    /* An ASKING left without its command would let the next command on
+     * the link, maybe another lock's, skip the check that the key is not
+     * still on the node the slot leaves: that link goes. */
+    if (rc && req->asking) rdl_conn_restart(&req->node->conn, REDLEASE_ECONN, "ASKING sent without its command");
+    return rc;
 }
 
 static int send_req(struct redlease_lock *lk, int kind, int64_t now)
@@ -266,6 +292,11 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     }
     lk->refs++;
     if (kind != RDL_REQ_DROP) lk->req = req;
+    if (lk->asking && kind != RDL_REQ_DROP) {
+        /* the command an ASK sent is out: what follows goes by the map */
+        lk->asking = 0;
+        lk->node = rdl_cluster_route(lk->c, lk->key, lk->keylen);
+    }
     return REDLEASE_OK;
 }
 
@@ -488,7 +519,8 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         if (lk->state == RDL_LOCK_HELD) return; /* ours already */
         /* A late OK still worth having; not when replicas must acknowledge
          * it (nobody asked them): the next attempt reclaims the key. */
-        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !lk->replica_timeout) {
+        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !lk->replica_timeout &&
+            !from_elsewhere(lk, req)) {
             become_held(lk, req, fence, now);
         } else if (may_have_set) {
             lk->maybe_set = 1; /* the next attempt reclaims the key */
@@ -549,6 +581,7 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
                         int64_t now)
 {
     if (lk->state != RDL_LOCK_HELD) return; /* released, lost or cancelled meanwhile */
+    if (!current && from_elsewhere(lk, req)) return; /* the lock moved: says nothing */
     if (current) lk->op = 0;
     if (now >= lk->valid_until) {
         lose(lk, REDLEASE_LOST_EXPIRED, now); /* a confirmation after the deadline is too late */
@@ -767,6 +800,14 @@ static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
 
 void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
 {
+    /* What is out on the old node no longer counts (from_elsewhere): the
+     * op starts again on the new one, now. */
+    if (lk->op && lk->req) {
+        int op = lk->op;
+        abandon_op(lk);
+        if (op == RDL_REQ_RELEASE) set_release_retry(lk, 1); /* a close waits for it */
+        lk->next_action = now;
+    }
     set_node(lk, n, now);
     if (lk->state == RDL_LOCK_HELD) {
         /* Not held until confirmed there (the slot moved, or a replica
@@ -781,28 +822,25 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
  * current request, or a drop, goes on to the node named. Ready, that node
  * gets the same request, so its send time still counts (1); not yet, the
  * lock waits for it as for any connection, within the op's deadline, and
- * sends afresh from there (2: req is done with). A renewal is not
- * confirmed meanwhile (held() is 0), its deadline unchanged. 0: *rp is
- * handled as usual: not a redirect, or a stale request's (it did nothing
- * and nobody waits); or NULL, as from a broken link, after
- * RDL_MAX_REDIRECTS (a Cluster still moving the slot: retried as after a
- * link failure, never taken for a definite error). */
-static int follow_redirect(rdl_req *req, const rdl_reply **rp, int64_t now)
+ * sends afresh from there, behind ASKING if an ASK sent it (2: req is
+ * done with). A renewal is not confirmed meanwhile (held() is 0), its
+ * deadline unchanged. 0: r is handled as usual: no redirect, a stale
+ * request's (it did nothing, nobody waits; a MOVED still corrects the
+ * map), or one past RDL_MAX_REDIRECTS or to nowhere usable (reply_failure
+ * counts it transient: a Cluster still moving its slots). */
+static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
-    const rdl_reply *r = *rp;
     int ask;
+    if (!c->cluster) return 0;
+    rdl_node *to = rdl_cluster_redirected(c, req->node, r, &ask, now);
     int current = lk->req == req;
-    if (!c->cluster || (!current && req->kind != RDL_REQ_DROP)) return 0;
-    rdl_node *to = rdl_cluster_redirected(c, r, &ask, now);
-    if (!to) return 0;
-    rdl_set_errstr(c, r->str, r->len);
-    if (req->redirects >= RDL_MAX_REDIRECTS) {
-        *rp = NULL;
+    if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
         return 0;
-    }
+    rdl_set_errstr(c, r->str, r->len);
     if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
+    lk->asking = 0;
     if (rdl_node_ready(to)) {
         if (!ask) set_node(lk, to, now);
         req->node = to;
@@ -811,8 +849,8 @@ static int follow_redirect(rdl_req *req, const rdl_reply **rp, int64_t now)
         req->redirects++;
         if (req_submit(req) == 0) return 1;
     }
-    /* Sent again from the lock once to is ready: behind ASKING, if asked,
-     * for as long as that command is out (see handle_reply). */
+    /* Sent from the lock once to is ready (send_req: behind ASKING for an
+     * ASK, after which the lock goes by the map again). */
     lk->asking = ask;
     set_node(lk, to, now);
     if (current)
@@ -849,18 +887,12 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
         r = NULL;
     }
     if (r && r->type == RDL_REPLY_ERROR) {
-        int f = follow_redirect(req, &r, now);
+        int f = follow_redirect(req, r, now);
         if (f == 1) return 1;
         if (f == 2) {
             reschedule(lk);
             return 0;
         }
-    }
-    if (req->asking && lk->asking) {
-        /* The command an ASK sent came back: the lock's key goes by the
-         * map again (which may say the import is over). */
-        lk->asking = 0;
-        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), now);
     }
     int current = lk->req == req;
     if (current) lk->req = NULL;

@@ -132,8 +132,9 @@ static void on_event(void *owner, int type, int status, int64_t retry_in)
         else
             rdl_sentinel_refresh(c->sentinel);
     }
-    /* A Cluster node failed: a failover may have moved its slots. */
-    if (type == REDLEASE_EV_DISCONNECTED && c->cluster && !c->dead)
+    /* A Cluster node that serves slots (or any, before a map) failed: a
+     * failover may have moved its slots. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->cluster && !c->dead && (!c->cluster->loaded || n->serves))
         rdl_cluster_want_refresh(c, rdl_now(c));
 }
 

@@ -35,6 +35,7 @@ typedef struct rdl_node {
                            next one) */
     int moving;         /* dropped to go where a Sentinel says: the
                            disconnect that follows is ours */
+    uint32_t serves;    /* Cluster: slots the last map gives it */
 } rdl_node;
 
 /* A node of client c, IDLE: 0 or REDLEASE_ENOMEM (then rdl_node_free()

@@ -51,6 +51,12 @@ static void test_cluster_redirect_parser(void)
         r.len = strlen(bad[i]);
         CHECK_EQ(rdl_cluster_parse_redirect(&r, &ask, &slot, &host, &hlen, &port), 0);
     }
+    /* ":port": the node that answered (unknown-endpoint) */
+    r.str = "MOVED 7 :7002";
+    r.len = strlen(r.str);
+    CHECK_EQ(rdl_cluster_parse_redirect(&r, &ask, &slot, &host, &hlen, &port), 1);
+    CHECK_EQ(hlen, 0);
+    CHECK_EQ(port, 7002);
     rdl_reply status = {.type = RDL_REPLY_STATUS, .str = "MOVED 1 h:1", .len = 11};
     CHECK_EQ(rdl_cluster_parse_redirect(&status, &ask, &slot, &host, &hlen, &port), 0);
 }
@@ -110,6 +116,13 @@ static void test_cluster_slots_parser(void)
     CHECK_STR(s.r[0].host, "10.0.0.1");
     CHECK_STR(s.r[1].host, ""); /* empty: the node asked */
     CHECK_EQ(s.r[1].port, 7002);
+    /* a NIL host is the node asked too (unknown-endpoint) */
+    range nil[1] = {{0, 16383, "x", 7004}};
+    const rdl_reply *rn = build_slots(&b, 1, nil);
+    b.node[0][0] = (rdl_reply){.type = RDL_REPLY_NIL};
+    s.n = 0;
+    CHECK_EQ(rdl_cluster_parse_slots(rn, note_range, &s), 0);
+    CHECK(s.n == 1 && s.r[0].host[0] == '\0' && s.r[0].port == 7004);
     /* shapes that are not a slot map */
     range one[1] = {{0, 16383, "h", 1}};
     const rdl_reply *r = build_slots(&b, 1, one);
@@ -381,8 +394,8 @@ out:
     end(&f);
 }
 
-/* Redirected for ever: after RDL_MAX_REDIRECTS the attempt has failed as on
- * a broken link, and is retried with backoff (not a definite error). */
+/* Redirected for ever: after RDL_MAX_REDIRECTS the attempt has failed, a
+ * transient failure retried with backoff (not a definite error). */
 static void test_cluster_redirect_limit(void)
 {
     fake f;
@@ -424,7 +437,8 @@ static void test_cluster_redirect_limit(void)
     CHECK_EQ(sends, 2 + RDL_MAX_REDIRECTS); /* the one that waited, then the limit */
     CHECK_EQ(r.acq_calls, 0); /* not over: retried */
     CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT_FAILED), 1);
-    CHECK_EQ(last_event(REDLEASE_EV_ATTEMPT_FAILED)->status, REDLEASE_ECONN);
+    CHECK_EQ(last_event(REDLEASE_EV_ATTEMPT_FAILED)->status, REDLEASE_EREDIS);
+    CHECK(last_event(REDLEASE_EV_ATTEMPT_FAILED)->retry_in_ms >= 0); /* retried */
     CHECK(strstr(redlease_client_errstr(f.c), "ASK ") != NULL);
 out:
     end(&f);
@@ -483,6 +497,162 @@ out:
     end(&f);
 }
 
+/* A map query that could not be sent (no memory) is sent again soon, not
+ * left until some other news. */
+static void test_cluster_query_not_sent_is_retried(void)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.cluster.addrs = "10.0.0.1:7001";
+    fake_attach(&f, &co);
+    fake_connect_raw(&f);
+    fake_answer_handshake(&f);
+    fake_alloc_fail_at(1); /* the query's request */
+    fake_run(&f);
+    fake_alloc_fail_at(0);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    answer_map(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 1);
+    end(&f);
+}
+
+/* A redirect to ":port" goes to that port on the host that answered. */
+static void test_cluster_redirect_to_the_answering_host(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    rec r = {0};
+    CHECK_EQ(start_lock(&f, &r, a, NULL), REDLEASE_OK);
+    fake_run(&f);
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d :7005", slot_of(a));
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    fake_side *n = fake_link_at(&f, 7005);
+    CHECK(n != NULL);
+    if (n) {
+        CHECK_STR(n->host, "10.0.0.1");
+        fake_link_connect(&f, n);
+        CHECK(link_cmd_is(n, "SET", NULL));
+        fake_link_reply_status(n, "OK");
+        fake_run(&f);
+    }
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* A new map moves a lease while its renewal is out on the old node: the
+ * renewal goes again, at once, to the new one, and what the old one
+ * answers confirms nothing. */
+static void test_cluster_move_with_renewal_out(void)
+{
+    fake f;
+    start_cluster(&f); /* the first query went to the seed: the next goes to the other node */
+    answer_map(&f);
+    char a[16], b[16], c[16];
+    resource_in(a, sizeof a, 0, 8191);
+    resource_in(b, sizeof b, 8192, 16383);
+    snprintf(c, sizeof c, "%s", b);
+    for (int i = 0; slot_of(c) == slot_of(b); i++) {
+        resource_in(c, sizeof c, 8192, 16383);
+        snprintf(c + strlen(c), sizeof c - strlen(c), "x%d", i);
+        if (slot_of(c) < 8192) snprintf(c, sizeof c, "%s", b);
+    }
+    rec ra = {0}, rb = {0}, rc = {0};
+    int64_t t0 = hold(&f, &ra, a, opts(3000));
+    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    fake_link_connect(&f, other);
+    fake_link_reply_status(other, "OK");
+    fake_run(&f);
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* a's renewal, out */
+    /* c meets MOVED (to the seed): the map is asked again, of the other node */
+    CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(c), SEED_PORT);
+    fake_link_reply_err(other, moved);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(link_cmd_is(other, "CLUSTER", "SLOTS"));
+    slots_reply sb;
+    range all[1] = {{0, 16383, "10.0.0.2", OTHER_PORT}};
+    fake_link_reply(other, build_slots(&sb, 1, all));
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(ra.lk), 0);
+    /* the old node confirms the old renewal: it counts for nothing */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(ra.lk), 0);
+    CHECK_EQ(ra.lost_calls, 0);
+    /* and the new one gets a's renewal now, not a renew interval later */
+    int renewed = 0;
+    for (int i = 0; i < 4 && fake_link_peek(other); i++) {
+        if (link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))) {
+            renewed++;
+            fake_link_reply_int(other, 1);
+        } else if (link_cmd_is(other, "SET", NULL) || link_cmd_is(other, "EVALSHA", NULL)) {
+            fake_link_reply_status(other, "OK");
+        }
+    }
+    fake_run(&f);
+    CHECK_EQ(renewed, 1);
+    CHECK_EQ(redlease_lock_held(ra.lk), 1);
+out:
+    end(&f);
+}
+
+/* An ASK to a node not connected yet: the attempt waits for it, behind
+ * ASKING; if it times out first, ASKING goes with it, and the next
+ * attempt goes by the map (never behind an ASKING nobody asked for). */
+static void test_cluster_asking_ends_with_its_command(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16];
+    resource_in(a, sizeof a, 0, 8191);
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 10000;
+    rec r = {0};
+    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
+    fake_run(&f);
+    char ask[64];
+    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, ask);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other && other->connecting);
+    if (!other) goto out;
+    /* the other node never connects: the attempt's deadline passes */
+    int attempts = count_events(REDLEASE_EV_ATTEMPT);
+    while (count_events(REDLEASE_EV_ATTEMPT) == attempts && f.timer_at >= 0) fake_until(&f, f.timer_at);
+    if (cmd_is(&f, "CLUSTER", "SLOTS")) answer_map(&f); /* the other node failed: asked again */
+    CHECK(is_attempt(&f)); /* on the seed, as the map says */
+    if (cmd_is(&f, "SET", NULL))
+        fake_reply_status(&f, "OK");
+    else
+        fake_reply_int(&f, 1); /* a later attempt is the script */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    /* the other node connects at last: nothing of ours goes there */
+    fake_link_connect(&f, other);
+    CHECK(fake_link_peek(other) == NULL);
+out:
+    end(&f);
+}
+
 /* A node that answers no map (not a Cluster node, say) is asked again
  * less and less often, not ten times a second for ever. */
 static void test_cluster_map_errors_back_off(void)
@@ -508,7 +678,9 @@ static void test_cluster_map_errors_back_off(void)
     end(&f);
 }
 
-/* A stale attempt (the op moved on) meeting MOVED is not followed. */
+/* A stale attempt (the acquire was cancelled) meeting MOVED is not
+ * followed: it did nothing, and nobody waits for it. The drop behind it
+ * (compare-and-delete of what it might have set) is. */
 static void test_cluster_stale_redirect_ignored(void)
 {
     fake f;
@@ -516,22 +688,29 @@ static void test_cluster_stale_redirect_ignored(void)
     answer_map(&f);
     char a[16];
     resource_in(a, sizeof a, 0, 8191);
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 5000;
     rec r = {0};
-    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &r, a, NULL), REDLEASE_OK);
     fake_run(&f);
     CHECK(is_attempt(&f));
-    fake_advance(&f, 2000); /* the attempt times out: stale */
+    CHECK_EQ(release(&r), REDLEASE_OK); /* the attempt goes stale; a drop follows it */
+    fake_run(&f);
     char moved[64];
     snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
     fake_reply_err(&f, moved);
-    fake_advance(&f, 500);
-    /* not followed: the other node was never needed, the next attempt is
-     * on the seed still */
-    CHECK(fake_link_at(&f, OTHER_PORT) == NULL);
-    CHECK(is_attempt(&f));
-    CHECK_EQ(r.acq_calls, 0);
+    fake_run(&f);
+    CHECK(fake_link_at(&f, OTHER_PORT) == NULL); /* not followed */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL); /* the drop is */
+    if (other) {
+        fake_link_connect(&f, other);
+        CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+        fake_link_reply_int(other, 0);
+        fake_run(&f);
+    }
+    CHECK_EQ(r.rel_calls, 1);
     end(&f);
 }
 
@@ -595,6 +774,10 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_redirect_limit),
         TEST_CASE(test_cluster_new_map_moves_a_lease),
         TEST_CASE(test_cluster_map_errors_back_off),
+        TEST_CASE(test_cluster_query_not_sent_is_retried),
+        TEST_CASE(test_cluster_redirect_to_the_answering_host),
+        TEST_CASE(test_cluster_move_with_renewal_out),
+        TEST_CASE(test_cluster_asking_ends_with_its_command),
         TEST_CASE(test_cluster_stale_redirect_ignored),
         TEST_CASE(test_cluster_allocation_failures),
     };
