@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check: redlease(1) with --cluster, against a Redis Cluster of three
+# primaries this script starts (redis_harness_extra) and forms (redis-cli
+# --cluster create): run takes the lease on the primary of the key's slot,
+# given another node; status follows MOVED from the node listed, also for
+# 0.1.0's key of the resource (another slot); --cluster with --host or
+# --db is a usage error; no node reachable exits 69. (Migrations and
+# failovers: tests/integration/test_cluster.c, chaos CHAOS_TOPOLOGY=cluster.)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/cli-rig.sh" cli-cluster
+
+ports=()
+for i in 1 2 3; do
+    redis_harness_extra "cli-cluster-node$i" --port --cluster-enabled yes \
+        --cluster-config-file nodes.conf --cluster-node-timeout 1000 ||
+        { echo "Bail out! could not start Cluster node $i"; exit 1; }
+    ports+=("$REDLEASE_EXTRA_PORT")
+done
+"$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$tmp/create.log" 2>&1 ||
+    { echo "Bail out! redis-cli --cluster create failed: $(tail -n 3 "$tmp/create.log")"; exit 1; }
+formed() {
+    local p
+    for p in "${ports[@]}"; do
+        "$cli" -p "$p" CLUSTER INFO | grep -q 'cluster_state:ok' || return 1
+    done
+}
+for _ in $(seq 1 100); do formed && break; sleep 0.1; done
+formed || { echo "Bail out! the Cluster did not form"; exit 1; }
+seed=127.0.0.1:${ports[1]}
+t=(--timeout $((1000 * slow)))
+# the port of the primary serving KEY's slot
+owner() {
+    "$cli" -p "${ports[0]}" CLUSTER SLOTS | awk -v s="$("$cli" -p "${ports[0]}" CLUSTER KEYSLOT "$1")" '
+        NR % 1 == 0 { v[NR] = $0 } END {
+            for (i = 1; i + 3 <= NR; i++)
+                if (v[i] ~ /^[0-9]+$/ && v[i + 1] ~ /^[0-9]+$/ && v[i] + 0 <= s && s <= v[i + 1] + 0 &&
+                    v[i + 3] ~ /^[0-9]+$/) { print v[i + 3]; exit }
+        }'
+}
+
+echo "1..7"
+rl run "${t[@]}" --cluster "$seed" --ttl 5000 cl-job -- \
+    sh -c 'echo "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"; "$1" -c -p "$2" GET "$REDLEASE_KEY"' _ "$cli" "${ports[0]}"
+check "run --cluster => 0, the lease in the Cluster (asked through another node)" \
+    eval '[ "$st" -eq 0 ] && [ -n "$(sed -n 2p <<<"$out")" ] && [ "$(sed -n 2p <<<"$out")" = "$(sed -n 3p <<<"$out")" ]'
+rl run "${t[@]}" --cluster "$seed" --ttl 5000 cl-job2 -- \
+    sh -c '"$1" -p "$2" GET "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"' _ "$cli" "$(owner 'lock:{cl-job2}')"
+check "the lease is on the primary that serves its slot" \
+    eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "$(sed -n 2p <<<"$out")" ]'
+"$cli" -c -p "${ports[0]}" SET 'lock:{cl-held}' 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+held_on=$(owner 'lock:{cl-held}')
+for p in "${ports[@]}"; do [ "$p" != "$held_on" ] && elsewhere=$p; done
+rl status "${t[@]}" --cluster "127.0.0.1:$elsewhere" cl-held
+check "status --cluster of a held lock, asked of another node (MOVED) => 0" \
+    eval '[ "$st" -eq 0 ] && grep -q "lock:{cl-held}: held" <<<"$out" && [ -n "$held_on" ] && [ "$elsewhere" != "$held_on" ]'
+rl status "${t[@]}" --cluster "$seed" cl-free
+check "status --cluster of a free lock => 1" eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{cl-free}: free" ]'
+"$cli" -c -p "${ports[0]}" SET 'lock:cl-old' 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+rl status "${t[@]}" --cluster "$seed" cl-old
+check "status --cluster finds 0.1.0's key in its own slot => 0" \
+    eval '[ "$st" -eq 0 ] && grep -q "lock:cl-old: held.*0.1.0" <<<"$out"'
+rl run --cluster "$seed" --host 127.0.0.1 cl-job -- true
+st1=$st
+rl run --cluster "$seed" --db 1 cl-job -- true
+check "--cluster with --host, or --db => 64" eval '[ "$st1" -eq 64 ] && [ "$st" -eq 64 ]'
+dead=$((ports[2] + 1))
+rl run "${t[@]}" --cluster "127.0.0.1:$dead" --no-wait cl-job -- touch "$tmp/ran"
+check "no node reachable => 69, nothing run" eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ]'
