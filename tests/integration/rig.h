@@ -108,6 +108,23 @@ static inline void o_event(redlease_client *c, const redlease_event *ev, void *a
         o->password_seen++;
 }
 
+/* Of n observed leases, how many read as held now and how many were
+ * lost; *unheld is set when one not lost reads as not held (unconfirmed,
+ * through a failover). */
+static inline void count_leases(const obs *o, int n, int *held, int *lost, int *unheld)
+{
+    *held = *lost = 0;
+    for (int i = 0; i < n; i++) {
+        if (o[i].lost) {
+            (*lost)++;
+        } else if (redlease_lock_held(o[i].lk)) {
+            (*held)++;
+        } else {
+            *unheld = 1;
+        }
+    }
+}
+
 /* ------------------------------------------------------------- the loop */
 
 /* Runs the loop until *flag or ms pass. While a lock must not be held

@@ -135,6 +135,16 @@ static inline int srv_gone(int pid)
     return p && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* Every case starts its own servers (start() makes them, 0 on success);
+ * in CI a failure to start fails the case, with what it needed to start. */
+#define NEED_STARTED(start, what)                                                        \
+    do {                                                                                 \
+        if (start()) {                                                                   \
+            CHECK(!what);                                                                \
+            return;                                                                      \
+        }                                                                                \
+    } while (0)
+
 /* SIGKILL, and wait until it is gone. Idempotent. */
 static inline void srv_kill(srv *s)
 {

@@ -157,13 +157,7 @@ static int start_all(void)
     return -1;
 }
 
-#define NEED_CLUSTER()                                                                   \
-    do {                                                                                 \
-        if (start_all()) {                                                               \
-            CHECK(!"three primaries and three replicas formed a cluster");               \
-            return;                                                                      \
-        }                                                                                \
-    } while (0)
+#define NEED_CLUSTER() NEED_STARTED(start_all, "three primaries and four replicas formed a cluster")
 
 static redlease_client_options cluster_opts(const char *list)
 {
@@ -371,16 +365,8 @@ static void test_cluster_primary_killed(void)
     int seen_unheld = 0, settled = 0;
     while (mono_ms() < end && !settled) {
         testloop_run_once(5);
-        int confirmed = 0, lost = 0;
-        for (int i = 0; i < NLEASES; i++) {
-            if (o[i].lost) {
-                lost++;
-                continue;
-            }
-            int held = redlease_lock_held(o[i].lk);
-            seen_unheld |= !held;
-            confirmed += held;
-        }
+        int confirmed, lost;
+        count_leases(o, NLEASES, &confirmed, &lost, &seen_unheld);
         settled = confirmed + lost == NLEASES && seen_unheld && owner_of(busy_slot) != victim;
     }
     int lost_acked = 0, lost_plain = 0;

@@ -72,14 +72,7 @@ static int start_all(void)
     return -1;
 }
 
-/* Every case starts its own servers; in CI a failure to start fails it. */
-#define NEED_SERVERS()                                                                   \
-    do {                                                                                 \
-        if (start_all()) {                                                               \
-            CHECK(!"a primary and two replicas started");                                \
-            return;                                                                      \
-        }                                                                                \
-    } while (0)
+#define NEED_SERVERS() NEED_STARTED(start_all, "a primary and two replicas started")
 
 static redlease_client *client_to(const srv *s, obs *o)
 {

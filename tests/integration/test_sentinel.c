@@ -91,13 +91,7 @@ static int start_all(void)
     return -1;
 }
 
-#define NEED_SERVERS()                                                                   \
-    do {                                                                                 \
-        if (start_all()) {                                                               \
-            CHECK(!"a primary, two replicas and three Sentinels started");               \
-            return;                                                                      \
-        }                                                                                \
-    } while (0)
+#define NEED_SERVERS() NEED_STARTED(start_all, "a primary, two replicas and three Sentinels started")
 
 static redlease_client_options sentinel_opts(const char *list, const char *name)
 {
@@ -204,16 +198,8 @@ static int through_failover(const char *how, void (*fail)(void))
     int switched = 0, seen_unheld = 0;
     while (mono_ms() < end) {
         testloop_run_once(5);
-        int confirmed = 0, lost = 0;
-        for (int i = 0; i < NLEASES; i++) {
-            if (o[i].lost) {
-                lost++;
-                continue;
-            }
-            int held = redlease_lock_held(o[i].lk);
-            if (!held) seen_unheld = 1;
-            confirmed += held;
-        }
+        int confirmed, lost;
+        count_leases(o, NLEASES, &confirmed, &lost, &seen_unheld);
         int now_port = primary_port_now();
         switched = switched || (now_port && now_port != old);
         if (switched && co.events[REDLEASE_EV_PRIMARY] >= 2 && confirmed + lost == NLEASES) break;

@@ -250,10 +250,45 @@ static void answer_map(fake *f)
     fake_run(f);
 }
 
+/* A Cluster client with its map, and a resource a (16 bytes) on the seed. */
+static void start_mapped(fake *f, char *a)
+{
+    start_cluster(f);
+    answer_map(f);
+    resource_in(a, 16, 0, 8191);
+}
+
+/* r starts acquiring a with a wait budget; its first attempt is out. */
+static void attempt_on_seed(fake *f, rec *r, const char *a, int64_t wait)
+{
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = wait;
+    CHECK_EQ(start_lock(f, r, a, &o), REDLEASE_OK);
+    fake_run(f);
+    CHECK(is_attempt(f));
+}
+
 static int link_cmd_is(fake_side *s, const char *a0, const char *a1)
 {
     fake_cmd *c = s ? fake_link_peek(s) : NULL;
     return c && strcmp(c->argv[0], a0) == 0 && (!a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0));
+}
+
+/* r holds res, a resource the map puts on the other node, whose link
+ * connects for it; that link, or NULL (a failed check). */
+static fake_side *hold_on_other(fake *f, rec *r, const char *res)
+{
+    CHECK_EQ(start_lock(f, r, res, NULL), REDLEASE_OK);
+    fake_run(f);
+    fake_side *other = fake_link_at(f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) return NULL;
+    fake_link_connect(f, other);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    fake_link_reply_status(other, "OK");
+    fake_run(f);
+    CHECK_EQ(r->acq_status, REDLEASE_OK);
+    return other;
 }
 
 static void test_cluster_routes_by_slot(void)
@@ -268,18 +303,11 @@ static void test_cluster_routes_by_slot(void)
     resource_in(b, sizeof b, 8192, 16383);
     rec ra = {0}, rb = {0};
     hold(&f, &ra, a, opts(3000)); /* on the seed, the main link */
-    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
-    fake_run(&f);
-    CHECK_EQ(fake_pending(&f), 0); /* not on the seed */
-    fake_side *other = fake_link_at(&f, OTHER_PORT);
-    CHECK(other != NULL); /* connecting there, now that a lock needs it */
+    CHECK(fake_link_at(&f, OTHER_PORT) == NULL); /* no link yet to a node no lock needs */
+    fake_side *other = hold_on_other(&f, &rb, b);
     if (!other) goto out;
     CHECK_EQ(other->connects, 1);
-    fake_link_connect(&f, other);
-    CHECK(link_cmd_is(other, "SET", NULL));
-    fake_link_reply_status(other, "OK");
-    fake_run(&f);
-    CHECK_EQ(rb.acq_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 0); /* nothing of b's on the seed */
     CHECK_EQ(redlease_lock_held(rb.lk), 1);
     CHECK_EQ(redlease_lock_held(ra.lk), 1);
     /* the node's link goes: only its lease is unconfirmed */
@@ -295,10 +323,8 @@ out:
 static void test_cluster_moved_renewal(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
+    start_mapped(&f, a);
     rec r = {0};
     int64_t t0 = hold(&f, &r, a, opts(3000));
     /* OTHER_PORT's link exists from the map, connected on first use */
@@ -362,15 +388,8 @@ static void test_cluster_ask_renewal(void)
     resource_in(b, sizeof b, 8192, 16383);
     rec r = {0}, rb = {0};
     int64_t t0 = hold(&f, &r, a, opts(3000));
-    /* a lease on the other node, so its link is up */
-    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
-    fake_run(&f);
-    fake_side *other = fake_link_at(&f, OTHER_PORT);
-    CHECK(other != NULL);
+    fake_side *other = hold_on_other(&f, &rb, b); /* so its link is up */
     if (!other) goto out;
-    fake_link_connect(&f, other);
-    fake_link_reply_status(other, "OK");
-    fake_run(&f);
     fake_until(&f, t0 + 1000);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     char ask[64];
@@ -399,15 +418,10 @@ out:
 static void test_cluster_redirect_limit(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 1000;
+    start_mapped(&f, a);
     rec r = {0};
-    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
-    fake_run(&f);
+    attempt_on_seed(&f, &r, a, 1000);
     char to_other[64], to_seed[64];
     snprintf(to_other, sizeof to_other, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
     snprintf(to_seed, sizeof to_seed, "ASK %d 10.0.0.1:%d", slot_of(a), SEED_PORT);
@@ -449,10 +463,8 @@ out:
 static void test_cluster_new_map_moves_a_lease(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
+    start_mapped(&f, a);
     rec r = {0};
     hold(&f, &r, a, opts(3000));
     /* another lock meets MOVED for its own slot: the map is asked again */
@@ -523,13 +535,10 @@ static void test_cluster_query_not_sent_is_retried(void)
 static void test_cluster_redirect_to_the_answering_host(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
+    start_mapped(&f, a);
     rec r = {0};
-    CHECK_EQ(start_lock(&f, &r, a, NULL), REDLEASE_OK);
-    fake_run(&f);
+    attempt_on_seed(&f, &r, a, 0);
     char moved[64];
     snprintf(moved, sizeof moved, "MOVED %d :7005", slot_of(a));
     fake_reply_err(&f, moved);
@@ -558,22 +567,11 @@ static void test_cluster_move_with_renewal_out(void)
     char a[16], b[16], c[16];
     resource_in(a, sizeof a, 0, 8191);
     resource_in(b, sizeof b, 8192, 16383);
-    snprintf(c, sizeof c, "%s", b);
-    for (int i = 0; slot_of(c) == slot_of(b); i++) {
-        resource_in(c, sizeof c, 8192, 16383);
-        snprintf(c + strlen(c), sizeof c - strlen(c), "x%d", i);
-        if (slot_of(c) < 8192) snprintf(c, sizeof c, "%s", b);
-    }
+    resource_in(c, sizeof c, slot_of(b) + 1, 16383); /* the other node too, another slot */
     rec ra = {0}, rb = {0}, rc = {0};
     int64_t t0 = hold(&f, &ra, a, opts(3000));
-    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
-    fake_run(&f);
-    fake_side *other = fake_link_at(&f, OTHER_PORT);
-    CHECK(other != NULL);
+    fake_side *other = hold_on_other(&f, &rb, b);
     if (!other) goto out;
-    fake_link_connect(&f, other);
-    fake_link_reply_status(other, "OK");
-    fake_run(&f);
     fake_until(&f, t0 + 1000);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* a's renewal, out */
     /* c meets MOVED (to the seed): the map is asked again, of the other node */
@@ -619,15 +617,10 @@ out:
 static void test_cluster_asking_ends_with_its_command(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 10000;
+    start_mapped(&f, a);
     rec r = {0};
-    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
-    fake_run(&f);
+    attempt_on_seed(&f, &r, a, 10000);
     char ask[64];
     snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
     fake_reply_err(&f, ask);
@@ -684,14 +677,10 @@ static void test_cluster_map_errors_back_off(void)
 static void test_cluster_stale_redirect_ignored(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16];
-    resource_in(a, sizeof a, 0, 8191);
+    start_mapped(&f, a);
     rec r = {0};
-    CHECK_EQ(start_lock(&f, &r, a, NULL), REDLEASE_OK);
-    fake_run(&f);
-    CHECK(is_attempt(&f));
+    attempt_on_seed(&f, &r, a, 0);
     CHECK_EQ(release(&r), REDLEASE_OK); /* the attempt goes stale; a drop follows it */
     fake_run(&f);
     char moved[64];
