@@ -40,7 +40,7 @@ static void send_next(rdl_node *node, int k)
 {
     rdl_acks *a = &node->acks;
     if (a->out[k] || rdl_list_empty(&a->queued[k])) return;
-    uint64_t epoch = rdl_conn_epoch(&node->conn);
+    uint64_t epoch = rdl_node_epoch(node);
     int n = 0;
     int64_t ms = 0;
     for (rdl_list *i = a->queued[k].next; i != &a->queued[k];) {
@@ -71,7 +71,7 @@ static void send_next(rdl_node *node, int k)
         w->t0 = rdl_now(node->c);
         w->epoch = epoch;
     }
-    if (!w || rdl_conn_submit(&node->conn, w, argc, argv, lens) != 0) {
+    if (!w || rdl_node_submit(node, w, argc, argv, lens) != 0) {
         rdl_free(w);
         answer_all(&a->queued[k], NULL); /* as a link that broke */
         return;

@@ -98,7 +98,7 @@ int rdl_cluster_is_redirect(const rdl_reply *r)
 static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
 {
     if (*hlen) return;
-    const char *h = from ? rdl_conn_host(&from->conn) : NULL;
+    const char *h = from ? rdl_node_host(from) : NULL;
     *host = h ? h : "";
     *hlen = strlen(*host);
 }
@@ -189,7 +189,7 @@ static int ask(redlease_client *c, int64_t now)
         q->node = n;
         const char *argv[2] = {"CLUSTER", "SLOTS"};
         const size_t lens[2] = {7, 5};
-        if (rdl_conn_submit(&n->conn, q, 2, argv, lens) != 0) {
+        if (rdl_node_submit(n, q, 2, argv, lens) != 0) {
             rdl_free(q);
             continue;
         }
@@ -214,7 +214,7 @@ void rdl_cluster_run(redlease_client *c, int64_t now)
     if (cl->query && now >= cl->answer_by) {
         /* stays on the wire, its answer ignored; the stall rule watches
          * that link */
-        rdl_conn_note_timeout(&cl->query->node->conn, cl->query->t0, now);
+        rdl_node_note_timeout(cl->query->node, cl->query->t0, now);
         cl->query = NULL;
         cl->failures++;
         cl->refresh_at = now;

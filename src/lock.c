@@ -217,7 +217,7 @@ static int submit_asking(rdl_node *n, int64_t now)
     a->node = n;
     const char *argv[1] = {"ASKING"};
     const size_t lens[1] = {6};
-    int rc = rdl_conn_submit(&n->conn, a, 1, argv, lens);
+    int rc = rdl_node_submit(n, a, 1, argv, lens);
     if (rc) rdl_free(a);
     return rc;
 }
@@ -266,11 +266,11 @@ static int req_submit(rdl_req *req)
         }
     }
 #undef ARG
-    int rc = rdl_conn_submit(&req->node->conn, req, n, argv, lens);
+    int rc = rdl_node_submit(req->node, req, n, argv, lens);
     /* An ASKING left without its command would let the next command on
      * the link, maybe another lock's, skip the check that the key is not
      * still on the node the slot leaves: that link goes. */
-    if (rc && req->asking) rdl_conn_restart(&req->node->conn, REDLEASE_ECONN, "ASKING sent without its command");
+    if (rc && req->asking) rdl_node_restart(req->node, REDLEASE_ECONN, "ASKING sent without its command");
     return rc;
 }
 
@@ -284,7 +284,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->t0 = now; /* read before sending: the conservative side */
     req->node = lk->node;
     req->asking = lk->asking;
-    req->epoch = rdl_conn_epoch(&lk->node->conn);
+    req->epoch = rdl_node_epoch(lk->node);
     int rc = req_submit(req);
     if (rc) {
         rdl_free(req);
@@ -363,7 +363,7 @@ static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
                     int64_t now)
 {
-    if (!rdl_node_ready(write->node) || rdl_conn_epoch(&write->node->conn) != write->epoch)
+    if (!rdl_node_ready(write->node) || rdl_node_epoch(write->node) != write->epoch)
         return REDLEASE_ECONN;
     if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
     rdl_req *t = rdl_calloc(1, sizeof *t);
@@ -398,7 +398,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     }
     pump(lk, now);
     /* The server refused us for good: no use waiting for a connection. */
-    int refused = rdl_conn_refusal(&lk->node->conn);
+    int refused = rdl_node_refusal(lk->node);
     if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
 }
 
@@ -422,7 +422,7 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
-    int64_t rtt = rdl_conn_rtt_floor(&lk->node->conn);
+    int64_t rtt = rdl_node_rtt_floor(lk->node);
     return lk->budget_end - (rtt > 1 ? rtt : 1);
 }
 
@@ -746,21 +746,21 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
-        if (lk->req) rdl_conn_note_timeout(&lk->req->node->conn, lk->req->t0, now);
+        if (lk->req) rdl_node_note_timeout(lk->req->node, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
     } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
         int sent = lk->req != NULL;
-        int status = sent ? REDLEASE_ETIMEDOUT : rdl_conn_status(&lk->node->conn);
+        int status = sent ? REDLEASE_ETIMEDOUT : rdl_node_status(lk->node);
         if (sent) {
             c->stats.timeouts++;
-            rdl_conn_note_timeout(&lk->req->node->conn, lk->req->t0, now);
+            rdl_node_note_timeout(lk->req->node, lk->req->t0, now);
         }
         abandon_op(lk);
         lk->op = op; /* op_failed decides by it */
-        op_failed(lk, status, !sent && rdl_conn_refusal(&lk->node->conn), lk->op_cut, now);
+        op_failed(lk, status, !sent && rdl_node_refusal(lk->node), lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
         if (lk->state == RDL_LOCK_ACQUIRING)
             start_op(lk, RDL_REQ_ACQUIRE, now);
@@ -785,7 +785,7 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 /* The lease was last confirmed on n's current connection. */
 static int confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
 {
-    return lk->confirm_node == n && lk->confirm_epoch == rdl_conn_epoch(&n->conn);
+    return lk->confirm_node == n && lk->confirm_epoch == rdl_node_epoch(n);
 }
 
 /* The lock's commands go to n from now on; parked, it waits there. */
@@ -844,7 +844,7 @@ static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
     if (rdl_node_ready(to)) {
         if (!ask) set_node(lk, to, now);
         req->node = to;
-        req->epoch = rdl_conn_epoch(&to->conn);
+        req->epoch = rdl_node_epoch(to);
         req->asking = ask;
         req->redirects++;
         if (req_submit(req) == 0) return 1;

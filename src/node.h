@@ -53,6 +53,30 @@ void rdl_node_use(rdl_node *n, int64_t now);
 /* The node is ready for lock commands: connected, handshake done, and the
  * client not ending. */
 int rdl_node_ready(const rdl_node *n);
+/* What the locks and the WAITs ask of a node, never of its connection
+ * directly: the node decides how a request reaches Redis. Each is its
+ * connection's (src/conn.h) for a node of one server. */
+static inline int rdl_node_submit(rdl_node *n, rdl_req *req, int argc, const char **argv,
+                                  const size_t *lens)
+{
+    return rdl_conn_submit(&n->conn, req, argc, argv, lens);
+}
+static inline uint64_t rdl_node_epoch(const rdl_node *n) { return rdl_conn_epoch(&n->conn); }
+static inline int64_t rdl_node_rtt_floor(const rdl_node *n) { return rdl_conn_rtt_floor(&n->conn); }
+static inline int rdl_node_refusal(const rdl_node *n) { return rdl_conn_refusal(&n->conn); }
+static inline int rdl_node_status(const rdl_node *n) { return rdl_conn_status(&n->conn); }
+static inline void rdl_node_note_timeout(rdl_node *n, int64_t sent_at, int64_t now)
+{
+    rdl_conn_note_timeout(&n->conn, sent_at, now);
+}
+/* The host its connection goes to, or NULL (a unix socket). */
+static inline const char *rdl_node_host(const rdl_node *n) { return rdl_conn_host(&n->conn); }
+/* Drops the node's link (rdl_conn_restart). */
+static inline void rdl_node_restart(rdl_node *n, int status, const char *why)
+{
+    rdl_conn_restart(&n->conn, status, why);
+}
+
 /* Work for the client's timer now, whatever the deadline. */
 int rdl_node_due(const rdl_node *n);
 /* From the client's timer: the connection's work (its deadline passed, or
