@@ -10,7 +10,9 @@
  *   chaos-worker ID STORE      REDLEASE_SOCKET=/path/redis.sock
  *   chaos-worker --now         prints the clock (ms), for chaos.sh
  *   CHAOS_SENTINEL=HOST:PORT[,...] and CHAOS_MASTER=NAME instead of the
- *   socket: the primary through Sentinel; CHAOS_MIN_REPLICAS (default 0):
+ *   socket: the primary through Sentinel; CHAOS_CLUSTER=HOST:PORT[,...]
+ *   instead: some nodes of a Redis Cluster (the lease goes to the primary
+ *   of its key's slot); CHAOS_MIN_REPLICAS (default 0):
  *   the lock option min_replicas (and the acknowledged renewals with it);
  *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
  *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
@@ -41,6 +43,9 @@
  *                            redlease_lost_reason), in loop iteration I
  *   T W lost reason=N TEXT   on_lost ran (not at all if we released first)
  *   T W released status=S    T W acquire-failed status=S
+ *   T W renew-failed status=S [detail=TEXT]   T W attempt-failed retry_in=MS
+ *                            status=S [detail=TEXT]  (Redis's or the
+ *                            connection's error text)
  * The holder interval is [act-begin, last_held]: both ends are moments at
  * which redlease_lock_held() said the lease was safe to use. A write made
  * after the lease was lost (confirmed=0: a pause hit the sleep) is the
@@ -287,7 +292,12 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         say(t, "lost-event reason=%d iter=%u", ev->status, ev_iteration(loop));
         break;
     case REDLEASE_EV_RENEW_FAILED:
-        say(t, "renew-failed status=%s", redlease_strerror(ev->status));
+        say(t, "renew-failed status=%s%s%s", redlease_strerror(ev->status), ev->detail ? " detail=" : "",
+            ev->detail ? ev->detail : "");
+        break;
+    case REDLEASE_EV_ATTEMPT_FAILED: /* Redis's answer: a redirect given up, TRYAGAIN... */
+        say(t, "attempt-failed retry_in=%" PRId64 " status=%s%s%s", ev->retry_in_ms,
+            redlease_strerror(ev->status), ev->detail ? " detail=" : "", ev->detail ? ev->detail : "");
         break;
     case REDLEASE_EV_DISCONNECTED:
         say(t, "disconnected detail=%s", ev->detail ? ev->detail : redlease_strerror(ev->status));
@@ -367,6 +377,11 @@ int main(int argc, char **argv)
     co.sentinel.addrs = getenv("CHAOS_SENTINEL");
     co.sentinel.master_name = getenv("CHAOS_MASTER");
     if (co.sentinel.addrs) co.unix_path = NULL;
+    co.cluster.addrs = getenv("CHAOS_CLUSTER");
+    if (co.cluster.addrs) {
+        co.unix_path = NULL;
+        co.host = NULL;
+    }
     /* Commands must time out within a lease, or a frozen server keeps a
      * cycle waiting long after its lease is gone. */
     co.command_timeout_ms = lock_options.ttl_ms;

@@ -7,7 +7,10 @@
 # short version (run-chaos-short.sh, one TAP case per invariant); make
 # check-chaos the long one (CHAOS_SEED replays a run; CHAOS_DURATION_S,
 # CHAOS_WORKERS); run-chaos-sentinel.sh the short one with failovers, on a
-# primary, a replica and a Sentinel (CHAOS_TOPOLOGY=sentinel).
+# primary, a replica and a Sentinel (CHAOS_TOPOLOGY=sentinel);
+# run-chaos-cluster.sh the short one on a Redis Cluster of three primaries
+# and three replicas, with failovers and slot migrations
+# (CHAOS_TOPOLOGY=cluster).
 #
 # The network faults (delay, partition, partition then close) come from
 # netfault-proxy, a unix-socket proxy between the workers and Redis, which
@@ -21,7 +24,8 @@ check_PROGRAMS += %reldir%/chaos-worker %reldir%/netfault-proxy
 # -no-install: a real executable, so valgrind checks the worker, not bash.
 %canon_reldir%_chaos_worker_LDFLAGS = -no-install
 %canon_reldir%_netfault_proxy_SOURCES = %reldir%/netfault-proxy.c
-CHAOS_TESTS = %reldir%/run-chaos-short.sh %reldir%/run-chaos-sentinel.sh %reldir%/test-netfault.sh
+CHAOS_TESTS = %reldir%/run-chaos-short.sh %reldir%/run-chaos-sentinel.sh %reldir%/run-chaos-cluster.sh \
+	%reldir%/test-netfault.sh
 TESTS += $(CHAOS_TESTS)
 EXTRA_DIST += $(CHAOS_TESTS) %reldir%/chaos.sh %reldir%/chaos-check.awk
 check-chaos: $(BUILT_SOURCES) %reldir%/chaos-worker$(EXEEXT) %reldir%/netfault-proxy$(EXEEXT)

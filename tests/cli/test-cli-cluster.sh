@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # make check: redlease(1) with --cluster, against a Redis Cluster of three
-# primaries this script starts (redis_harness_extra) and forms (redis-cli
-# --cluster create): run takes the lease on the primary of the key's slot,
+# primaries this script starts and forms (redis_harness_cluster_node,
+# redis_harness_cluster_form): run takes the lease on the primary of the key's slot,
 # given another node; status follows MOVED from the node listed, also for
 # 0.1.0's key of the resource (another slot); --cluster with --host or
 # --db is a usage error; no node reachable exits 69. (Migrations and
@@ -12,21 +12,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 
 ports=()
 for i in 1 2 3; do
-    redis_harness_extra "cli-cluster-node$i" --port --cluster-enabled yes \
-        --cluster-config-file nodes.conf --cluster-node-timeout 1000 ||
+    redis_harness_cluster_node "cli-cluster-node$i" ||
         { echo "Bail out! could not start Cluster node $i"; exit 1; }
     ports+=("$REDLEASE_EXTRA_PORT")
 done
-"$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$tmp/create.log" 2>&1 ||
-    { echo "Bail out! redis-cli --cluster create failed: $(tail -n 3 "$tmp/create.log")"; exit 1; }
-formed() {
-    local p
-    for p in "${ports[@]}"; do
-        "$cli" -p "$p" CLUSTER INFO | grep -q 'cluster_state:ok' || return 1
-    done
-}
-for _ in $(seq 1 100); do formed && break; sleep 0.1; done
-formed || { echo "Bail out! the Cluster did not form"; exit 1; }
+redis_harness_cluster_form "${ports[@]}" || { echo "Bail out! the Cluster did not form"; exit 1; }
 seed=127.0.0.1:${ports[1]}
 t=(--timeout $((1000 * slow)))
 # the port of the primary serving KEY's slot

@@ -13,6 +13,9 @@
 #                                      # empty one on the same port and socket
 #     redis_harness_extra NAME PORTOPT [ARG...]  # one more redis-server
 #                                      # (a replica, a TLS port...): see below
+#     redis_harness_cluster_node NAME [ARG...]   # one more, cluster-enabled
+#     redis_harness_cluster_form PRIMARY... [-- REPLICA...]  # a Cluster of
+#                                      # them (ports): see below
 #     redis_harness_stop               # idempotent; stops the extras too
 #     redis_harness_start_tap          # for a TAP test: start, or print the
 #                                      # TAP skip (exit 0) / bail out (exit 1)
@@ -170,6 +173,100 @@ redis_harness_extra() {
         kill -KILL "$pid" 2>/dev/null
     done
     _rh_log "could not start the extra redis-server '$name'"
+    return 1
+}
+
+# redis_harness_cluster_node NAME [ARG...]: starts one more redis-server
+# as redis_harness_extra does, cluster-enabled (nodes.conf in its folder,
+# node timeout 1 s), with ARGs added; sets REDLEASE_EXTRA_PORT. Its port P
+# and bus port P + 10000 are picked free and below the kernel's ephemeral
+# range where it leaves room (P < 22768 for 32768-60999): a bus port there
+# is often held by an outgoing connection, and the node aborts. A failed
+# start is seen in its log at once. 0 once it answers PING, else 1.
+redis_harness_cluster_node() {
+    local name=$1 dir=$REDLEASE_TEST_DIR/$1 port pid lo=15000 hi eph
+    shift
+    read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+    hi=$(( ${eph:-0} - 10001 ))
+    [ "$hi" -ge $(( lo + 1000 )) ] || { lo=20000; hi=45535; }
+    mkdir -p "$dir" || return 1
+    for _ in $(seq 1 20); do
+        port=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1) ))
+        if _rh_port_busy "$port" || _rh_port_busy $(( port + 10000 )); then continue; fi
+        rm -f "$dir/redis.pid" "$dir/redis.log" "$dir/nodes.conf"
+        "${REDIS_SERVER:-redis-server}" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
+            "$@" </dev/null >/dev/null 2>&1 || continue
+        for _ in $(seq 1 200); do
+            if [ -s "$dir/redis.pid" ] &&
+               [ "$(_rh_timeout 2 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$port" PING 2>/dev/null)" = PONG ]; then
+                REDLEASE_EXTRA_PORT=$port REDLEASE_EXTRA_PID=$(cat "$dir/redis.pid")
+                return 0
+            fi
+            grep -qs 'aborting' "$dir/redis.log" && break # a port taken after all
+            sleep 0.05
+        done
+        pid=$(cat "$dir/redis.pid" 2>/dev/null)
+        [ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null
+        cp "$dir/redis.log" "$dir/redis.log.failed" 2>/dev/null
+    done
+    _rh_log "could not start Cluster node '$name': $(tail -n 3 "$dir/redis.log.failed" 2>/dev/null)"
+    return 1
+}
+
+# redis_harness_cluster_form PRIMARY... [-- REPLICA...]: forms a Cluster of
+# the nodes at those ports (redis_harness_cluster_node): the primaries
+# share the slots in equal ranges (SET-CONFIG-EPOCH, ADDSLOTSRANGE, or
+# ADDSLOTS before Redis 7), all meet the first, replica i follows primary
+# i. Waits (30 s at most) until every node says cluster_state:ok and
+# knows them all, and every replica is connected. 0, or 1 (and why).
+redis_harness_cluster_form() {
+    local -a prim=() repl=()
+    local p i lo hi n id info role known
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do prim+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    repl=("$@")
+    n=${#prim[@]}
+    _rh_ccmd() { local q=$1; shift; _rh_timeout 10 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$q" "$@" 2>&1; }
+    for i in "${!prim[@]}"; do
+        p=${prim[i]}
+        lo=$(( i * 16384 / n )) hi=$(( (i + 1) * 16384 / n - 1 ))
+        [ "$(_rh_ccmd "$p" CLUSTER SET-CONFIG-EPOCH $((i + 1)))" = OK ] ||
+            { _rh_log "Cluster node $p: SET-CONFIG-EPOCH refused"; return 1; }
+        if redis_harness_version_at_least 7 0; then
+            info=$(_rh_ccmd "$p" CLUSTER ADDSLOTSRANGE "$lo" "$hi")
+        else
+            info=$(_rh_ccmd "$p" CLUSTER ADDSLOTS $(seq "$lo" "$hi"))
+        fi
+        [ "$info" = OK ] || { _rh_log "Cluster node $p: slots $lo-$hi refused: $info"; return 1; }
+    done
+    for p in "${prim[@]:1}" "${repl[@]}"; do
+        [ "$(_rh_ccmd "$p" CLUSTER MEET 127.0.0.1 "${prim[0]}")" = OK ] ||
+            { _rh_log "Cluster node $p: MEET refused"; return 1; }
+    done
+    for i in "${!repl[@]}"; do # a replica may only follow a primary it knows
+        id=$(_rh_ccmd "${prim[i]}" CLUSTER MYID)
+        for _ in $(seq 1 100); do
+            [ "$(_rh_ccmd "${repl[i]}" CLUSTER REPLICATE "$id")" = OK ] && continue 2
+            sleep 0.1
+        done
+        _rh_log "Cluster node ${repl[i]}: CLUSTER REPLICATE $id refused"
+        return 1
+    done
+    known=$(( ${#prim[@]} + ${#repl[@]} ))
+    for _ in $(seq 1 300); do
+        for p in "${prim[@]}" "${repl[@]}"; do
+            info=$(_rh_ccmd "$p" CLUSTER INFO)
+            [[ $info == *cluster_state:ok* && $info == *cluster_known_nodes:$known$'\r'* ]] || continue 2
+        done
+        for p in "${repl[@]}"; do
+            mapfile -t role < <(_rh_ccmd "$p" ROLE)
+            [ "${role[0]}" = slave ] && [ "${role[3]}" = connected ] || continue 2
+        done
+        return 0
+    done
+    _rh_log "the Cluster did not form within 30 s"
     return 1
 }
 
