@@ -838,7 +838,7 @@ static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
     int current = lk->req == req;
     if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
         return 0;
-    rdl_set_errstr(c, r->str, r->len);
+    /* followed: no failure, so nothing for errstr (a later one names its own) */
     if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
     lk->asking = 0;
     if (rdl_node_ready(to)) {

@@ -336,6 +336,8 @@ static void test_cluster_moved_renewal(void)
     fake_reply_err(&f, moved);
     fake_run(&f);
     CHECK_EQ(redlease_lock_held(r.lk), 0); /* unconfirmed while it goes on */
+    /* followed, so no failure: a later one's event must not name it */
+    CHECK(strstr(redlease_client_errstr(f.c), "MOVED") == NULL);
     fake_side *other = fake_link_at(&f, OTHER_PORT);
     CHECK(other != NULL);
     if (!other) goto out;
