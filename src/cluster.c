@@ -217,7 +217,7 @@ void rdl_cluster_run(redlease_client *c, int64_t now)
         rdl_node_note_timeout(cl->query->node, cl->query->t0, now);
         cl->query = NULL;
         cl->failures++;
-        cl->refresh_at = now;
+        rdl_cluster_want_refresh(c, now); /* paced like any answer that was no map */
     }
     if (!cl->query && now >= cl->refresh_at && ask(c, now) == 0) {
         /* nobody to ask yet: rdl_cluster_node_ready() wakes us */
@@ -233,6 +233,7 @@ typedef struct loading {
     redlease_client *c;
     rdl_node *asked;
     uint16_t *slots;
+    int ranges; /* with an address */
 } loading;
 
 static int load_range(void *arg, unsigned from, unsigned to, const char *host, size_t hlen, int port)
@@ -243,6 +244,7 @@ static int load_range(void *arg, unsigned from, unsigned to, const char *host, s
     rdl_node *n = rdl_client_node_at(l->c, host, hlen, port);
     if (!n) return REDLEASE_ENOMEM;
     for (unsigned s = from; s <= to; s++) l->slots[s] = (uint16_t)(n->index + 1);
+    l->ranges++;
     return 0;
 }
 
@@ -282,11 +284,19 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
     if (!current || c->dead) return 1;
     int64_t now = rdl_now(c);
     uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
-    loading l = {c, n, slots};
+    loading l = {c, n, slots, 0};
     int rc = !r ? -1 : !slots ? REDLEASE_ENOMEM : rdl_cluster_parse_slots(r, load_range, &l);
-    if (rc) {
+    if (rc || !l.ranges) {
+        /* no map at all (a node not in a cluster yet answers an empty
+         * one): the one we have stays, and we ask again */
         rdl_free(slots);
-        failed(c, !r ? "no answer" : rc == REDLEASE_ENOMEM ? "out of memory" : r->type == RDL_REPLY_ERROR ? "" : "an answer of another shape", r, now);
+        failed(c,
+               !r                      ? "no answer"
+               : rc == REDLEASE_ENOMEM ? "out of memory"
+               : rc && r->type == RDL_REPLY_ERROR ? ""
+               : rc                    ? "an answer of another shape"
+                                       : "no slot with a usable address",
+               r, now);
         return 1;
     }
     rdl_free(cl->slots);

@@ -113,6 +113,8 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
 }
 
 /* The op's request goes stale: it stays on the wire, nobody waits for it. */
+static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
+
 static void abandon_op(struct redlease_lock *lk)
 {
     /* An attempt we stop waiting for may still set our key. */
@@ -121,14 +123,10 @@ static void abandon_op(struct redlease_lock *lk)
     lk->req = NULL;
     if (!lk->drop_pending) rdl_list_remove(&lk->wait_link);
     if (lk->asking) {
-        /* it was for that request alone: the key goes by the map again */
+        /* it was for that request alone: the key goes by the map again
+         * (a drop that waits goes there) */
         lk->asking = 0;
-        rdl_node *n = rdl_cluster_route(lk->c, lk->key, lk->keylen);
-        if (rdl_list_linked(&lk->wait_link)) { /* a drop waits: there */
-            rdl_list_remove(&lk->wait_link);
-            rdl_list_push_back(&n->waiting, &lk->wait_link);
-        }
-        lk->node = n;
+        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), rdl_now(lk->c));
     }
 }
 
@@ -162,7 +160,7 @@ static void unref(struct redlease_lock *lk)
  * no longer serve, and confirms nothing. */
 static int from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
 {
-    return req->node != lk->node && !req->asking;
+    return req->moves != lk->moves || (req->node != lk->node && !req->asking);
 }
 
 /* 1 if r is an error saying the key holds another type: not our token. */
@@ -198,8 +196,9 @@ static int script_for(const struct redlease_lock *lk, int kind)
     switch (kind) {
     case RDL_REQ_ACQUIRE:
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
-        /* Only a later attempt can meet a key of its own making. */
-        return lk->attempts > 1 ? RDL_SCRIPT_ACQUIRE : -1;
+        /* Only a later attempt, or one sent again (a Cluster move), can meet
+     * a key of its own making. */
+        return lk->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
     default: return RDL_SCRIPT_RELEASE; /* the release and drops */
     }
@@ -283,7 +282,8 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->script = script_for(lk, kind);
     req->t0 = now; /* read before sending: the conservative side */
     req->node = lk->node;
-    req->asking = lk->asking;
+    req->asking = kind != RDL_REQ_DROP && lk->asking; /* an ASK was for the op */
+    req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
     int rc = req_submit(req);
     if (rc) {
@@ -374,6 +374,7 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     t->t0 = write->t0; /* validity still counts from the write's send */
     t->epoch = write->epoch;
     t->node = write->node;
+    t->moves = write->moves;
     t->fence = fence;
     rdl_list_init(&t->link);
     lk->refs++;
@@ -800,13 +801,15 @@ static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
 
 void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
 {
-    /* What is out on the old node no longer counts (from_elsewhere): the
-     * op starts again on the new one, now. */
+    /* What is out on the old node no longer counts (from_elsewhere: the
+     * move count it went out with is old): the op goes again from the new
+     * node, now, the same attempt within the same deadline (an acquire's
+     * as the reclaiming script: the old one may still set the key). */
+    lk->moves++;
+    lk->asking = 0; /* an ASK was about the old node's slot */
     if (lk->op && lk->req) {
-        int op = lk->op;
-        abandon_op(lk);
-        if (op == RDL_REQ_RELEASE) set_release_retry(lk, 1); /* a close waits for it */
-        lk->next_action = now;
+        if (lk->op == RDL_REQ_ACQUIRE) lk->maybe_set = 1;
+        lk->req = NULL;
     }
     set_node(lk, n, now);
     if (lk->state == RDL_LOCK_HELD) {
@@ -815,6 +818,7 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
         lk->confirm_node = NULL;
         if (!lk->op) lk->next_action = now;
     }
+    pump(lk, now);
     reschedule(lk);
 }
 
@@ -850,7 +854,9 @@ static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
         if (req_submit(req) == 0) return 1;
     }
     /* Sent from the lock once to is ready (send_req: behind ASKING for an
-     * ASK, after which the lock goes by the map again). */
+     * ASK, after which the lock goes by the map again). A drop's ASK is
+     * not worth parking the lock behind ASKING: its key expires anyway. */
+    if (!current && ask) return 0;
     lk->asking = ask;
     set_node(lk, to, now);
     if (current)

@@ -84,6 +84,7 @@ struct redlease_lock {
     /* held */
     int64_t valid_until, hold_until;
     struct rdl_node *confirm_node; /* node whose connection last confirmed the lease */
+    uint32_t moves;                /* times a new Cluster map moved it (rdl_lock_move) */
     uint64_t confirm_epoch;        /* that connection */
     uint64_t fence;
 

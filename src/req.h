@@ -46,6 +46,8 @@ typedef struct rdl_req {
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
     int redirects;   /* times it followed MOVED or ASK */
     int asking;      /* sent behind ASKING (an ASK redirect) */
+    uint32_t moves;  /* its lock's move count when sent: an older one is
+                        from a node the lock has left */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
     uint64_t epoch;  /* connection it went out on */

@@ -705,6 +705,183 @@ static void test_cluster_stale_redirect_ignored(void)
     end(&f);
 }
 
+/* An attempt parked for an ASK to a node not connected yet; a
+ * map read meanwhile (unchanged) moves it back to the seed: it must not go
+ * there behind ASKING. */
+static void test_cluster_map_ends_a_parked_ask(void)
+{
+    fake f;
+    char a[16];
+    start_mapped(&f, a);
+    rec r = {0};
+    attempt_on_seed(&f, &r, a, 10000);
+    char ask[64];
+    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, ask);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    /* another lock, routed to the seed by a MOVED: the map is asked again */
+    char c[16];
+    resource_in(c, sizeof c, slot_of(a) + 1, 8191);
+    rec rc = {0};
+    CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_attempt(&f));
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(c), SEED_PORT);
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    CHECK(is_attempt(&f));
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    answer_map(&f); /* the same map */
+    CHECK(!cmd_is(&f, "ASKING", NULL));
+    end(&f);
+}
+
+/* A renewal ASKed to node B is out there when a new map moves
+ * the lease to a third node C (not connected): B's late "1" must not make
+ * the lease held before C confirms it. */
+static void test_cluster_stale_ask_confirms_nothing_after_a_move(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16], b[16], c[16], d[16];
+    resource_in(a, sizeof a, 0, 8191);
+    resource_in(b, sizeof b, 8192, 16383);
+    resource_in(c, sizeof c, slot_of(a) + 1, 8191);
+    snprintf(d, sizeof d, "zz");
+    resource_in(d, sizeof d, slot_of(c) + 1, 8191);
+    rec ra = {0}, rb = {0}, rc = {0}, rd = {0};
+    int64_t t0 = hold(&f, &ra, a, opts(3000));
+    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    if (!other) { CHECK(0); end(&f); return; }
+    fake_link_connect(&f, other);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    fake_link_reply_status(other, "OK");
+    fake_run(&f);
+    /* refresh 1 (goes to the other node, idle): same map */
+    CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
+    fake_run(&f);
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(c), SEED_PORT);
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(link_cmd_is(other, "CLUSTER", "SLOTS"));
+    slots_reply sb;
+    range halves[2] = {{0, 8191, "10.0.0.1", SEED_PORT}, {8192, 16383, "10.0.0.2", OTHER_PORT}};
+    fake_link_reply(other, build_slots(&sb, 2, halves));
+    fake_run(&f);
+    /* a's renewal on the seed is ASKed to the other node, out there */
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    char ask[64];
+    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
+    fake_reply_err(&f, ask);
+    fake_run(&f);
+    CHECK(link_cmd_is(other, "ASKING", NULL));
+    /* refresh 2 (the seed's turn): a's slot is on 10.0.0.3 now */
+    CHECK_EQ(start_lock(&f, &rd, d, NULL), REDLEASE_OK);
+    fake_run(&f);
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(d), SEED_PORT);
+    fake_reply_err(&f, moved);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    int s = slot_of(a);
+    range now3[4] = {{0, s - 1, "10.0.0.1", SEED_PORT}, {s, s, "10.0.0.3", 7003},
+                     {s + 1, 8191, "10.0.0.1", SEED_PORT}, {8192, 16383, "10.0.0.2", OTHER_PORT}};
+    fake_reply(&f, build_slots(&sb, 4, now3));
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(ra.lk), 0);
+    /* B answers the ASKed renewal now */
+    fake_link_reply_status(other, "OK");
+    CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    fake_link_reply_int(other, 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(ra.lk), 0);
+    end(&f);
+}
+
+/* max_attempts 1, the attempt out when a new map moves the lock: it goes
+ * again from the new node as the same attempt, not a second one. */
+static void test_cluster_move_keeps_the_attempt(void)
+{
+    fake f;
+    char a[16], c[16];
+    start_mapped(&f, a);
+    resource_in(c, sizeof c, 8192, 16383);
+    rec r = {0}, rc = {0};
+    redlease_lock_options o = opts(3000);
+    o.max_attempts = 1;
+    o.wait_ms = 0;
+    CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_attempt(&f));
+    /* c on the other node meets MOVED: the map is asked again, of the other */
+    CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
+    fake_run(&f);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    if (!other) { CHECK(0); end(&f); return; }
+    fake_link_connect(&f, other);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(c), OTHER_PORT);
+    fake_link_reply_err(other, moved);
+    fake_run(&f);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    fake_link_reply_status(other, "OK");
+    fake_run(&f);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(link_cmd_is(other, "CLUSTER", "SLOTS"));
+    slots_reply sb;
+    range all[1] = {{0, 16383, "10.0.0.2", OTHER_PORT}};
+    fake_link_reply(other, build_slots(&sb, 1, all));
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT) - 1, 1);
+    end(&f);
+}
+
+/* A node not in a cluster yet answers CLUSTER SLOTS with an empty map:
+ * that is no map, the one we have stays, and the map is asked again. */
+static void test_cluster_empty_map_is_no_map(void)
+{
+    fake f;
+    char a[16];
+    start_mapped(&f, a);
+    rec r = {0};
+    hold(&f, &r, a, opts(3000));
+    char b[16];
+    resource_in(b, sizeof b, slot_of(a) + 1, 8191);
+    rec rb = {0};
+    attempt_on_seed(&f, &rb, b, 0);
+    char moved[64];
+    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(b), SEED_PORT);
+    fake_reply_err(&f, moved); /* the map is asked again */
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    slots_reply sb;
+    fake_reply(&f, build_slots(&sb, 0, NULL));
+    fake_run(&f);
+    CHECK(strstr(redlease_client_errstr(f.c), "no slot with a usable address") != NULL);
+    CHECK_EQ(redlease_lock_held(r.lk), 1); /* nothing moved */
+    fake_advance(&f, 2 * RDL_CLUSTER_REFRESH_MS);
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS")); /* asked again */
+    end(&f);
+}
+
 /* ------------------------------------------------- allocation failures */
 
 static void oom_scenario_cluster(long fail_at, int *ok)
@@ -770,6 +947,10 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_move_with_renewal_out),
         TEST_CASE(test_cluster_asking_ends_with_its_command),
         TEST_CASE(test_cluster_stale_redirect_ignored),
+        TEST_CASE(test_cluster_map_ends_a_parked_ask),
+        TEST_CASE(test_cluster_stale_ask_confirms_nothing_after_a_move),
+        TEST_CASE(test_cluster_move_keeps_the_attempt),
+        TEST_CASE(test_cluster_empty_map_is_no_map),
         TEST_CASE(test_cluster_allocation_failures),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
