@@ -12,7 +12,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 
 ports=()
 for i in 1 2 3; do
-    redis_harness_cluster_node "cli-cluster-node$i" ||
+    # no failovers here: a long node timeout keeps a loaded machine from
+    # failing nodes while the Cluster forms
+    redis_harness_cluster_node "cli-cluster-node$i" --cluster-node-timeout 5000 ||
         { echo "Bail out! could not start Cluster node $i"; exit 1; }
     ports+=("$REDLEASE_EXTRA_PORT")
 done
