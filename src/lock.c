@@ -112,9 +112,9 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
     rdl_emit(c, &ev);
 }
 
-/* The op's request goes stale: it stays on the wire, nobody waits for it. */
 static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
 
+/* The op's request goes stale: it stays on the wire, nobody waits for it. */
 static void abandon_op(struct redlease_lock *lk)
 {
     /* An attempt we stop waiting for may still set our key. */
@@ -196,8 +196,8 @@ static int script_for(const struct redlease_lock *lk, int kind)
     switch (kind) {
     case RDL_REQ_ACQUIRE:
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
-        /* Only a later attempt, or one sent again (a Cluster move), can meet
-     * a key of its own making. */
+        /* Only a later attempt, or one sent again (a Cluster move), can
+         * meet a key of its own making. */
         return lk->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
     default: return RDL_SCRIPT_RELEASE; /* the release and drops */
