@@ -72,9 +72,13 @@ static inline int srv_start_conf(srv *s, const char *name, const char *conf,
         if (s->pid <= 0 || kill(s->pid, 0) != 0) continue;
         if (strcmp(port_option, "--port") != 0) return 0;
         for (int i = 0; i < 300; i++) {
+            /* ours, not another test's server that took the port first
+             * (both saw it free; ours then aborts, theirs answers) */
+            char want[32];
+            snprintf(want, sizeof want, "process_id:%d\r", s->pid);
             redisContext *c = redisConnect("127.0.0.1", s->port);
-            redisReply *r = c && !c->err ? redisCommand(c, "PING") : NULL;
-            int up = r && r->type == REDIS_REPLY_STATUS;
+            redisReply *r = c && !c->err ? redisCommand(c, "INFO server") : NULL;
+            int up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, want) != NULL;
             if (r) freeReplyObject(r);
             if (c) redisFree(c);
             if (up) return 0;

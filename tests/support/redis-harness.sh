@@ -137,6 +137,14 @@ _rh_stop_extras() {
     done
 }
 
+# _rh_is_ours PORT PID: the server answering at PORT is process PID, not
+# another test's that took the port first (both saw it free: ours then
+# aborts, and theirs answers PING).
+_rh_is_ours() {
+    _rh_timeout 2 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$1" INFO server 2>/dev/null |
+        tr -d '\r' | grep -qx "process_id:$2"
+}
+
 # redis_harness_extra NAME PORTOPT [ARG...]: starts one more redis-server,
 # daemonized in $REDLEASE_TEST_DIR/NAME (its pid file, log and files), on
 # 127.0.0.1 at a free port given with PORTOPT (--port, or --tls-port with
@@ -165,9 +173,7 @@ redis_harness_extra() {
         REDLEASE_EXTRA_PORT=$port REDLEASE_EXTRA_PID=$pid
         [ "$portopt" = --port ] || return 0
         for i in $(seq 1 100); do
-            case $(_rh_timeout 2 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$port" PING 2>/dev/null) in
-                PONG) return 0 ;;
-            esac
+            _rh_is_ours "$port" "$pid" && return 0
             sleep 0.1
         done
         kill -KILL "$pid" 2>/dev/null
@@ -199,9 +205,9 @@ redis_harness_cluster_node() {
             --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
             "$@" </dev/null >/dev/null 2>&1 || continue
         for _ in $(seq 1 200); do
-            if [ -s "$dir/redis.pid" ] &&
-               [ "$(_rh_timeout 2 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$port" PING 2>/dev/null)" = PONG ]; then
-                REDLEASE_EXTRA_PORT=$port REDLEASE_EXTRA_PID=$(cat "$dir/redis.pid")
+            pid=$(cat "$dir/redis.pid" 2>/dev/null)
+            if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && _rh_is_ours "$port" "$pid"; then
+                REDLEASE_EXTRA_PORT=$port REDLEASE_EXTRA_PID=$pid
                 return 0
             fi
             grep -qs 'aborting' "$dir/redis.log" && break # a port taken after all
