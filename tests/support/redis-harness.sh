@@ -185,16 +185,17 @@ redis_harness_extra() {
 # redis_harness_cluster_node NAME [ARG...]: starts one more redis-server
 # as redis_harness_extra does, cluster-enabled (nodes.conf in its folder,
 # node timeout 1 s), with ARGs added; sets REDLEASE_EXTRA_PORT. Its port P
-# and bus port P + 10000 are picked free and below the kernel's ephemeral
-# range where it leaves room (P < 22768 for 32768-60999): a bus port there
-# is often held by an outgoing connection, and the node aborts. A failed
+# (15000-19999) and bus port P + 10000 are picked free and below the
+# kernel's ephemeral range (a bus port there is often held by an outgoing
+# connection, and the node aborts), and apart from the ports of
+# tests/integration/servers.h (20000 up), whose killed Cluster nodes'
+# peers keep calling their bus ports. A failed
 # start is seen in its log at once. 0 once it answers PING, else 1.
 redis_harness_cluster_node() {
-    local name=$1 dir=$REDLEASE_TEST_DIR/$1 port pid lo=15000 hi eph
+    local name=$1 dir=$REDLEASE_TEST_DIR/$1 port pid lo=15000 hi=19999 eph
     shift
     read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-    hi=$(( ${eph:-0} - 10001 ))
-    [ "$hi" -ge $(( lo + 1000 )) ] || { lo=20000; hi=45535; }
+    [ $(( ${eph:-0} - 10001 )) -ge "$hi" ] || { lo=20000; hi=45535; }
     mkdir -p "$dir" || return 1
     for _ in $(seq 1 20); do
         port=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1) ))
