@@ -8,15 +8,10 @@
 # --db is a usage error; no node reachable exits 69. (Migrations and
 # failovers: tests/integration/test_cluster.c, chaos CHAOS_TOPOLOGY=cluster.)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-# Known problem, to be fixed: under make check-valgrind's load the three
-# nodes never reach cluster_state:ok (one knows a fourth node; seen in three
-# clean-clone CI runs, cause not found). This script runs in every other
-# leg; the Cluster code under valgrind is covered by test_cluster and the
-# Cluster chaos run, which form theirs the same way.
-if [ -n "${REDLEASE_TEST_WRAPPER:-}" ]; then
-    echo "1..0 # SKIP under REDLEASE_TEST_WRAPPER: the Cluster does not form under that load (known problem)"
-    exit 0
-fi
+# Not in make check yet (tests/cli/local.mk): in clean-clone CI runs its
+# three nodes often never reach cluster_state:ok (one knows a fourth node;
+# cause not found), in several legs. The Cluster code is covered in CI by
+# test_cluster and the Cluster chaos run, which form theirs the same way.
 . "$here/cli-rig.sh" cli-cluster
 
 # Three nodes formed into a Cluster, in ports[]. No failovers here: a long
