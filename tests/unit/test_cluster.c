@@ -225,6 +225,21 @@ static int slot_of(const char *res)
     return (int)rdl_key_slot(key, strlen(key));
 }
 
+/* The oldest command on link s (NULL: the seed's, the main link) answered
+ * "KIND slot host:port" for res's slot, the host the fake node at port
+ * has; then the timer runs. */
+static void redirect(fake *f, fake_side *s, const char *kind, const char *res, int port)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%s %d 10.0.0.%d:%d", kind, slot_of(res),
+             port == SEED_PORT ? 1 : 2, port);
+    if (s)
+        fake_link_reply_err(s, text);
+    else
+        fake_reply_err(f, text);
+    fake_run(f);
+}
+
 /* A Cluster client seeded with the main link's node (10.0.0.1:7001),
  * connected; it has asked for the map. */
 static void start_cluster(fake *f)
@@ -331,10 +346,7 @@ static void test_cluster_moved_renewal(void)
     fake_until(&f, t0 + 1000);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     int64_t sent = f.now;
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", a, OTHER_PORT);
     CHECK_EQ(redlease_lock_held(r.lk), 0); /* unconfirmed while it goes on */
     /* followed, so no failure: a later one's event must not name it */
     CHECK(strstr(redlease_client_errstr(f.c), "MOVED") == NULL);
@@ -394,10 +406,7 @@ static void test_cluster_ask_renewal(void)
     if (!other) goto out;
     fake_until(&f, t0 + 1000);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
-    char ask[64];
-    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, ask);
-    fake_run(&f);
+    redirect(&f, NULL, "ASK", a, OTHER_PORT);
     CHECK(link_cmd_is(other, "ASKING", NULL));
     fake_link_reply_status(other, "OK");
     CHECK(link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
@@ -477,10 +486,7 @@ static void test_cluster_new_map_moves_a_lease(void)
     CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
     fake_run(&f);
     CHECK(is_attempt(&f));
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(b), OTHER_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", b, OTHER_PORT);
     fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
     CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
     slots_reply sb;
@@ -623,10 +629,7 @@ static void test_cluster_asking_ends_with_its_command(void)
     start_mapped(&f, a);
     rec r = {0};
     attempt_on_seed(&f, &r, a, 10000);
-    char ask[64];
-    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, ask);
-    fake_run(&f);
+    redirect(&f, NULL, "ASK", a, OTHER_PORT);
     fake_side *other = fake_link_at(&f, OTHER_PORT);
     CHECK(other && other->connecting);
     if (!other) goto out;
@@ -685,14 +688,10 @@ static void test_cluster_stale_redirect_ignored(void)
     attempt_on_seed(&f, &r, a, 0);
     CHECK_EQ(release(&r), REDLEASE_OK); /* the attempt goes stale; a drop follows it */
     fake_run(&f);
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", a, OTHER_PORT);
     CHECK(fake_link_at(&f, OTHER_PORT) == NULL); /* not followed */
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", a, OTHER_PORT);
     fake_side *other = fake_link_at(&f, OTHER_PORT);
     CHECK(other != NULL); /* the drop is */
     if (other) {
@@ -715,10 +714,7 @@ static void test_cluster_map_ends_a_parked_ask(void)
     start_mapped(&f, a);
     rec r = {0};
     attempt_on_seed(&f, &r, a, 10000);
-    char ask[64];
-    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, ask);
-    fake_run(&f);
+    redirect(&f, NULL, "ASK", a, OTHER_PORT);
     CHECK_EQ(fake_pending(&f), 0);
     /* another lock, routed to the seed by a MOVED: the map is asked again */
     char c[16];
@@ -727,10 +723,7 @@ static void test_cluster_map_ends_a_parked_ask(void)
     CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
     fake_run(&f);
     CHECK(is_attempt(&f));
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(c), SEED_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", c, SEED_PORT);
     CHECK(is_attempt(&f));
     fake_reply_status(&f, "OK");
     fake_run(&f);
@@ -757,21 +750,15 @@ static void test_cluster_stale_ask_confirms_nothing_after_a_move(void)
     resource_in(d, sizeof d, slot_of(c) + 1, 8191);
     rec ra = {0}, rb = {0}, rc = {0}, rd = {0};
     int64_t t0 = hold(&f, &ra, a, opts(3000));
-    CHECK_EQ(start_lock(&f, &rb, b, NULL), REDLEASE_OK);
-    fake_run(&f);
-    fake_side *other = fake_link_at(&f, OTHER_PORT);
-    if (!other) { CHECK(0); end(&f); return; }
-    fake_link_connect(&f, other);
-    CHECK(link_cmd_is(other, "SET", NULL));
-    fake_link_reply_status(other, "OK");
-    fake_run(&f);
+    fake_side *other = hold_on_other(&f, &rb, b);
+    if (!other) {
+        end(&f);
+        return;
+    }
     /* refresh 1 (goes to the other node, idle): same map */
     CHECK_EQ(start_lock(&f, &rc, c, NULL), REDLEASE_OK);
     fake_run(&f);
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(c), SEED_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", c, SEED_PORT);
     fake_reply_status(&f, "OK");
     fake_run(&f);
     fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
@@ -783,17 +770,12 @@ static void test_cluster_stale_ask_confirms_nothing_after_a_move(void)
     /* a's renewal on the seed is ASKed to the other node, out there */
     fake_until(&f, t0 + 1000);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
-    char ask[64];
-    snprintf(ask, sizeof ask, "ASK %d 10.0.0.2:%d", slot_of(a), OTHER_PORT);
-    fake_reply_err(&f, ask);
-    fake_run(&f);
+    redirect(&f, NULL, "ASK", a, OTHER_PORT);
     CHECK(link_cmd_is(other, "ASKING", NULL));
     /* refresh 2 (the seed's turn): a's slot is on 10.0.0.3 now */
     CHECK_EQ(start_lock(&f, &rd, d, NULL), REDLEASE_OK);
     fake_run(&f);
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(d), SEED_PORT);
-    fake_reply_err(&f, moved);
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", d, SEED_PORT);
     fake_reply_status(&f, "OK");
     fake_run(&f);
     fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
@@ -835,10 +817,7 @@ static void test_cluster_move_keeps_the_attempt(void)
     if (!other) { CHECK(0); end(&f); return; }
     fake_link_connect(&f, other);
     CHECK(link_cmd_is(other, "SET", NULL));
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.2:%d", slot_of(c), OTHER_PORT);
-    fake_link_reply_err(other, moved);
-    fake_run(&f);
+    redirect(&f, other, "MOVED", c, OTHER_PORT);
     CHECK(link_cmd_is(other, "SET", NULL));
     fake_link_reply_status(other, "OK");
     fake_run(&f);
@@ -865,10 +844,7 @@ static void test_cluster_empty_map_is_no_map(void)
     resource_in(b, sizeof b, slot_of(a) + 1, 8191);
     rec rb = {0};
     attempt_on_seed(&f, &rb, b, 0);
-    char moved[64];
-    snprintf(moved, sizeof moved, "MOVED %d 10.0.0.1:%d", slot_of(b), SEED_PORT);
-    fake_reply_err(&f, moved); /* the map is asked again */
-    fake_run(&f);
+    redirect(&f, NULL, "MOVED", b, SEED_PORT);
     fake_reply_status(&f, "OK");
     fake_advance(&f, RDL_CLUSTER_REFRESH_MS);
     CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
