@@ -77,7 +77,9 @@ enum redlease_status {
     REDLEASE_ECONFIG = -13,  /* Redis refused a client setting (SELECT of a missing database) */
     REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support) */
     REDLEASE_ETLS = -15,     /* TLS failed: certificate not trusted, wrong name, handshake refused */
-    REDLEASE_EREPLICAS = -16 /* too few replicas acknowledged (or fsynced) the write in time */
+    REDLEASE_EREPLICAS = -16, /* too few replicas acknowledged (or fsynced) the write in time */
+    REDLEASE_EQUORUM = -17    /* quorum: too few servers said yes, for another reason than
+                                 another holder (see redlease_client_errstr) */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
@@ -152,6 +154,20 @@ typedef struct redlease_cluster_options {
 } redlease_cluster_options;
 #define REDLEASE_MAX_SEEDS 16
 
+/* A quorum of independent Redis servers, the Redlock scheme (man 3
+ * redlease, QUORUM): every lock command goes to all of them with the same
+ * token, and a lease is held while a majority (N/2 + 1) confirmed it, its
+ * validity counted from before the first send. host, port and unix_path
+ * are then not used; credentials, TLS and db are the client's, for every
+ * server. Locks may not ask for replica acknowledgement (min_replicas,
+ * wait_fsync) under a quorum. */
+typedef struct redlease_quorum_options {
+    const char *addrs; /* NULL: no quorum; else 2 to REDLEASE_MAX_QUORUM distinct servers,
+                          "HOST:PORT,HOST:PORT[,...]" (IPv6 as [ADDR]:PORT); an odd
+                          number: 2k+1 of them survive k failures */
+} redlease_quorum_options;
+#define REDLEASE_MAX_QUORUM 9
+
 typedef struct redlease_client_options {
     const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
     int port;                   /* 6379 */
@@ -167,6 +183,7 @@ typedef struct redlease_client_options {
     redlease_tls_options tls;   /* off */
     redlease_sentinel_options sentinel; /* off */
     redlease_cluster_options cluster;   /* off */
+    redlease_quorum_options quorum;     /* off */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);

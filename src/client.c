@@ -78,6 +78,17 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         c->cluster = rdl_calloc(1, sizeof *c->cluster);
         ok = ok && c->cluster && rdl_cluster_init(c->cluster) == REDLEASE_OK;
     }
+    rdl_addr members[REDLEASE_MAX_QUORUM];
+    int nmembers = 0;
+    if (o->quorum.addrs) {
+        /* The embedded node is the quorum's, with no server of its own;
+         * the members are made below. */
+        nmembers = rdl_addr_list_parse(o->quorum.addrs, members, REDLEASE_MAX_QUORUM);
+        if (nmembers < 0) nmembers = 0, ok = 0;
+        cc.host = cc.unix_path = NULL;
+        c->quorum = rdl_calloc(1, sizeof *c->quorum);
+        ok = ok && c->quorum;
+    }
     if (o->sentinel.addrs) {
         /* No address until a Sentinel names the primary; ROLE checks it. */
         cc.host = cc.unix_path = NULL;
@@ -97,6 +108,15 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     for (int i = 1; i < nseeds && ok; i++)
         ok = rdl_client_node_at(c, seeds[i].host, strlen(seeds[i].host), seeds[i].port) != NULL;
     rdl_addr_list_free(seeds, nseeds);
+    if (c->quorum && ok) {
+        rdl_node *m[REDLEASE_MAX_QUORUM];
+        for (int i = 0; i < nmembers && ok; i++)
+            ok = (m[i] = rdl_client_node_at(c, members[i].host, strlen(members[i].host),
+                                            members[i].port)) != NULL;
+        ok = ok && rdl_quorum_init(c->quorum, c, m, (size_t)nmembers) == REDLEASE_OK;
+        if (ok) c->main.quorum = c->quorum;
+    }
+    rdl_addr_list_free(members, nmembers);
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     c->close_wake.idx = RDL_HEAP_OUT;
     c->close_wake.kind = RDL_WAKE_CLOSE;
@@ -374,6 +394,8 @@ static void teardown(redlease_client *c)
     rdl_free(c->nodes);
     if (c->cluster) rdl_cluster_free(c->cluster);
     rdl_free(c->cluster);
+    if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
+    rdl_free(c->quorum);
     rdl_heap_free(&c->heap);
     rdl_free(c->prefix);
     rdl_free(c);

@@ -54,6 +54,8 @@ struct redlease_client {
     rdl_node **nodes;
     size_t nnodes, nodes_cap;
     rdl_cluster *cluster; /* the router (src/cluster.h), or NULL */
+    rdl_quorum *quorum;   /* the quorum (src/quorum.h): main is its node, the
+                             members are nodes[1..]; or NULL */
     rdl_heap_node close_wake; /* a graceful close's deadline (RDL_WAKE_CLOSE) */
     char errstr[128];   /* the last failure's text: a connection's or Redis's */
     /* With Sentinel (client options): where the primary is; its link's

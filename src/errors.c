@@ -24,6 +24,8 @@ static const struct {
     {"MISCONF", REDLEASE_EREDIS, TRANSIENT, 0},     /* RDB save failing */
     {"NOREPLICAS", REDLEASE_EREDIS, TRANSIENT, 0},  /* min-replicas-to-write unmet */
     {"NOSCRIPT", REDLEASE_EREDIS, TRANSIENT, 0},    /* resent by EVAL before this counts */
+    /* Ours (src/quorum.c): no majority, each member for its own reason. */
+    {"QUORUM", REDLEASE_EQUORUM, TRANSIENT, 0},
     /* This connection reaches a replica now (a failover happened). */
     {"READONLY", REDLEASE_EREDIS, TRANSIENT, 1},
     /* The server wants credentials this connection no longer has. */

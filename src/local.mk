@@ -22,6 +22,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/node.c %reldir%/node.h \
 	%reldir%/cluster.c %reldir%/cluster.h \
+	%reldir%/quorum.c %reldir%/quorum.h \
 	%reldir%/sentinel.c %reldir%/sentinel.h \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/lock.c %reldir%/lock.h \

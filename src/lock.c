@@ -456,6 +456,15 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
         lk->next_action = next;
 }
 
+/* When the lease confirmed by req renews next: after the interval; at
+ * once when the connection it came through has been replaced meanwhile
+ * (a quorum whose member came back: held() is 0 until it is asked). */
+static int64_t next_renewal(const struct redlease_lock *lk, const rdl_req *req, int64_t now)
+{
+    if (lk->renew_interval <= 0) return RDL_NEVER;
+    return req->epoch != rdl_node_epoch(req->node) ? now : req->t0 + lk->renew_interval;
+}
+
 static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t fence, int64_t now)
 {
     redlease_client *c = lk->c;
@@ -468,7 +477,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     lk->confirm_epoch = req->epoch;
     lk->fence = fence;
     lk->op_limit = RDL_NEVER; /* renewals run to the validity deadline */
-    lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
+    lk->next_action = next_renewal(lk, req, now);
     lk->acquire_status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
@@ -573,7 +582,7 @@ static void renew_confirmed(struct redlease_lock *lk, const rdl_req *req, int cu
     if (vu > lk->valid_until) lk->valid_until = vu;
     lk->confirm_node = req->node;
     lk->confirm_epoch = req->epoch;
-    if (current) lk->next_action = lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
+    if (current) lk->next_action = next_renewal(lk, req, now);
     lk->c->stats.renewed++;
     emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
 }
@@ -775,6 +784,8 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     reschedule(lk);
     maybe_free(lk); /* a released handle whose drop expired */
 }
+
+int rdl_lock_waits_for(const rdl_req *req) { return req->lk->req == req; }
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
@@ -1038,6 +1049,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     if (rc) return rc;
     int64_t replica_timeout = rdl_replica_timeout(o, c->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
+    if (replica_timeout && c->quorum) return REDLEASE_EINVAL; /* whose replicas? */
     if (c->dead || c->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);

@@ -96,6 +96,8 @@ struct redlease_lock {
 
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
+/* The lock still waits for req (its op's request, not a stale one). */
+int rdl_lock_waits_for(const struct rdl_req *req);
 /* Its node is ready: send what the lock parked on node->waiting. */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* One of the lock's requests came back (r NULL: the link took it); the

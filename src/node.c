@@ -42,7 +42,11 @@ void rdl_node_use(rdl_node *n, int64_t now)
     if (n->c->loop && rdl_conn_idle(&n->conn)) rdl_conn_connect(&n->conn, now);
 }
 
-int rdl_node_ready(const rdl_node *n) { return rdl_conn_ready(&n->conn) && !n->c->dead; }
+int rdl_node_ready(const rdl_node *n)
+{
+    if (n->quorum) return rdl_quorum_ready(n->quorum);
+    return rdl_conn_ready(&n->conn) && !n->c->dead;
+}
 
 int rdl_node_due(const rdl_node *n)
 {
@@ -96,6 +100,7 @@ static void on_ready(void *owner)
     rdl_node *n = owner;
     n->flush_needed = 1; /* sent from the timer, outside hiredis */
     if (n->c->cluster) rdl_cluster_node_ready(n->c);
+    if (n->c->quorum) rdl_quorum_member_ready(n->c->quorum, n);
 }
 
 /* A refusal retrying cannot cure: what waits for this connection fails now. */
@@ -103,13 +108,18 @@ static void on_refused(void *owner, int status, int64_t now)
 {
     rdl_node *n = owner;
     rdl_client_refused(n->c, n, status, now);
+    /* a quorum member: the quorum's locks, once too many are refused */
+    int q = n->c->quorum ? rdl_quorum_refusal(n->c->quorum) : 0;
+    if (q) rdl_client_refused(n->c, &n->c->main, q, now);
 }
 
 static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
 {
     rdl_node *n = owner;
     redlease_client *c = n->c;
-    if (req && !rdl_cluster_on_reply(c, n, req, r) && !rdl_acks_on_reply(n, req, r))
+    if (req && c->quorum)
+        rdl_quorum_on_reply(c->quorum, req, r); /* a member's part of a lock's */
+    else if (req && !rdl_cluster_on_reply(c, n, req, r) && !rdl_acks_on_reply(n, req, r))
         rdl_lock_on_reply(req, r); /* a lock's */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
 }

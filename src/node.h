@@ -6,7 +6,9 @@
  * Each lock goes to one node (lk->node). With one Redis or with Sentinel
  * the client has one node, embedded; the Cluster router and the quorum
  * give a client several, each with a connection of its own on the same
- * loop. A node is the owner of its connection (rdl_conn_owner): what the
+ * loop. Under a quorum, locks go to the embedded node, which has no
+ * server: it hands their requests to the quorum (src/quorum.h), which
+ * sends them on to its member nodes. A node is the owner of its connection (rdl_conn_owner): what the
  * connection reports comes here and is passed on to the client and to the
  * node's locks.
  */
@@ -19,6 +21,7 @@
 #include "conn.h"
 #include "heap.h"
 #include "list.h"
+#include "quorum.h"
 
 struct redlease_client;
 
@@ -36,6 +39,9 @@ typedef struct rdl_node {
     int moving;         /* dropped to go where a Sentinel says: the
                            disconnect that follows is ours */
     uint32_t serves;    /* Cluster: slots the last map gives it */
+    rdl_quorum *quorum; /* the client's main node under a quorum: no server
+                           of its own, its calls go to the quorum's members
+                           (src/quorum.h) */
 } rdl_node;
 
 /* A node of client c, IDLE: 0 or REDLEASE_ENOMEM (then rdl_node_free()
@@ -55,19 +61,36 @@ void rdl_node_use(rdl_node *n, int64_t now);
 int rdl_node_ready(const rdl_node *n);
 /* What the locks and the WAITs ask of a node, never of its connection
  * directly: the node decides how a request reaches Redis. Each is its
- * connection's (src/conn.h) for a node of one server. */
+ * connection's (src/conn.h) for a node of one server, the quorum's for
+ * the quorum's node. */
 static inline int rdl_node_submit(rdl_node *n, rdl_req *req, int argc, const char **argv,
                                   const size_t *lens)
 {
+    if (n->quorum) return rdl_quorum_submit(n->quorum, req, argc, argv, lens);
     return rdl_conn_submit(&n->conn, req, argc, argv, lens);
 }
-static inline uint64_t rdl_node_epoch(const rdl_node *n) { return rdl_conn_epoch(&n->conn); }
-static inline int64_t rdl_node_rtt_floor(const rdl_node *n) { return rdl_conn_rtt_floor(&n->conn); }
-static inline int rdl_node_refusal(const rdl_node *n) { return rdl_conn_refusal(&n->conn); }
-static inline int rdl_node_status(const rdl_node *n) { return rdl_conn_status(&n->conn); }
+static inline uint64_t rdl_node_epoch(const rdl_node *n)
+{
+    return n->quorum ? n->quorum->epoch : rdl_conn_epoch(&n->conn);
+}
+static inline int64_t rdl_node_rtt_floor(const rdl_node *n)
+{
+    return n->quorum ? rdl_quorum_rtt_floor(n->quorum) : rdl_conn_rtt_floor(&n->conn);
+}
+static inline int rdl_node_refusal(const rdl_node *n)
+{
+    return n->quorum ? rdl_quorum_refusal(n->quorum) : rdl_conn_refusal(&n->conn);
+}
+static inline int rdl_node_status(const rdl_node *n)
+{
+    return n->quorum ? rdl_quorum_status(n->quorum) : rdl_conn_status(&n->conn);
+}
 static inline void rdl_node_note_timeout(rdl_node *n, int64_t sent_at, int64_t now)
 {
-    rdl_conn_note_timeout(&n->conn, sent_at, now);
+    if (n->quorum)
+        rdl_quorum_note_timeout(n->quorum, sent_at, now);
+    else
+        rdl_conn_note_timeout(&n->conn, sent_at, now);
 }
 /* The host its connection goes to, or NULL (a unix socket). */
 static inline const char *rdl_node_host(const rdl_node *n) { return rdl_conn_host(&n->conn); }

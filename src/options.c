@@ -103,9 +103,25 @@ static int cluster_check(const redlease_client_options *o)
     return REDLEASE_OK;
 }
 
+/* Independent servers, each once (two of the same would count one server
+ * twice toward the majority); no Sentinel, Cluster or unix socket besides. */
+static int quorum_check(const redlease_client_options *o)
+{
+    rdl_addr a[REDLEASE_MAX_QUORUM];
+    int n = rdl_addr_list_parse(o->quorum.addrs, a, REDLEASE_MAX_QUORUM);
+    if (n == -2) return REDLEASE_ENOMEM;
+    int rc = n < 2 || o->sentinel.addrs || o->cluster.addrs || o->unix_path ? REDLEASE_EINVAL : 0;
+    for (int i = 0; i < n && !rc; i++)
+        for (int j = 0; j < i && !rc; j++)
+            if (a[i].port == a[j].port && strcmp(a[i].host, a[j].host) == 0) rc = REDLEASE_EINVAL;
+    if (n > 0) rdl_addr_list_free(a, n);
+    return rc;
+}
+
 int rdl_client_options_check(const redlease_client_options *o)
 {
-    int rc = o->cluster.addrs    ? cluster_check(o)
+    int rc = o->quorum.addrs     ? quorum_check(o)
+             : o->cluster.addrs  ? cluster_check(o)
              : o->sentinel.addrs ? sentinel_check(o)
                                  : address_check(o);
     return rc ? rc : common_check(o);

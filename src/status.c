@@ -24,6 +24,7 @@ const char *redlease_strerror(int status)
     case REDLEASE_ENOTSUP: return "not supported by this build of redlease";
     case REDLEASE_ETLS: return "TLS failed";
     case REDLEASE_EREPLICAS: return "too few replicas acknowledged the write in time";
+    case REDLEASE_EQUORUM: return "too few of the quorum's servers said yes";
     }
     return "unknown status";
 }

@@ -208,6 +208,14 @@ static inline int64_t hold_with_renewal_in_flight(fake *f, rec *r)
     return t0;
 }
 
+/* The oldest unanswered command on link s (a side or peer link) is a0
+ * (with first argument a1, unless NULL). */
+static inline int link_cmd_is(fake_side *s, const char *a0, const char *a1)
+{
+    fake_cmd *c = s ? fake_link_peek(s) : NULL;
+    return c && strcmp(c->argv[0], a0) == 0 && (!a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0));
+}
+
 /* ------------------------------------------------------- event recorder */
 
 static redlease_event seen[64];

@@ -283,12 +283,6 @@ static void attempt_on_seed(fake *f, rec *r, const char *a, int64_t wait)
     CHECK(is_attempt(f));
 }
 
-static int link_cmd_is(fake_side *s, const char *a0, const char *a1)
-{
-    fake_cmd *c = s ? fake_link_peek(s) : NULL;
-    return c && strcmp(c->argv[0], a0) == 0 && (!a1 || (c->argc > 1 && strcmp(c->argv[1], a1) == 0));
-}
-
 /* r holds res, a resource the map puts on the other node, whose link
  * connects for it; that link, or NULL (a failed check). */
 static fake_side *hold_on_other(fake *f, rec *r, const char *res)

@@ -185,7 +185,7 @@ static void test_error_table(void)
 static void test_new_status_strings(void)
 {
     int codes[] = {REDLEASE_EAUTH, REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP,
-                   REDLEASE_ETLS, REDLEASE_EREPLICAS};
+                   REDLEASE_ETLS, REDLEASE_EREPLICAS, REDLEASE_EQUORUM};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
     CHECK_EQ(REDLEASE_EAUTH, -11);
@@ -194,6 +194,9 @@ static void test_new_status_strings(void)
     CHECK_EQ(REDLEASE_ENOTSUP, -14);
     CHECK_EQ(REDLEASE_ETLS, -15);
     CHECK_EQ(REDLEASE_EREPLICAS, -16);
+    CHECK_EQ(REDLEASE_EQUORUM, -17);
+    rdl_error_class e = rdl_error_classify("QUORUM 1 of 3 servers said yes", 30);
+    CHECK(e.status == REDLEASE_EQUORUM && e.transient);
 }
 
 /* ---------------------------------------------------- Sentinel, addresses */

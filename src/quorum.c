@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/* The quorum: one lock request fanned out to N servers, their answers
+ * combined into one (src/quorum.h says what each combination means).
+ *
+ * A fan-out (rdl_qop) holds a copy of the command, one part (a request of
+ * its own) per member, and the tally. It outlives the lock's request: it
+ * is freed once every part is back and no member is owed its
+ * compare-and-delete. The parts never point at the lock, so a lock can be
+ * gone while its stragglers are still on the wire.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "client.h"
+#include "errors.h"
+#include "lease_math.h"
+#include "lock.h"
+#include "node.h"
+#include "quorum.h"
+#include "scripts.h"
+
+#define MAX_ARGS 9
+
+/* What a member said to its part. */
+enum { SAID_NOTHING, SAID_UNSENT, SAID_YES, SAID_NO, SAID_ERROR, SAID_GONE };
+
+typedef struct rdl_qpart {
+    rdl_req req; /* first: the member's request, as its connection sees it */
+    struct rdl_qop *op;
+    uint8_t member, out, said;
+} rdl_qpart;
+
+typedef struct rdl_qop {
+    rdl_list link;   /* q->owing, while owed */
+    rdl_quorum *q;
+    rdl_req *parent; /* the lock's request, until answered */
+    int kind, script, argc;
+    uint32_t owed;   /* members owed this compare-and-delete (bit per member) */
+    int64_t until;   /* owed until then: the key has expired by itself after */
+    int out;         /* parts in flight */
+    int yes, no, errors, definite, gone;
+    uint64_t fence;  /* the largest fence a yes carried */
+    char err[80];    /* the first error's text (a definite one's, once seen) */
+    size_t errlen;
+    int err_definite;
+    const char *argv[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    rdl_qpart part[]; /* q->n of them; the argument bytes follow */
+} rdl_qop;
+
+/* ------------------------------------------------------------ members */
+
+int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node **members, size_t n)
+{
+    q->c = c;
+    q->n = n;
+    q->need = n / 2 + 1;
+    rdl_list_init(&q->owing);
+    q->member = rdl_malloc(n * sizeof *q->member);
+    q->owed_n = rdl_calloc(n, sizeof *q->owed_n);
+    if (!q->member || !q->owed_n) return REDLEASE_ENOMEM;
+    memcpy(q->member, members, n * sizeof *q->member);
+    return REDLEASE_OK;
+}
+
+static void op_free(rdl_qop *op)
+{
+    rdl_list_remove(&op->link);
+    rdl_free(op);
+}
+
+void rdl_quorum_free(rdl_quorum *q)
+{
+    if (!q->owing.next) return; /* never initialised (out of memory at creation) */
+    /* The members' requests came back when their nodes were freed; what
+     * is left is owed to servers we will not reach again. */
+    while (!rdl_list_empty(&q->owing)) op_free(RDL_CONTAINER(q->owing.next, rdl_qop, link));
+    rdl_free(q->member);
+    rdl_free(q->owed_n);
+}
+
+static int member_ready(const rdl_quorum *q, size_t i) { return rdl_node_ready(q->member[i]); }
+
+int rdl_quorum_ready(const rdl_quorum *q)
+{
+    size_t ready = 0;
+    for (size_t i = 0; i < q->n; i++) ready += member_ready(q, i);
+    return ready >= q->need && !q->c->dead;
+}
+
+/* The slowest member's floor: an answer from a majority takes that long
+ * at best when the fastest ones are the ones that fail. */
+int64_t rdl_quorum_rtt_floor(const rdl_quorum *q)
+{
+    int64_t worst = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        int64_t f = rdl_node_rtt_floor(q->member[i]);
+        if (member_ready(q, i) && f > worst) worst = f;
+    }
+    return worst;
+}
+
+/* Refused for good by more members than may fail: no majority is
+ * possible until the user changes something. */
+int rdl_quorum_refusal(const rdl_quorum *q)
+{
+    size_t refused = 0;
+    int first = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        int r = rdl_node_refusal(q->member[i]);
+        if (r && !first) first = r;
+        refused += r != 0;
+    }
+    return refused > q->n - q->need ? first : 0;
+}
+
+int rdl_quorum_status(const rdl_quorum *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (!member_ready(q, i) && rdl_node_status(q->member[i])) return rdl_node_status(q->member[i]);
+    return REDLEASE_ECONN;
+}
+
+void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now)
+{
+    /* Members that answer anything clear it at once (the stall rule). */
+    for (size_t i = 0; i < q->n; i++)
+        if (member_ready(q, i) && rdl_conn_in_flight(&q->member[i]->conn))
+            rdl_node_note_timeout(q->member[i], sent_at, now);
+}
+
+/* ----------------------------------------------------------- sending */
+
+static rdl_qop *op_new(rdl_quorum *q, int kind, int script, int argc, const char **argv,
+                       const size_t *lens)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++) bytes += lens[i];
+    rdl_qop *op = rdl_calloc(1, sizeof *op + q->n * sizeof op->part[0] + bytes);
+    if (!op) return NULL;
+    rdl_list_init(&op->link);
+    op->q = q;
+    op->kind = kind;
+    op->script = script;
+    op->argc = argc;
+    char *p = (char *)&op->part[q->n];
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i], lens[i]);
+        op->argv[i] = p;
+        op->lens[i] = lens[i];
+        p += lens[i];
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        rdl_qpart *pt = &op->part[i];
+        pt->op = op;
+        pt->member = (uint8_t)i;
+        pt->req.kind = kind;
+        pt->req.script = script;
+        pt->req.node = q->member[i];
+    }
+    return op;
+}
+
+/* One part on member i's link as it stands (EVAL once it said NOSCRIPT). */
+static int send_part(rdl_qop *op, size_t i)
+{
+    rdl_quorum *q = op->q;
+    rdl_qpart *pt = &op->part[i];
+    const char *argv[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    memcpy(argv, op->argv, op->argc * sizeof *argv);
+    memcpy(lens, op->lens, op->argc * sizeof *lens);
+    if (pt->req.sent_eval) {
+        argv[0] = "EVAL";
+        lens[0] = 4;
+        argv[1] = rdl_script_src[op->script];
+        lens[1] = strlen(argv[1]);
+    }
+    pt->req.t0 = rdl_now(q->c);
+    pt->req.epoch = rdl_node_epoch(q->member[i]);
+    int rc = rdl_node_submit(q->member[i], &pt->req, op->argc, argv, lens);
+    if (rc) return rc;
+    pt->out = 1;
+    pt->said = SAID_NOTHING;
+    op->out++;
+    return REDLEASE_OK;
+}
+
+static void maybe_free(rdl_qop *op)
+{
+    if (!op->out && !op->owed && !op->parent) op_free(op);
+}
+
+/* Member i is owed op's compare-and-delete (on), or no longer (off). The
+ * per-member counts spare every send a walk of the list. */
+static void set_owed(rdl_qop *op, size_t i, int on)
+{
+    uint32_t bit = 1u << i;
+    if (!!(op->owed & bit) == on) return;
+    op->owed ^= bit;
+    if (on)
+        op->q->owed_n[i]++;
+    else
+        op->q->owed_n[i]--;
+}
+
+static void forget_owed(rdl_qop *op)
+{
+    for (size_t i = 0; i < op->q->n; i++) set_owed(op, i, 0);
+    rdl_list_remove(&op->link);
+}
+
+/* Member i is owed op's compare-and-delete: now, if its link is ready
+ * (behind whatever went to it before), else first thing on the next. */
+static void owe(rdl_qop *op, size_t i, int64_t now)
+{
+    if (now >= op->until) return; /* expired by itself by then */
+    if (member_ready(op->q, i) && !op->part[i].out && send_part(op, i) == REDLEASE_OK) return;
+    set_owed(op, i, 1);
+    if (!rdl_list_linked(&op->link)) rdl_list_push_back(&op->q->owing, &op->link);
+}
+
+/* What member i was owed goes out ahead of anything new for it. */
+static void pay(rdl_quorum *q, size_t i, int64_t now)
+{
+    for (rdl_list *it = q->owing.next; it != &q->owing;) {
+        rdl_qop *op = RDL_CONTAINER(it, rdl_qop, link);
+        it = it->next;
+        if (now >= op->until) {
+            forget_owed(op); /* every such key has expired by itself */
+        } else if ((op->owed & (1u << i)) && !op->part[i].out && send_part(op, i) == REDLEASE_OK) {
+            set_owed(op, i, 0);
+        }
+        if (!op->owed) {
+            rdl_list_remove(&op->link);
+            maybe_free(op);
+        }
+    }
+}
+
+/* Forgets what is owed past its time, oldest first: a member that never
+ * comes back must not keep a debt per release for ever. (Leases of
+ * different TTLs make the order rough; a longer one ahead only delays
+ * the ones behind it until its own time.) */
+static void sweep(rdl_quorum *q, int64_t now)
+{
+    while (!rdl_list_empty(&q->owing)) {
+        rdl_qop *op = RDL_CONTAINER(q->owing.next, rdl_qop, link);
+        if (now < op->until) break;
+        forget_owed(op);
+        maybe_free(op);
+    }
+}
+
+/* A compare-and-delete of the lock's key on the members in mask, made by
+ * the quorum itself (a failed acquire's leftovers, a lost lease's). */
+static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mask, int64_t now)
+{
+    if (!mask) return;
+    const char *argv[5] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_RELEASE), "1", lk->key, lk->token};
+    size_t lens[5] = {7, 40, 1, lk->keylen, RDL_TOKEN_LEN};
+    rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, 5, argv, lens);
+    if (!op) return; /* the keys expire by themselves */
+    op->until = now + lk->ttl + rdl_drift(lk->ttl);
+    for (size_t i = 0; i < q->n; i++)
+        if (mask & (1u << i)) owe(op, i, now);
+    maybe_free(op);
+}
+
+int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    if (!rdl_quorum_ready(q)) return REDLEASE_ECONN;
+    if (argc > MAX_ARGS) return REDLEASE_EINVAL;
+    int64_t now = rdl_now(q->c);
+    sweep(q, now);
+    rdl_qop *op = op_new(q, req->kind, req->script, argc, argv, lens);
+    if (!op) return REDLEASE_ENOMEM;
+    op->parent = req;
+    int deletes = req->kind == RDL_REQ_RELEASE || req->kind == RDL_REQ_DROP;
+    if (deletes) {
+        op->until = now + req->lk->ttl + rdl_drift(req->lk->ttl);
+    }
+    int last = REDLEASE_ECONN;
+    for (size_t i = 0; i < q->n; i++) {
+        int rc = REDLEASE_ECONN;
+        if (member_ready(q, i)) {
+            if (q->owed_n[i]) pay(q, i, now); /* what it is owed goes first */
+            rc = send_part(op, i);
+        }
+        if (rc) {
+            last = rc;
+            op->part[i].said = SAID_UNSENT;
+            op->gone++;
+            /* A member we could not reach may hold the key all the same. */
+            if (deletes) owe(op, i, now);
+        }
+    }
+    if (!op->out) {
+        op->parent = NULL; /* not sent: the lock keeps it and tries again */
+        maybe_free(op);
+        return last;
+    }
+    return REDLEASE_OK;
+}
+
+/* ---------------------------------------------------------- answering */
+
+static void note_error(rdl_qop *op, const rdl_reply *r, int definite)
+{
+    op->errors++;
+    op->definite += definite;
+    if (op->errlen && (op->err_definite || !definite)) return; /* keep the first (definite) one */
+    size_t n = r->len < sizeof op->err ? r->len : sizeof op->err - 1;
+    memcpy(op->err, r->str, n);
+    op->errlen = n;
+    op->err_definite = definite;
+}
+
+/* Tallies member i's answer r (NULL: its link took the part). */
+static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
+{
+    int said = SAID_ERROR;
+    if (!r) {
+        said = SAID_GONE;
+        op->gone++;
+    } else if (r->type == RDL_REPLY_ERROR) {
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        if (e.wrongtype && op->kind != RDL_REQ_ACQUIRE) {
+            said = SAID_NO; /* the key holds another type: not ours */
+            op->no++;
+        } else {
+            note_error(op, r, !e.transient);
+        }
+    } else if (op->kind == RDL_REQ_ACQUIRE && op->script < 0) { /* SET NX PX */
+        if (r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+            said = SAID_YES, op->yes++;
+        else if (r->type == RDL_REPLY_NIL)
+            said = SAID_NO, op->no++;
+    } else if (r->type == RDL_REPLY_INTEGER && r->integer >= 0) {
+        /* scripts: 0 is no; an acquire's yes is 1 or its fence, the
+         * others' yes is 1 */
+        if (r->integer == 0) {
+            said = SAID_NO, op->no++;
+        } else if (op->kind == RDL_REQ_ACQUIRE || r->integer == 1) {
+            said = SAID_YES, op->yes++;
+            if ((uint64_t)r->integer > op->fence) op->fence = (uint64_t)r->integer;
+        }
+    }
+    if (said == SAID_ERROR && r && r->type != RDL_REPLY_ERROR) {
+        static const rdl_reply odd = {.type = RDL_REPLY_ERROR, .str = "ERR a reply of an unexpected type", .len = 33};
+        note_error(op, &odd, 1);
+    }
+    pt->said = (uint8_t)said;
+}
+
+/* Members that may hold the lock's key by this fan-out: said yes, have
+ * not answered, or lost the link before they did. */
+static uint32_t may_hold(const rdl_qop *op)
+{
+    uint32_t mask = 0;
+    for (size_t i = 0; i < op->q->n; i++) {
+        const rdl_qpart *pt = &op->part[i];
+        if (pt->out || pt->said == SAID_YES || pt->said == SAID_GONE) mask |= 1u << i;
+    }
+    return mask;
+}
+
+/* Gives the lock its one reply. */
+static void answer(rdl_qop *op, const rdl_reply *r)
+{
+    rdl_req *parent = op->parent;
+    op->parent = NULL;
+    rdl_lock_on_reply(parent, r);
+}
+
+/* The fan-out failed: a definite error more members gave than may fail,
+ * busy, nothing at all, or QUORUM with the counts. */
+static void answer_failure(rdl_qop *op)
+{
+    rdl_quorum *q = op->q;
+    rdl_reply r = {.type = RDL_REPLY_ERROR};
+    char text[200];
+    if (op->definite > (int)(q->n - q->need) && op->err_definite) {
+        r.str = op->err;
+        r.len = op->errlen;
+    } else if (op->kind == RDL_REQ_ACQUIRE && op->no) {
+        if (op->script < 0) {
+            r.type = RDL_REPLY_NIL;
+        } else {
+            r.type = RDL_REPLY_INTEGER;
+            r.integer = 0;
+        }
+    } else if (!op->yes && !op->no && !op->errors) {
+        answer(op, NULL); /* no member answered at all: as a lost link */
+        return;
+    } else {
+        int n = snprintf(text, sizeof text, "QUORUM %d of %zu servers said yes, %zu needed (%d no, %d failed%s%.*s)",
+                         op->yes, q->n, q->need, op->no, op->errors + op->gone,
+                         op->errlen ? ": " : "", (int)op->errlen, op->err);
+        r.str = text;
+        r.len = n < (int)sizeof text ? (size_t)n : sizeof text - 1;
+    }
+    answer(op, &r);
+}
+
+/* Answers the lock once the outcome is certain. */
+static void decide(rdl_qop *op, int64_t now)
+{
+    rdl_quorum *q = op->q;
+    int need = (int)q->need, may_fail = (int)(q->n - q->need);
+    rdl_reply r = {.type = RDL_REPLY_INTEGER, .integer = 1};
+    switch (op->kind) {
+    case RDL_REQ_ACQUIRE:
+        if (op->yes >= need) {
+            if (op->script < 0) {
+                r.type = RDL_REPLY_STATUS;
+                r.str = "OK";
+                r.len = 2;
+            } else {
+                r.integer = op->script == RDL_SCRIPT_ACQUIRE_FENCED ? (long long)op->fence : 1;
+            }
+            answer(op, &r);
+        } else if (op->yes + op->out < need) {
+            /* Delete what it set, unless the lock stopped waiting for it:
+             * then its next attempt may be on the links already, and that
+             * attempt (or the lock's drop) covers these keys. */
+            if (rdl_lock_waits_for(op->parent)) clean_up(q, op->parent->lk, may_hold(op), now);
+            answer_failure(op);
+        }
+        break;
+    case RDL_REQ_RENEW:
+        if (op->yes >= need) {
+            answer(op, &r);
+        } else if (op->no > may_fail) {
+            /* Not ours on a majority: lost, and what is left of it goes. */
+            clean_up(q, op->parent->lk, may_hold(op), now);
+            r.integer = 0;
+            answer(op, &r);
+        } else if (op->yes + op->out < need) {
+            answer_failure(op);
+        }
+        break;
+    default: /* release, drop: compare-and-delete */
+        if (op->out && op->yes + op->no < need) break; /* a majority answers first */
+        if (op->yes || op->no >= need || op->kind == RDL_REQ_DROP) {
+            r.integer = op->yes > 0;
+            answer(op, &r);
+        } else if (!op->out) {
+            answer_failure(op);
+        }
+        break;
+    }
+}
+
+void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
+{
+    rdl_qpart *pt = (rdl_qpart *)req;
+    rdl_qop *op = pt->op;
+    size_t i = pt->member;
+    redlease_client *c = q->c;
+    pt->out = 0;
+    op->out--;
+    if (c->dead) {
+        /* ending: nothing is sent or decided; the lock frees its request */
+        if (op->parent) answer(op, NULL);
+        forget_owed(op);
+        maybe_free(op);
+        return;
+    }
+    int64_t now = rdl_now(c);
+    if (r && r->type == RDL_REPLY_ERROR && op->script >= 0 && !pt->req.sent_eval && r->len >= 8 &&
+        memcmp(r->str, "NOSCRIPT", 8) == 0) {
+        /* this member's script cache is cold: EVAL once fills it */
+        pt->req.sent_eval = 1;
+        if (send_part(op, i) == REDLEASE_OK) return;
+        r = NULL;
+    }
+    tally(op, pt, r);
+    if (!r && (op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP)) owe(op, i, now);
+    if (op->parent) decide(op, now);
+    maybe_free(op);
+}
+
+void rdl_quorum_member_ready(rdl_quorum *q, rdl_node *m)
+{
+    q->epoch++; /* held leases are confirmed again, with this member asked */
+    for (size_t i = 0; i < q->n; i++)
+        if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_now(q->c));
+    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* The quorum (src/quorum.c): one lease over N independent Redis servers,
+ * held while a majority (N/2 + 1) holds it (the Redlock scheme).
+ *
+ * To the lease state machine the quorum is one node (the client's main
+ * node, which then has no address of its own: src/node.h sends its calls
+ * here). Each request a lock submits is fanned out, with its one token,
+ * to every member server that is ready (each a node of its own with its
+ * own connection), and the members' answers are combined into the one
+ * reply a single server would give, as soon as the outcome is certain:
+ *
+ *   acquire  yes from a majority: OK (fenced: the largest fence of those
+ *            yes answers); a majority no longer possible: busy if any
+ *            member said busy, else the error
+ *   renew    1 from a majority; 0 ("not ours") once a majority cannot say
+ *            1 because members said 0; else the error
+ *   release  1 once members holding a majority answered, or all did: 1 if
+ *            any deleted the key, 0 if none did
+ *
+ * An error the quorum makes up has the code QUORUM (transient,
+ * REDLEASE_EQUORUM) and names the counts and the first member's error;
+ * a definite error from more members than may fail is passed on as is.
+ *
+ * Clean-up it does itself, because only it knows which member said what:
+ *  - an acquire that failed while its lock still waited for it, and a
+ *    renewal that a majority denied, send compare-and-delete to every
+ *    member that said yes or has not answered (right behind the attempt
+ *    on the same link, so it runs after it, and before anything the lock
+ *    sends later);
+ *  - a release or drop owes compare-and-delete to members not ready when
+ *    it went out, or whose link took it: they get it first thing on their
+ *    next connection, until the key must have expired by itself.
+ * An acquire the lock stopped waiting for is the lock's to clean up
+ * (maybe_set, src/lock.c): a later attempt of the lock may already be on
+ * the links behind it, and a delete now would land after that.
+ *
+ * The quorum's epoch counts the times a member became ready: a member
+ * back from a broken link (maybe a restarted server without our key)
+ * makes every held lease renew at once, and held() is 0 until it has.
+ */
+#ifndef REDLEASE_QUORUM_H
+#define REDLEASE_QUORUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "list.h"
+#include "req.h"
+
+struct redlease_client;
+struct rdl_node;
+
+typedef struct rdl_quorum {
+    struct redlease_client *c;
+    struct rdl_node **member; /* n of them, nodes of the client */
+    size_t n, need;           /* need: a majority, n / 2 + 1 */
+    uint64_t epoch;           /* bumped each time a member becomes ready */
+    uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
+    rdl_list owing;           /* fan-outs owing compare-and-delete to members
+                                 not ready (rdl_qop.link) */
+} rdl_quorum;
+
+/* A quorum of client c over members (addresses already made nodes);
+ * 0 or REDLEASE_ENOMEM. */
+int rdl_quorum_init(rdl_quorum *q, struct redlease_client *c, struct rdl_node **members, size_t n);
+/* After the members' nodes were freed (their requests came back). */
+void rdl_quorum_free(rdl_quorum *q);
+
+/* The node calls (src/node.h) for the quorum's node. */
+int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens);
+int rdl_quorum_ready(const rdl_quorum *q);
+int64_t rdl_quorum_rtt_floor(const rdl_quorum *q);
+int rdl_quorum_refusal(const rdl_quorum *q);
+int rdl_quorum_status(const rdl_quorum *q);
+void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now);
+
+/* A member node's reports (src/node.c). */
+void rdl_quorum_member_ready(rdl_quorum *q, struct rdl_node *m);
+void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *part, const struct rdl_reply *r);
+
+#endif

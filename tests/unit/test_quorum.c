@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the quorum (src/quorum.c and its use by the locks) on the
+ * fake: the members are the side link, then the peers (3 or 4 servers).
+ * One token on every member, a majority to acquire and to renew, validity
+ * from before the first send, the largest fence of the majority, the
+ * clean-up of a failed acquire and of a lease a majority denies, deletes
+ * owed to members that were away, NOSCRIPT per member, how failures
+ * combine, a stale attempt left to the lock, and every allocation failing
+ * in turn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_rig.h"
+#include "fake.h"
+#include "lease_math.h"
+#include "testutil.h"
+
+static fake_side *member(fake *f, int i) { return i == 0 ? &f->side : &f->peers[i - 1]; }
+
+static const char *const addrs[] = {"", "", "", "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003",
+                                    "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003,10.0.0.4:7004"};
+
+/* A client over n members (3 or 4), every one connected; events recorded. */
+static void start_quorum(fake *f, int n)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.quorum.addrs = addrs[n];
+    co.reconnect_min_ms = co.reconnect_max_ms = 10;
+    fake_attach(f, &co);
+    if (!f->c) return;
+    nseen = 0;
+    redlease_client_set_event_cb(f->c, record_event, NULL);
+    CHECK_EQ(redlease_client_connected(f->c), 0);
+    for (int i = 0; i < n; i++) fake_link_connect(f, member(f, i));
+    CHECK_EQ(redlease_client_connected(f->c), 1);
+    CHECK_EQ(f->connects, 0); /* the quorum's own node has no server */
+}
+
+/* Member i's oldest command is a0 (a1) carrying r's token in argument k. */
+static int sent_to(fake *f, int i, const char *a0, const char *a1, rec *r, int k)
+{
+    fake_cmd *c = fake_link_peek(member(f, i));
+    return link_cmd_is(member(f, i), a0, a1) && c->argc > k &&
+           strcmp(c->argv[k], redlease_lock_token(r->lk)) == 0;
+}
+
+static int idle(fake *f, int i) { return fake_link_peek(member(f, i)) == NULL; }
+
+/* r holds res on members 0 and 1 of 3 (member 2 busy), acquired at the
+ * returned time. */
+static int64_t hold3(fake *f, rec *r, const char *res, redlease_lock_options o)
+{
+    CHECK_EQ(start_lock(f, r, res, &o), REDLEASE_OK);
+    fake_run(f);
+    int64_t t0 = f->now;
+    for (int i = 0; i < 3; i++) CHECK(sent_to(f, i, "SET", NULL, r, 2));
+    fake_link_reply_status(member(f, 0), "OK");
+    fake_link_reply(member(f, 2), &(rdl_reply){.type = RDL_REPLY_NIL});
+    fake_link_reply_status(member(f, 1), "OK");
+    fake_run(f);
+    CHECK_EQ(r->acq_status, REDLEASE_OK);
+    return t0;
+}
+
+static void test_quorum_options(void)
+{
+    redlease_client *c;
+    redlease_client_options co;
+    const char *bad[] = {"10.0.0.1:7001", "10.0.0.1:7001,10.0.0.1:7001", "10.0.0.1:7001,10.0.0.2:0",
+                         "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9,j:10", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        redlease_client_options_init(&co);
+        co.quorum.addrs = bad[i];
+        CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    }
+    redlease_client_options_init(&co);
+    co.quorum.addrs = addrs[3];
+    co.cluster.addrs = "10.0.0.9:7009";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    co.cluster.addrs = NULL;
+    co.unix_path = "/tmp/x.sock";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    co.unix_path = NULL;
+    co.sentinel.addrs = "10.0.0.9:26379";
+    co.sentinel.master_name = "m";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    co.sentinel.addrs = NULL;
+    co.quorum.addrs = "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    redlease_client_free(c);
+    /* whose replicas would acknowledge? */
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.min_replicas = 1;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
+    CHECK_STR(redlease_strerror(REDLEASE_EQUORUM), "too few of the quorum's servers said yes");
+    end(&f);
+}
+
+/* One token on every member; a majority of yes is the lease, its validity
+ * from before the first send (not from the answers). */
+static void test_quorum_acquire_on_majority(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "SET", NULL, &r, 2));
+    fake_advance(&f, 40);
+    fake_link_reply_status(member(&f, 0), "OK");
+    fake_link_reply(member(&f, 1), &(rdl_reply){.type = RDL_REPLY_NIL});
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0); /* 1 of 3: the last one decides */
+    fake_advance(&f, 60);
+    fake_link_reply_status(member(&f, 2), "OK");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), rdl_valid_until(t0, 3000) - f.now);
+    const redlease_event *ev = last_event(REDLEASE_EV_ACQUIRED);
+    CHECK(ev && ev->rtt_ms == 100);
+    for (int i = 0; i < 3; i++) CHECK(idle(&f, i)); /* nothing to clean up */
+    end(&f);
+}
+
+/* Fenced: the largest fence of the yes answers that made the majority. */
+static void test_quorum_fence_is_the_largest(void)
+{
+    fake f;
+    start_quorum(&f, 4); /* a majority of 4 is 3 */
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    for (int i = 0; i < 4; i++)
+        CHECK(sent_to(&f, i, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED), &r, 5));
+    fake_link_reply_int(member(&f, 0), 5);
+    fake_link_reply_int(member(&f, 3), 0); /* busy there */
+    fake_link_reply_int(member(&f, 2), 12);
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0);
+    fake_link_reply_int(member(&f, 1), 9);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_fence(r.lk), 12);
+    end(&f);
+}
+
+/* No majority possible: busy, and what the attempt may have set goes at
+ * once, right behind it on each link (a member still silent included). */
+static void test_quorum_failed_acquire_deletes_what_it_set(void)
+{
+    fake f;
+    start_quorum(&f, 4);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 0;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_link_reply_status(member(&f, 0), "OK");
+    fake_link_reply(member(&f, 1), &(rdl_reply){.type = RDL_REPLY_NIL});
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0);
+    fake_link_reply(member(&f, 2), &(rdl_reply){.type = RDL_REPLY_NIL}); /* 3 needed, 2 at most */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
+    const char *rel = fake_sha(RDL_SCRIPT_RELEASE);
+    CHECK(sent_to(&f, 0, "EVALSHA", rel, &r, 4)); /* it said yes */
+    CHECK(idle(&f, 1) && idle(&f, 2));            /* busy: not ours */
+    CHECK(sent_to(&f, 3, "SET", NULL, &r, 2));    /* silent: behind its attempt */
+    fake_link_reply_status(member(&f, 3), "OK");
+    CHECK(sent_to(&f, 3, "EVALSHA", rel, &r, 4));
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_link_reply_int(member(&f, 3), 1);
+    fake_run(&f);
+    CHECK(release(&r) == REDLEASE_OK);
+    fake_run(&f);
+    for (int i = 0; i < 4; i++) CHECK(idle(&f, i));
+    end(&f);
+}
+
+/* A renewal counts when a majority extends the key; a majority saying
+ * "not ours" is the lease lost at once, and what is left of it goes. */
+static void test_quorum_renewal_needs_a_majority(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    int64_t t0 = hold3(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000);
+    int64_t t1 = f.now;
+    const char *renew = fake_sha(RDL_SCRIPT_RENEW);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    fake_link_reply_int(member(&f, 2), 0); /* it never had it */
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 0);
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 1);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), rdl_valid_until(t1, 3000) - f.now);
+    fake_until(&f, t1 + 1000);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    fake_link_reply_int(member(&f, 0), 0);
+    fake_link_reply_int(member(&f, 2), 0);
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    /* member 1 has not answered: it may still extend the key, so a delete
+     * goes behind the renewal */
+    fake_link_reply_int(member(&f, 1), 1);
+    CHECK(sent_to(&f, 1, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE), &r, 4));
+    CHECK(idle(&f, 0) && idle(&f, 2));
+    end(&f);
+}
+
+/* One of three away: the lease stays on the other two. A majority away:
+ * held() is 0 at once, and the lease is lost at its local deadline, before
+ * any member's key can expire. */
+static void test_quorum_majority_away_is_lost_in_time(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    int64_t t0 = hold3(&f, &r, "job", opts(3000));
+    fake_link_break(member(&f, 2));
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_until(&f, t0 + 1000);
+    int64_t t1 = f.now;
+    CHECK(!idle(&f, 0) && !idle(&f, 1) && idle(&f, 2));
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 1);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    fake_link_break(member(&f, 1));
+    fake_run(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 0);
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    fake_until(&f, t1 + 5000);
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_EXPIRED);
+    CHECK_EQ(r.lost_at, rdl_valid_until(t1, 3000));
+    CHECK(r.lost_at < t1 + 3000); /* the earliest a member's key can expire */
+    end(&f);
+}
+
+/* A member back from a broken link may be a restarted server without our
+ * key: held() is 0 until a renewal through it, which goes at once. */
+static void test_quorum_member_back_renews_at_once(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    int64_t t0 = hold3(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 100);
+    fake_link_break(member(&f, 2));
+    fake_advance(&f, 20);
+    fake_link_connect(&f, member(&f, 2));
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    const char *renew = fake_sha(RDL_SCRIPT_RENEW);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    /* the next renewal keeps its interval */
+    fake_advance(&f, 900);
+    CHECK(idle(&f, 0));
+    end(&f);
+}
+
+/* A member back while a renewal is out: that renewal, confirmed, is from
+ * before the member was asked, so another goes at once; held() is 0 in
+ * between. */
+static void test_quorum_member_back_during_a_renewal(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    int64_t t0 = hold3(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000);
+    const char *renew = fake_sha(RDL_SCRIPT_RENEW);
+    CHECK(sent_to(&f, 2, "EVALSHA", renew, &r, 4));
+    fake_link_break(member(&f, 2));
+    fake_advance(&f, 20);
+    fake_link_connect(&f, member(&f, 2));
+    CHECK(idle(&f, 2)); /* the lock's renewal is still out */
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 1);
+    CHECK_EQ(redlease_lock_held(r.lk), 0);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
+    fake_run(&f);
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    end(&f);
+}
+
+/* A release answered by a majority is done; a silent member does not hold
+ * it up (its delete is on its link, ahead of anything later). */
+static void test_quorum_release_needs_no_straggler(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    hold3(&f, &r, "job", opts(3000));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_link_reply_int(member(&f, 2), 0);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    fake_link_reply_int(member(&f, 1), 1); /* late: the handle is gone, nothing breaks */
+    fake_run(&f);
+    end(&f);
+}
+
+/* A release goes everywhere; a member away then gets its compare-and-delete
+ * first thing on its next link. */
+static void test_quorum_release_everywhere(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    hold3(&f, &r, "job", opts(3000));
+    fake_link_break(member(&f, 2));
+    fake_run(&f);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    const char *rel = fake_sha(RDL_SCRIPT_RELEASE);
+    CHECK(sent_to(&f, 0, "EVALSHA", rel, &r, 4));
+    CHECK(sent_to(&f, 1, "EVALSHA", rel, &r, 4));
+    fake_link_reply_int(member(&f, 0), 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 0); /* a majority answers first */
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    /* the handle is gone; member 2 still gets the delete */
+    fake_advance(&f, 20); /* its reconnect delay */
+    fake_link_connect(&f, member(&f, 2));
+    fake_cmd *c = fake_link_peek(member(&f, 2));
+    CHECK(c && strcmp(c->argv[0], "EVALSHA") == 0 && strcmp(c->argv[1], rel) == 0);
+    fake_link_reply_int(member(&f, 2), 1);
+    fake_run(&f);
+    end(&f);
+}
+
+/* A member whose script cache is cold gets EVAL; the others are not
+ * asked again. */
+static void test_quorum_noscript_per_member(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    int64_t t0 = hold3(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000);
+    fake_link_reply_err(member(&f, 1), "NOSCRIPT No matching script.");
+    fake_link_reply_int(member(&f, 0), 1);
+    CHECK(link_cmd_is(member(&f, 1), "EVAL", NULL));
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 1);
+    fake_link_reply_int(member(&f, 2), 0);
+    fake_run(&f);
+    CHECK(idle(&f, 0) && idle(&f, 1) && idle(&f, 2));
+    CHECK_EQ(r.lost_calls, 0);
+    end(&f);
+}
+
+/* Failures combine: errors of several kinds are QUORUM (transient,
+ * retried); a definite error from more members than may fail is passed on
+ * as it is and ends the acquire. */
+static void test_quorum_failures_combine(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 5000;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_link_reply_err(member(&f, 0), "LOADING Redis is loading the dataset in memory");
+    fake_link_reply_status(member(&f, 1), "OK");
+    fake_link_reply_err(member(&f, 2), "OOM command not allowed");
+    fake_run(&f);
+    const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
+    CHECK(ev && ev->status == REDLEASE_EQUORUM && ev->retry_in_ms >= 0);
+    const char *want = "QUORUM 1 of 3 servers said yes, 2 needed (0 no, 2 failed: LOADING Redis";
+    CHECK(strncmp(redlease_client_errstr(f.c), want, strlen(want)) == 0);
+    CHECK(sent_to(&f, 1, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE), &r, 4)); /* member 1 said yes */
+    fake_link_reply_int(member(&f, 1), 1);
+    CHECK_EQ(r.acq_calls, 0);
+    const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE);
+    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 0), "EVALSHA", acq); k++) fake_advance(&f, 10);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", acq, &r, 4));
+    fake_link_reply_err(member(&f, 0), "NOPERM this user has no permissions to access one of the keys");
+    fake_link_reply_err(member(&f, 2), "NOPERM this user has no permissions to access one of the keys");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_EPERM);
+    end(&f);
+}
+
+/* An attempt the lock stopped waiting for is not cleaned up by the quorum:
+ * the next attempt is already on the links behind it, and a delete now
+ * would run after that one and take the key it set. */
+static void test_quorum_stale_attempt_left_to_the_lock(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 10000;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_link_reply_status(member(&f, 0), "OK");
+    fake_run(&f);
+    fake_advance(&f, 2000); /* the command timeout: the attempt goes stale */
+    const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE);
+    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 0), "EVALSHA", acq); k++) fake_advance(&f, 10);
+    CHECK(sent_to(&f, 0, "EVALSHA", acq, &r, 4)); /* attempt 2, reclaiming */
+    fake_link_reply(member(&f, 1), &(rdl_reply){.type = RDL_REPLY_NIL}); /* attempt 1 ends: */
+    fake_link_reply(member(&f, 2), &(rdl_reply){.type = RDL_REPLY_NIL}); /* no majority */
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", acq, &r, 4));
+    fake_link_reply_int(member(&f, 0), 1); /* its own key from attempt 1, taken back */
+    fake_link_reply_int(member(&f, 1), 1);
+    fake_link_reply_int(member(&f, 2), 0);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i++) CHECK(idle(&f, i)); /* no delete behind attempt 2 */
+    end(&f);
+}
+
+/* ------------------------------------------------- allocation failures */
+
+static void oom_scenario_quorum(long fail_at, int *ok)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.quorum.addrs = addrs[3];
+    fake_alloc_fail_at(fail_at);
+    fake_attach(&f, &co);
+    int good = 0;
+    if (f.c) {
+        for (int i = 0; i < 3; i++)
+            if (member(&f, i)->cn) fake_link_connect(&f, member(&f, i));
+        rec r = {0};
+        redlease_lock_options o = opts(3000);
+        o.wait_ms = 0;
+        if (start_lock(&f, &r, "job", &o) == REDLEASE_OK) {
+            fake_run(&f);
+            for (int i = 0; i < 3; i++)
+                if (link_cmd_is(member(&f, i), "SET", NULL)) fake_link_reply_status(member(&f, i), "OK");
+            fake_run(&f);
+            if (r.acq_status == REDLEASE_OK && release(&r) == REDLEASE_OK) {
+                fake_run(&f);
+                for (int i = 0; i < 3; i++)
+                    if (link_cmd_is(member(&f, i), "EVALSHA", NULL)) fake_link_reply_int(member(&f, i), 1);
+                fake_run(&f);
+                good = r.rel_status == REDLEASE_OK;
+            }
+        }
+    }
+    fake_alloc_fail_at(0);
+    fake_free(&f);
+    CHECK_EQ(fake_alloc_live(), 0);
+    if (good && fail_at == 0) (*ok)++;
+}
+
+static void test_quorum_allocation_failures(void)
+{
+    long n = alloc_sweep(oom_scenario_quorum);
+    printf("# %ld allocations, each failed in turn\n", n);
+}
+
+int main(int argc, char **argv)
+{
+    fake_alloc_install();
+    static const test_case cases[] = {
+        TEST_CASE(test_quorum_options),
+        TEST_CASE(test_quorum_acquire_on_majority),
+        TEST_CASE(test_quorum_fence_is_the_largest),
+        TEST_CASE(test_quorum_failed_acquire_deletes_what_it_set),
+        TEST_CASE(test_quorum_renewal_needs_a_majority),
+        TEST_CASE(test_quorum_majority_away_is_lost_in_time),
+        TEST_CASE(test_quorum_member_back_renews_at_once),
+        TEST_CASE(test_quorum_member_back_during_a_renewal),
+        TEST_CASE(test_quorum_release_everywhere),
+        TEST_CASE(test_quorum_release_needs_no_straggler),
+        TEST_CASE(test_quorum_noscript_per_member),
+        TEST_CASE(test_quorum_failures_combine),
+        TEST_CASE(test_quorum_stale_attempt_left_to_the_lock),
+        TEST_CASE(test_quorum_allocation_failures),
+    };
+    return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
