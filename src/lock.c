@@ -461,8 +461,8 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
  * (a quorum whose member came back: held() is 0 until it is asked). */
 static int64_t next_renewal(const struct redlease_lock *lk, const rdl_req *req, int64_t now)
 {
-    if (lk->renew_interval <= 0) return RDL_NEVER;
-    return req->epoch != rdl_node_epoch(req->node) ? now : req->t0 + lk->renew_interval;
+    if (req->epoch != rdl_node_epoch(req->node)) return now;
+    return lk->renew_interval > 0 ? req->t0 + lk->renew_interval : RDL_NEVER;
 }
 
 static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t fence, int64_t now)

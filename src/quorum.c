@@ -39,6 +39,8 @@ typedef struct rdl_qop {
     uint32_t owed;   /* members owed this compare-and-delete (bit per member) */
     int64_t until;   /* owed until then: the key has expired by itself after */
     int out;         /* parts in flight */
+    int pinned;      /* answering the lock: not freed meanwhile (it may
+                        submit again, and a sweep must not take this one) */
     int yes, no, errors, definite, gone;
     uint64_t fence;  /* the largest fence a yes carried */
     char err[80];    /* the first error's text (a definite one's, once seen) */
@@ -189,7 +191,7 @@ static int send_part(rdl_qop *op, size_t i)
 
 static void maybe_free(rdl_qop *op)
 {
-    if (!op->out && !op->owed && !op->parent) op_free(op);
+    if (!op->out && !op->owed && !op->parent && !op->pinned) op_free(op);
 }
 
 /* Member i is owed op's compare-and-delete (on), or no longer (off). The
@@ -212,11 +214,13 @@ static void forget_owed(rdl_qop *op)
 }
 
 /* Member i is owed op's compare-and-delete: now, if its link is ready
- * (behind whatever went to it before), else first thing on the next. */
-static void owe(rdl_qop *op, size_t i, int64_t now)
+ * and now is 1 (behind whatever went to it before), else first thing on
+ * its next link or ahead of the next command for it. */
+static void owe(rdl_qop *op, size_t i, int now_if_ready, int64_t t)
 {
-    if (now >= op->until) return; /* expired by itself by then */
-    if (member_ready(op->q, i) && !op->part[i].out && send_part(op, i) == REDLEASE_OK) return;
+    if (t >= op->until) return; /* expired by itself by then */
+    if (now_if_ready && member_ready(op->q, i) && !op->part[i].out && send_part(op, i) == REDLEASE_OK)
+        return;
     set_owed(op, i, 1);
     if (!rdl_list_linked(&op->link)) rdl_list_push_back(&op->q->owing, &op->link);
 }
@@ -263,8 +267,11 @@ static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mas
     rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, 5, argv, lens);
     if (!op) return; /* the keys expire by themselves */
     op->until = now + lk->ttl + rdl_drift(lk->ttl);
+    /* EVAL from the start: a NOSCRIPT would send it again, behind the
+     * lock's next attempt, whose key it would then delete. */
+    for (size_t i = 0; i < q->n; i++) op->part[i].req.sent_eval = 1;
     for (size_t i = 0; i < q->n; i++)
-        if (mask & (1u << i)) owe(op, i, now);
+        if (mask & (1u << i)) owe(op, i, 1, now);
     maybe_free(op);
 }
 
@@ -285,15 +292,15 @@ int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, 
     for (size_t i = 0; i < q->n; i++) {
         int rc = REDLEASE_ECONN;
         if (member_ready(q, i)) {
-            if (q->owed_n[i]) pay(q, i, now); /* what it is owed goes first */
-            rc = send_part(op, i);
+            if (q->owed_n[i]) pay(q, i, now); /* what it is owed goes first, */
+            if (!q->owed_n[i]) rc = send_part(op, i); /* or nothing goes */
         }
         if (rc) {
             last = rc;
             op->part[i].said = SAID_UNSENT;
             op->gone++;
             /* A member we could not reach may hold the key all the same. */
-            if (deletes) owe(op, i, now);
+            if (deletes) owe(op, i, 0, now);
         }
     }
     if (!op->out) {
@@ -469,16 +476,27 @@ void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
         return;
     }
     int64_t now = rdl_now(c);
-    if (r && r->type == RDL_REPLY_ERROR && op->script >= 0 && !pt->req.sent_eval && r->len >= 8 &&
-        memcmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* this member's script cache is cold: EVAL once fills it */
+    int deletes = op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP;
+    int noscript = r && r->type == RDL_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+    if (noscript && op->script >= 0 && !pt->req.sent_eval && (op->parent || deletes)) {
+        /* This member's script cache is cold: EVAL once fills it. Not for
+         * a decided acquire or renewal: it did nothing, and sent again it
+         * would land behind the clean-up (or the lock's next attempt). */
         pt->req.sent_eval = 1;
         if (send_part(op, i) == REDLEASE_OK) return;
         r = NULL;
     }
     tally(op, pt, r);
-    if (!r && (op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP)) owe(op, i, now);
+    /* A delete the link took, or the server could not run now (LOADING,
+     * BUSY...), is owed: at once on a new link, else ahead of the next
+     * command for that member (not at once: that could spin). */
+    if (deletes && !r) owe(op, i, 1, now);
+    if (deletes && r && r->type == RDL_REPLY_ERROR && pt->said == SAID_ERROR &&
+        rdl_error_classify(r->str, r->len).transient)
+        owe(op, i, 0, now);
+    op->pinned = 1;
     if (op->parent) decide(op, now);
+    op->pinned = 0;
     maybe_free(op);
 }
 

@@ -27,9 +27,13 @@
  *    member that said yes or has not answered (right behind the attempt
  *    on the same link, so it runs after it, and before anything the lock
  *    sends later);
+ *    The quorum's own deletes go as EVAL: an EVALSHA answered NOSCRIPT
+ *    would go again behind the lock's next attempt;
  *  - a release or drop owes compare-and-delete to members not ready when
- *    it went out, or whose link took it: they get it first thing on their
- *    next connection, until the key must have expired by itself.
+ *    it went out, whose link took it, or that could not run it (a
+ *    transient error): they get it first thing on their next connection,
+ *    or ahead of the next command for them, until the key must have
+ *    expired by itself.
  * An acquire the lock stopped waiting for is the lock's to clean up
  * (maybe_set, src/lock.c): a later attempt of the lock may already be on
  * the links behind it, and a delete now would land after that.
