@@ -27,6 +27,7 @@
 #include "msg.h"
 #include "server.h"
 #include "signals.h"
+#include "addr.h" /* the library's parser of address lists (--quorum) */
 
 /* --grace is the command's own; every other limit is the library's. */
 #define MAX_GRACE_MS ((int64_t)24 * 3600 * 1000)
@@ -59,6 +60,12 @@ typedef struct run {
     int lost;
     ev_child child_watcher;
     ev_timer grace_timer;
+    /* --quorum: the acquire waits (up to the timeout) until every server
+     * is connected, so that the lease is set on all of them, not only on
+     * the first majority to connect; and a wait gives up when no majority
+     * has been reachable for the timeout */
+    ev_timer quorum_timer;
+    int quorum_size, quorum_connects, quorum_refused;
 } run;
 
 /* ------------------------------------------------------------ options */
@@ -130,6 +137,10 @@ static int parse(run *r, int argc, char **argv)
         return cli_usage_error("--replica-timeout needs --min-replicas");
     rc_server = cli_server_finish(&r->server);
     if (rc_server) return rc_server;
+    /* the library's rule (EINVAL), said here with the reason */
+    if (r->server.quorum && r->min_replicas)
+        return cli_usage_error("--quorum and --min-replicas exclude each other: the quorum's "
+                               "servers are independent masters, without replicas to wait for");
     /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
     if (2 * r->replica_timeout_ms >= r->server.timeout_ms)
         return cli_usage_error("--replica-timeout must be below half --timeout (%" PRId64 " ms)",
@@ -182,6 +193,11 @@ static void release(run *r)
     if (r->released) return;
     r->released = 1;
     if (r->phase != FINISHED) r->phase = RELEASING;
+    if (!r->lock) { /* --quorum, before the acquire: no handle yet */
+        if (!r->exit_status) r->exit_status = r->cancel_status ? r->cancel_status : CLI_EXIT_FAILED;
+        on_released(NULL, REDLEASE_ECANCELED, r);
+        return;
+    }
     redlease_release(r->lock, on_released, r);
 }
 
@@ -269,7 +285,8 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_EREDIS:
     case REDLEASE_EPROTO:
     case REDLEASE_EPERM:
-    case REDLEASE_EREPLICAS: { /* --min-replicas unmet: not a usable server either */
+    case REDLEASE_EREPLICAS:  /* --min-replicas unmet: not a usable server either */
+    case REDLEASE_EQUORUM: { /* --quorum: too few servers said yes, not for another holder */
         const char *detail = redlease_client_errstr(r->client);
         cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
                   detail[0] ? ": " : "", detail);
@@ -317,6 +334,97 @@ static void on_lost(redlease_lock *lk, int reason, void *arg)
     ev_timer_start(r->loop, &r->grace_timer);
 }
 
+/* The lease the command line asks for. */
+static void lock_options(const run *r, redlease_lock_options *lo)
+{
+    redlease_lock_options_init(lo);
+    lo->ttl_ms = r->ttl_ms;
+    lo->wait_ms = r->wait_ms;
+    lo->max_hold_ms = r->max_hold_ms;
+    lo->fencing = r->fencing;
+    lo->min_replicas = (int)r->min_replicas; /* renewals acknowledged too (the default) */
+    lo->replica_timeout_ms = r->replica_timeout_ms;
+}
+
+/* What a failed redlease_client_new, acquire or attach means. */
+static int status_for_start_error(int rc)
+{
+    cli_error("%s", redlease_strerror(rc));
+    /* ENOTSUP: --tls, and this redlease has no TLS: unavailable */
+    return rc == REDLEASE_EINVAL    ? CLI_EXIT_USAGE
+           : rc == REDLEASE_ENOTSUP ? CLI_EXIT_UNAVAILABLE
+                                    : CLI_EXIT_FAILED;
+}
+
+/* --quorum: the servers are connected (all, or a majority once the others
+ * failed or the timeout passed): the acquire goes to every one ready. */
+static void quorum_acquire(run *r)
+{
+    if (r->lock || r->released) return;
+    ev_timer_stop(r->loop, &r->quorum_timer);
+    redlease_lock_options lo;
+    lock_options(r, &lo);
+    int rc = redlease_acquire(r->client, r->resource, &lo, on_acquired, on_lost, r, &r->lock);
+    if (rc != REDLEASE_OK) {
+        r->lock = NULL;
+        r->exit_status = status_for_start_error(rc);
+        release(r);
+    }
+}
+
+/* --quorum, while the lock is waited for: the timeout passed. Before the
+ * acquire, it goes to the servers that are ready if they are a majority;
+ * else (before or after it) no majority was reachable: give up. */
+static void on_quorum_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    run *r = w->data;
+    if (r->phase != WAITING || r->released) return;
+    if (redlease_client_connected(r->client)) {
+        quorum_acquire(r);
+        return;
+    }
+    const char *why = redlease_client_errstr(r->client);
+    cli_error("Redis at %s: no majority of the servers reachable within %" PRId64 " ms%s%s",
+              r->server.where, r->server.timeout_ms, why[0] ? ": " : "", why);
+    cancel_wait(r, CLI_EXIT_UNAVAILABLE);
+}
+
+static void quorum_timer_start(run *r)
+{
+    if (ev_is_active(&r->quorum_timer)) return;
+    ev_timer_set(&r->quorum_timer, (ev_tstamp)r->server.timeout_ms / 1000.0, 0.);
+    ev_timer_start(r->loop, &r->quorum_timer);
+}
+
+/* --quorum: one more server connected. */
+static void quorum_connected(run *r)
+{
+    cli_verbose("connected to a server of the %s", r->server.where);
+    r->quorum_connects++;
+    if (r->phase != WAITING || r->released || !redlease_client_connected(r->client)) return;
+    if (!r->lock && (r->quorum_connects >= r->quorum_size || r->quorum_refused))
+        quorum_acquire(r);
+    else if (r->lock)
+        ev_timer_stop(r->loop, &r->quorum_timer); /* a majority again */
+}
+
+/* --quorum: one server's connection failed. While a majority is still
+ * ready the lease goes on without it (the acquire, not yet sent, goes
+ * without waiting for that server); while the lock is waited for and no
+ * majority is, the wait is given up once the timeout has passed with
+ * none (the servers connect one by one, a refusal may come first). */
+static void quorum_disconnected(run *r, const char *detail)
+{
+    cli_verbose("connection to a server of the %s: %s", r->server.where, detail);
+    r->quorum_refused = 1;
+    if (r->phase != WAITING || r->released) return;
+    if (!redlease_client_connected(r->client))
+        quorum_timer_start(r);
+    else if (!r->lock)
+        quorum_acquire(r);
+}
+
 /* Logs for --verbose, and gives up the wait when Redis cannot be used:
  * with wait_ms = WAIT_FOREVER the library would retry forever. */
 static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
@@ -361,13 +469,19 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         cli_verbose("released %s: %s", key, redlease_strerror(ev->status));
         break;
     case REDLEASE_EV_CONNECTED:
-        cli_verbose("connected to %s", r->server.where);
+        if (r->server.quorum) {
+            quorum_connected(r);
+        } else {
+            cli_verbose("connected to %s", r->server.where);
+        }
         break;
     case REDLEASE_EV_PRIMARY:
         cli_verbose("Sentinel: the primary of '%s' is at %s", r->server.master, detail);
         break;
     case REDLEASE_EV_DISCONNECTED:
-        if (r->phase == WAITING) {
+        if (r->server.quorum) {
+            quorum_disconnected(r, detail);
+        } else if (r->phase == WAITING) {
             cli_error("Redis at %s: %s", r->server.where, detail);
             cancel_wait(r, CLI_EXIT_UNAVAILABLE);
         } else {
@@ -375,7 +489,8 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         }
         break;
     case REDLEASE_EV_RECONNECTING:
-        cli_verbose("reconnecting to %s in %" PRId64 " ms", r->server.where, ev->retry_in_ms);
+        cli_verbose("reconnecting to %s%s in %" PRId64 " ms", r->server.quorum ? "a server of the " : "",
+                    r->server.where, ev->retry_in_ms);
         break;
     default:
         break;
@@ -411,15 +526,18 @@ static int start(run *r)
     redlease_client_options co;
     cli_server_client_options(&r->server, &co);
     redlease_lock_options lo;
-    redlease_lock_options_init(&lo);
-    lo.ttl_ms = r->ttl_ms;
-    lo.wait_ms = r->wait_ms;
-    lo.max_hold_ms = r->max_hold_ms;
-    lo.fencing = r->fencing;
-    lo.min_replicas = (int)r->min_replicas; /* renewals acknowledged too (the default) */
-    lo.replica_timeout_ms = r->replica_timeout_ms;
+    lock_options(r, &lo);
 
     int rc = redlease_client_new(&r->client, &co);
+    if (rc == REDLEASE_OK && r->server.quorum) {
+        /* Attach first, acquire once the servers are connected
+         * (quorum_connected, quorum_disconnected, on_quorum_timer). */
+        redlease_client_set_event_cb(r->client, on_event, r);
+        r->quorum_size = rdl_addr_list_parse(r->server.quorum, NULL, REDLEASE_MAX_QUORUM);
+        rc = redlease_libev_attach(r->client, r->loop);
+        if (rc == REDLEASE_OK && !r->released) quorum_timer_start(r);
+        return rc == REDLEASE_OK ? 0 : status_for_start_error(rc);
+    }
     if (rc == REDLEASE_OK) {
         redlease_client_set_event_cb(r->client, on_event, r);
         /* Acquire first, attach second: a connect that fails at once is
@@ -427,14 +545,7 @@ static int start(run *r)
         rc = redlease_acquire(r->client, r->resource, &lo, on_acquired, on_lost, r, &r->lock);
     }
     if (rc == REDLEASE_OK) rc = redlease_libev_attach(r->client, r->loop);
-    if (rc != REDLEASE_OK) {
-        cli_error("%s", redlease_strerror(rc));
-        /* ENOTSUP: --tls, and this redlease has no TLS: unavailable */
-        return rc == REDLEASE_EINVAL    ? CLI_EXIT_USAGE
-               : rc == REDLEASE_ENOTSUP ? CLI_EXIT_UNAVAILABLE
-                                        : CLI_EXIT_FAILED;
-    }
-    return 0;
+    return rc == REDLEASE_OK ? 0 : status_for_start_error(rc);
 }
 
 int cli_run(int argc, char **argv)
@@ -460,6 +571,8 @@ int cli_run(int argc, char **argv)
     }
     ev_timer_init(&r.grace_timer, on_grace_over, 0., 0.);
     r.grace_timer.data = &r;
+    ev_timer_init(&r.quorum_timer, on_quorum_timer, 0., 0.);
+    r.quorum_timer.data = &r;
     if (cli_signals_start(r.loop, on_signal, &r) != 0) {
         cli_error("cannot catch signals: %s", strerror(errno));
         rc = CLI_EXIT_FAILED;

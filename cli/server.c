@@ -35,7 +35,8 @@ enum {
     OPT_INSECURE,
     OPT_SENTINEL,
     OPT_MASTER,
-    OPT_CLUSTER
+    OPT_CLUSTER,
+    OPT_QUORUM
 };
 
 const cli_opt cli_server_opts[] = {
@@ -57,6 +58,7 @@ const cli_opt cli_server_opts[] = {
     {"sentinel", 0, 1, OPT_SENTINEL},
     {"master", 0, 1, OPT_MASTER},
     {"cluster", 0, 1, OPT_CLUSTER},
+    {"quorum", 0, 1, OPT_QUORUM},
     {NULL, 0, 0, 0},
 };
 
@@ -78,6 +80,29 @@ static int take_path(const cli_args *a, const char **to)
 {
     if (!a->value[0]) return cli_usage_error("%s: empty value", a->name);
     *to = a->value;
+    return 0;
+}
+
+/* --quorum: 2 to REDLEASE_MAX_QUORUM servers, each once (the library's
+ * rule: one server listed twice would count twice toward the majority). */
+static int take_quorum(cli_server *s, const cli_args *a)
+{
+    rdl_addr addrs[REDLEASE_MAX_QUORUM];
+    int n = rdl_addr_list_parse(a->value, addrs, REDLEASE_MAX_QUORUM);
+    if (n == -2) return cli_usage_error("out of memory");
+    int twice = -1;
+    for (int i = 0; i < n && twice < 0; i++)
+        for (int j = 0; j < i && twice < 0; j++)
+            if (addrs[i].port == addrs[j].port && strcmp(addrs[i].host, addrs[j].host) == 0) twice = i;
+    if (twice >= 0)
+        cli_usage_error("%s: %s:%d is listed twice (each server counts once toward the majority)",
+                        a->name, addrs[twice].host, addrs[twice].port);
+    if (n > 0) rdl_addr_list_free(addrs, n);
+    if (twice >= 0) return CLI_EXIT_USAGE;
+    if (n < 2)
+        return cli_usage_error("%s: expected HOST:PORT,HOST:PORT[,...] (2 to %d servers; IPv6 "
+                               "as [ADDR]:PORT), got '%s'", a->name, REDLEASE_MAX_QUORUM, a->value);
+    s->quorum = a->value;
     return 0;
 }
 
@@ -141,6 +166,8 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
         *(id == OPT_SENTINEL ? &s->sentinels : &s->cluster) = a->value;
         return 0;
     }
+    case OPT_QUORUM:
+        return take_quorum(s, a);
     case OPT_MASTER:
         if (!a->value[0] || strlen(a->value) > 200)
             return cli_usage_error("%s: 1 to 200 bytes", a->name);
@@ -209,6 +236,9 @@ int cli_server_finish(cli_server *s)
     const char *env_port = getenv("REDLEASE_PORT");
     if (s->socket && tcp_given)
         return cli_usage_error("--socket and --host/--port exclude each other");
+    if (s->quorum && (s->socket || tcp_given || s->sentinels || s->cluster))
+        return cli_usage_error("--quorum names its servers: no --socket, --host, --port, "
+                               "--sentinel or --cluster");
     if (!s->sentinels != !s->master) return cli_usage_error("--sentinel and --master go together");
     if (s->sentinels && (s->socket || tcp_given))
         return cli_usage_error("--sentinel finds the primary: no --socket, --host or --port");
@@ -245,7 +275,10 @@ int cli_server_finish(cli_server *s)
         !(s->sentinel_password = strdup(env_sentinel_password)))
         return cli_usage_error("out of memory");
 
-    if (s->cluster) {
+    if (s->quorum) {
+        s->socket = NULL; /* REDLEASE_SOCKET does not say where the servers are */
+        snprintf(s->where, sizeof s->where, "quorum %.250s", s->quorum);
+    } else if (s->cluster) {
         s->socket = NULL; /* REDLEASE_SOCKET does not say where the nodes are */
         /* status starts at the first node listed (run asks them all) */
         const char *h;
@@ -379,6 +412,7 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->sentinel.password = s->sentinel_password;
     o->sentinel.tls = s->tls.enable;
     o->cluster.addrs = s->cluster;
+    o->quorum.addrs = s->quorum;
 }
 
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)

@@ -29,6 +29,7 @@ typedef struct cli_server {
     const char *sentinels;    /* --sentinel HOST:PORT[,...], or NULL */
     const char *master;       /* --master NAME */
     const char *cluster;      /* --cluster HOST:PORT[,...], or NULL */
+    const char *quorum;       /* --quorum HOST:PORT,HOST:PORT[,...], or NULL */
     char seed_host[256];      /* the first of them (status starts there) */
     char *sentinel_password;  /* owned; REDLEASE_SENTINEL_PASSWORD */
     char *found_host;         /* owned: the primary a Sentinel named (status) */

@@ -35,6 +35,12 @@ typedef struct status_query {
     char node_host[256];
     int node_port, asking;
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
+    /* --quorum: the server being asked ("HOST:PORT: " before its line),
+     * and what it answered: the key's PTTL and value (owned) */
+    const char *member;
+    long long member_ms;
+    char *member_token;
+    size_t member_token_len;
 } status_query;
 
 /* How many redirects a status follows (a Cluster moving a slot twice). */
@@ -219,7 +225,8 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
     const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *asking[1] = {"ASKING"};
     const char *pttl[2] = {"PTTL", key}, *fence[2] = {"GET", fence_key}, *token[2] = {"GET", key};
     const char **cmds[3] = {pttl, fence, token};
-    int n = q->show_token ? 3 : 2;
+    /* a quorum's members are compared by the token they hold */
+    int n = q->show_token || q->member ? 3 : 2;
     if (q->legacy) { /* the lock key alone (0.1.0's counter is in another slot), with
                         its value: only a token makes it a lease */
         cmds[1] = token;
@@ -266,8 +273,21 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
     int held = ms != -2; /* -2: no such key; -1: a key without expiry */
     /* 0.1.0's keys are no hash tags of ours: only a token makes it a lease */
     if (q->legacy) held = held && tok && tok->type == REDIS_REPLY_STRING && is_token(tok->str, tok->len);
-    if (q->legacy && !q->show_token) tok = NULL;
+    if (q->member && held && tok && tok->type == REDIS_REPLY_STRING) {
+        free(q->member_token);
+        q->member_token_len = tok->len;
+        if (!(q->member_token = malloc(tok->len + 1))) {
+            cli_error("out of memory");
+            freeReplyObject(rep);
+            for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
+            return CLI_EXIT_FAILED;
+        }
+        memcpy(q->member_token, tok->str, tok->len + 1);
+        q->member_ms = ms;
+    }
+    if ((q->legacy || q->member) && !q->show_token) tok = NULL;
     if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
+        if (q->member) printf("%s: ", q->member);
         printf("%s: ", key);
         if (!held)
             printf("free");
@@ -306,6 +326,108 @@ static int rc_legacy_keys(status_query *q, int *rc)
     return 1;
 }
 
+/* The lease that members hold with one token, in a quorum (--quorum).
+ * Each member is asked in turn (its line printed, an unreachable one
+ * named), then: held when a majority holds one token; free when no token
+ * can have a majority, even counting the members that did not answer;
+ * else nobody can tell (unavailable). CLI_EXIT_HELD, CLI_EXIT_FREE,
+ * CLI_EXIT_UNAVAILABLE or CLI_EXIT_FAILED. */
+static int query_quorum(status_query *q, const char *key, const char *fence_key)
+{
+    rdl_addr m[REDLEASE_MAX_QUORUM];
+    int n = rdl_addr_list_parse(q->server.quorum, m, REDLEASE_MAX_QUORUM);
+    if (n < 2) { /* checked by cli_server_take: only out of memory */
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    int need = n / 2 + 1, unreachable = 0, best = 0, best_i = -1, failed = 0;
+    char *token[REDLEASE_MAX_QUORUM];
+    size_t token_len[REDLEASE_MAX_QUORUM];
+    long long ms[REDLEASE_MAX_QUORUM];
+    char name[REDLEASE_MAX_QUORUM][270];
+    char where[sizeof q->server.where];
+    const char *host = q->server.host;
+    int port = q->server.port;
+    memcpy(where, q->server.where, sizeof where);
+    for (int i = 0; i < n; i++) {
+        /* as the list writes it: an IPv6 address in brackets */
+        snprintf(name[i], sizeof name[i], strchr(m[i].host, ':') ? "[%s]:%d" : "%s:%d",
+                 m[i].host, m[i].port);
+        q->server.host = m[i].host;
+        q->server.port = m[i].port;
+        snprintf(q->server.where, sizeof q->server.where, "%.280s", name[i]);
+        q->member = name[i];
+        q->member_token = NULL;
+        q->member_token_len = 0;
+        q->member_ms = 0;
+        int rc = query(q, key, fence_key);
+        token[i] = q->member_token;
+        token_len[i] = q->member_token_len;
+        ms[i] = q->member_ms;
+        q->member_token = NULL;
+        if (rc == CLI_EXIT_FAILED) failed = 1;
+        if (rc == CLI_EXIT_UNAVAILABLE) {
+            unreachable++;
+            if (cli_verbosity >= CLI_NORMAL) {
+                printf("%s: %s: unavailable\n", name[i], key);
+                fflush(stdout);
+            }
+        }
+    }
+    q->member = NULL;
+    q->server.host = host;
+    q->server.port = port;
+    memcpy(q->server.where, where, sizeof where);
+    /* the token most members hold; its lease lasts while a majority has it */
+    long long left = -1;
+    for (int i = 0; i < n; i++) {
+        if (!token[i]) continue;
+        int same = 0;
+        for (int j = 0; j < n; j++)
+            same += token[j] && token_len[j] == token_len[i] &&
+                    memcmp(token[j], token[i], token_len[i]) == 0;
+        if (same > best) best = same, best_i = i;
+    }
+    if (best >= need) { /* the need-th longest PTTL of the holders (-1: no expiry) */
+        long long t[REDLEASE_MAX_QUORUM];
+        int k = 0;
+        for (int j = 0; j < n; j++)
+            if (token[j] && token_len[j] == token_len[best_i] &&
+                memcmp(token[j], token[best_i], token_len[best_i]) == 0)
+                t[k++] = ms[j] < 0 ? (long long)1 << 62 : ms[j];
+        for (int a = 0; a < k; a++) /* sort, longest first */
+            for (int b = a + 1; b < k; b++)
+                if (t[b] > t[a]) { long long x = t[a]; t[a] = t[b]; t[b] = x; }
+        left = t[need - 1] == (long long)1 << 62 ? -1 : t[need - 1];
+    }
+    int rc = failed ? CLI_EXIT_FAILED
+             : best >= need ? CLI_EXIT_HELD
+             : best + unreachable < need ? CLI_EXIT_FREE
+                                         : CLI_EXIT_UNAVAILABLE;
+    char also[64] = "";
+    if (unreachable)
+        snprintf(also, sizeof also, ", %d not answering", unreachable);
+    if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
+        printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
+        if (left < 0)
+            printf(", no expiry");
+        else
+            printf(", %lld ms left", left);
+        if (q->show_token) printf(", token %s", token[best_i]);
+        printf("\n");
+    } else if (rc == CLI_EXIT_FREE && cli_verbosity >= CLI_NORMAL) {
+        printf("%s: free (held by %d of %d servers%s; a majority is %d)\n", key, best, n, also,
+               need);
+    } else if (rc == CLI_EXIT_UNAVAILABLE && cli_verbosity > CLI_QUIET) {
+        cli_error("Redis at %s: cannot tell: %s is held by %d of %d servers%s, and a majority "
+                  "is %d", q->server.where, key, best, n, also, need);
+    }
+    if (cli_verbosity >= CLI_NORMAL) fflush(stdout);
+    for (int i = 0; i < n; i++) free(token[i]);
+    rdl_addr_list_free(m, n);
+    return rc;
+}
+
 int cli_status(int argc, char **argv)
 {
     status_query q;
@@ -330,6 +452,9 @@ int cli_status(int argc, char **argv)
         rc = CLI_EXIT_UNAVAILABLE;
         if (cli_server_find_primary(&q.server, why, sizeof why) != 0) {
             unavailable(&q, "", why); /* no Sentinel named the primary */
+        } else if (q.server.quorum) {
+            /* no 0.1.0 keys: that version had no quorum */
+            rc = query_quorum(&q, key, fence_key);
         } else {
             rc = query(&q, key, fence_key);
             /* Free by this version's keys: a holder of 0.1.0 (keys prefix +

@@ -6,6 +6,8 @@
 # against man 1 and the option parser against both.
 CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-cli-tls.sh %reldir%/test-cli-replicas.sh \
 	%reldir%/test-cli-sentinel.sh %reldir%/test-help.sh
+# test-cli-quorum.sh: --quorum, on three redis-servers it starts.
+CLI_TESTS += %reldir%/test-cli-quorum.sh
 TESTS += $(CLI_TESTS)
 # test-cli-cluster.sh (--cluster, on a Cluster it forms) is not in make
 # check yet: in clean-clone CI runs its Cluster often fails to form (a

@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check: redlease(1) with --quorum, against three independent
+# redis-servers this script starts (redis_harness_extra): run sets the key
+# with one token on all three while COMMAND runs, and deletes it after; a
+# second run with --wait 0 finds it busy (75); status asks every server
+# and says held only when a majority holds one token (also with one server
+# stopped), free when no token can have a majority, and cannot tell (69)
+# when too few answer; --quorum with --cluster, --sentinel, --socket,
+# --host or --min-replicas, or a list of one server or the same server
+# twice, is a usage error; no server reachable exits 69. (The quorum's
+# logic itself: tests/unit/test_quorum.c.)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
+. "$here/cli-rig.sh" cli-quorum
+
+ports=() pids=()
+for i in 1 2 3; do
+    redis_harness_extra "cli-quorum-server$i" --port ||
+        { echo "Bail out! could not start redis-server $i"; exit 1; }
+    ports+=("$REDLEASE_EXTRA_PORT")
+    pids+=("$REDLEASE_EXTRA_PID")
+done
+quorum=127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}
+t=(--timeout $((1000 * slow)))
+tok1=0123456789abcdef0123456789abcdef tok2=fedcba9876543210fedcba9876543210
+# on_server I CMD...: redis-cli to server I (0-2)
+on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
+# the values of KEY on the three servers, one line each ("" when none)
+values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
+
+echo "1..14"
+rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
+    sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
+    "$cli" "${ports[@]}"
+token=$(sed -n 1p <<<"$out")
+check "run --quorum => 0, the key with its token on all three servers while COMMAND runs" \
+    eval '[ "$st" -eq 0 ] && [ ${#token} -eq 32 ] && [ "$(sed -n 2,4p <<<"$out" | sort -u)" = "$token" ] && [ "$(sed -n 2,4p <<<"$out" | wc -l)" -eq 3 ]'
+check "... and deleted from all three after" eval '[ -z "$(values "lock:{q-job}" | tr -d "\n")" ]'
+
+# A holder that stays: COMMAND waits for $tmp/go.
+rm -f "$tmp/go"
+timeout -s KILL $((60 * slow)) "${RL[@]}" run "${t[@]}" --quorum "$quorum" --ttl $((5000 * slow)) q-hold -- \
+    sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$tmp/go" >"$tmp/hold.out" 2>"$tmp/hold.err" &
+holder=$!
+for _ in $(seq 1 $((200 * slow))); do
+    [ "$(values "lock:{q-hold}" | sort -u | grep -c .)" -eq 1 ] && [ "$(values "lock:{q-hold}" | grep -c .)" -eq 3 ] && break
+    sleep 0.05
+done
+held_token=$(on_server 0 GET "lock:{q-hold}")
+rl status "${t[@]}" --quorum "$quorum" q-hold
+check "status --quorum of a lease run holds => 0, a line per server, held by 3 of 3" \
+    eval '[ "$st" -eq 0 ] && [ "$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: held, [0-9]* ms left" <<<"$out")" -eq 3 ] &&
+          grep -q "^lock:{q-hold}: held by 3 of 3 servers (a majority is 2), [0-9]* ms left$" <<<"$out"'
+rl status "${t[@]}" --quorum "$quorum" --show-token q-hold
+check "status --quorum --show-token names the holder's token" \
+    eval '[ "$st" -eq 0 ] && [ -n "$held_token" ] && [ "$(grep -c "token $held_token" <<<"$out")" -eq 4 ]'
+rl run "${t[@]}" --quorum "$quorum" --wait 0 q-hold -- touch "$tmp/ran"
+check "a second run with --wait 0 while it is held => 75, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] && grep -q "held by another holder" <<<"$err"'
+touch "$tmp/go"
+wait "$holder"
+hold_st=$?
+rl status "${t[@]}" --quorum "$quorum" q-hold
+check "after that run ended (=> 0), status --quorum => 1, free on all three" \
+    eval '[ "$hold_st" -eq 0 ] && [ "$st" -eq 1 ] && [ "$(grep -c ": lock:{q-hold}: free$" <<<"$out")" -eq 3 ] &&
+          grep -q "^lock:{q-hold}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
+
+# Keys set by hand: a majority with one token, and two tokens split.
+on_server 0 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null
+on_server 2 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null
+rl status "${t[@]}" --quorum "$quorum" q-two
+check "status: one token on 2 of 3 servers => 0, held by a majority" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{q-two}: held by 2 of 3 servers" <<<"$out" && grep -q ":${ports[1]}: lock:{q-two}: free$" <<<"$out"'
+on_server 0 SET 'lock:{q-split}' "$tok1" PX 60000 >/dev/null
+on_server 1 SET 'lock:{q-split}' "$tok2" PX 60000 >/dev/null
+rl status "${t[@]}" --quorum "$quorum" q-split
+check "status: two tokens on one server each => 1, no majority" \
+    eval '[ "$st" -eq 1 ] && grep -q "^lock:{q-split}: free (held by 1 of 3 servers; a majority is 2)$" <<<"$out" &&
+          [ "$(grep -c ": lock:{q-split}: held" <<<"$out")" -eq 2 ]'
+
+# One server stopped (by its pid).
+on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null
+on_server 0 SET 'lock:{q-one}' "$tok1" PX 60000 >/dev/null
+kill -TERM "${pids[2]}"
+for _ in $(seq 1 100); do kill -0 "${pids[2]}" 2>/dev/null || break; sleep 0.05; done
+rl status "${t[@]}" --quorum "$quorum" q-two
+check "one server stopped: status of a lease on the other two => 0, the stopped one unavailable" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{q-two}: held by 2 of 3 servers" <<<"$out" &&
+          grep -q "^127.0.0.1:${ports[2]}: lock:{q-two}: unavailable$" <<<"$out" && grep -q "Redis at 127.0.0.1:${ports[2]}: " <<<"$err"'
+rl status "${t[@]}" --quorum "$quorum" q-job
+check "one server stopped: status of a free resource => 1 (the stopped one cannot make a majority)" \
+    eval '[ "$st" -eq 1 ] && grep -q "^lock:{q-job}: free (held by 0 of 3 servers, 1 not answering; a majority is 2)$" <<<"$out"'
+rl status "${t[@]}" --quorum "$quorum" q-one
+check "one server stopped, the key on one other => 69, cannot tell" \
+    eval '[ "$st" -eq 69 ] && grep -q "cannot tell: lock:{q-one} is held by 1 of 3 servers, 1 not answering" <<<"$err"'
+rl run "${t[@]}" --quorum "$quorum" --no-wait --ttl 5000 q-job -- \
+    sh -c 'echo "$REDLEASE_TOKEN"; "$0" -p "$1" GET "$REDLEASE_KEY"; "$0" -p "$2" GET "$REDLEASE_KEY"' \
+    "$cli" "${ports[0]}" "${ports[1]}"
+check "one server stopped: run --quorum => 0, the key on the other two" \
+    eval '[ "$st" -eq 0 ] && [ "$(sed -n 1,3p <<<"$out" | sort -u | grep -c "^[0-9a-f]\{32\}$")" -eq 1 ] && [ "$(wc -l <<<"$out")" -eq 3 ]'
+
+bad=
+for opts in "--cluster 127.0.0.1:${ports[0]}" "--sentinel 127.0.0.1:${ports[0]} --master m" \
+            "--socket $tmp/redis.sock" "--host 127.0.0.1" "--port ${ports[0]}"; do
+    # shellcheck disable=SC2086 # the options are words
+    rl run --quorum "$quorum" $opts q-job -- touch "$tmp/ran"
+    [ "$st" -eq 64 ] && grep -q -- "--quorum names its servers" <<<"$err" || bad+=" run:$opts"
+    # shellcheck disable=SC2086
+    rl status --quorum "$quorum" $opts q-job
+    [ "$st" -eq 64 ] && grep -q -- "--quorum names its servers" <<<"$err" || bad+=" status:$opts"
+done
+rl run --quorum "$quorum" --min-replicas 1 q-job -- touch "$tmp/ran"
+[ "$st" -eq 64 ] && grep -q -- "--quorum and --min-replicas exclude each other" <<<"$err" || bad+=" --min-replicas"
+rl status --quorum "127.0.0.1:${ports[0]}" q-job
+[ "$st" -eq 64 ] && grep -q -- "2 to 9 servers" <<<"$err" || bad+=" one-server"
+rl status --quorum "127.0.0.1:${ports[0]},127.0.0.1:${ports[0]}" q-job
+[ "$st" -eq 64 ] && grep -q -- "listed twice" <<<"$err" || bad+=" twice"
+check "--quorum with --cluster, --sentinel, --socket, --host, --port or --min-replicas, one server, a server twice => 64" \
+    eval '[ -z "$bad" ] && [ ! -e "$tmp/ran" ] || { echo "#   failed:$bad"; false; }'
+dead=127.0.0.1:${ports[2]},127.0.0.1:$((ports[2] + 1))
+rl run "${t[@]}" --quorum "$dead" --no-wait q-job -- touch "$tmp/ran"
+check "no majority reachable => 69, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "no majority of the servers reachable" <<<"$err"'
