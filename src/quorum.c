@@ -373,9 +373,15 @@ static uint32_t may_hold(const rdl_qop *op)
     return mask;
 }
 
-/* Gives the lock its one reply. */
+/* Gives the lock its one reply. A member still silent then is watched by
+ * the stall rule from here: the lock has its answer, so its own timeout
+ * (which would arm that rule) never comes, and a stopped server would keep
+ * its link, and every fan-out waiting on it, for ever. */
 static void answer(rdl_qop *op, const rdl_reply *r)
 {
+    int64_t now = rdl_now(op->q->c);
+    for (size_t i = 0; i < op->q->n && !op->q->c->dead; i++)
+        if (op->part[i].out) rdl_node_note_timeout(op->q->member[i], op->part[i].req.t0, now);
     rdl_req *parent = op->parent;
     op->parent = NULL;
     rdl_lock_on_reply(parent, r);

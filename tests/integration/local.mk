@@ -45,9 +45,11 @@ endif
 # answers in the states production servers reach (a pause longer than the
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
-	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster
+	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster \
+	%reldir%/test_quorum
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
-	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest
+	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
+	%reldir%/quorum.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -80,6 +82,12 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_cluster_SOURCES = %reldir%/test_cluster.c %reldir%/servers.h $(RIG_SOURCES)
 %canon_reldir%_test_cluster_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_cluster_LDADD = $(INTEGRATION_LDADD)
+# test_quorum: five independent masters of its own (servers.h) for a
+# quorum (co.quorum.addrs): one token on all, masters killed and paused
+# with leases held, clients racing, a split vote.
+%canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c %reldir%/servers.h $(RIG_SOURCES)
+%canon_reldir%_test_quorum_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_quorum_LDADD = $(INTEGRATION_LDADD)
 
 # The suite once more per adapter over TLS (tls-NAME.itest), where the
 # library has TLS.
@@ -102,5 +110,5 @@ EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
 	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/quorum.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest
