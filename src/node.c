@@ -142,6 +142,9 @@ static void on_event(void *owner, int type, int status, int64_t retry_in)
         else
             rdl_sentinel_refresh(c->sentinel);
     }
+    /* A quorum member failed: the quorum waits for it no longer. */
+    if (type == REDLEASE_EV_DISCONNECTED && c->quorum && n != &c->main && !c->dead)
+        rdl_quorum_member_failed(c->quorum, n);
     /* A Cluster node that serves slots (or any, before a map) failed: a
      * failover may have moved its slots. */
     if (type == REDLEASE_EV_DISCONNECTED && c->cluster && !c->dead && (!c->cluster->loaded || n->serves))

@@ -88,7 +88,8 @@ int rdl_quorum_ready(const rdl_quorum *q)
 {
     size_t ready = 0;
     for (size_t i = 0; i < q->n; i++) ready += member_ready(q, i);
-    return ready >= q->need && !q->c->dead;
+    int settled = q->settled == (1u << q->n) - 1 || ready == q->n;
+    return ready >= q->need && settled && !q->c->dead;
 }
 
 /* The slowest member's floor: an answer from a majority takes that long
@@ -506,10 +507,21 @@ void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
     maybe_free(op);
 }
 
+/* Member m's first connection is over: once all are, the quorum may be
+ * ready, and what waited for it goes. */
+static void settle(rdl_quorum *q, rdl_node *m)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (q->member[i] == m) q->settled |= 1u << i;
+    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
+}
+
 void rdl_quorum_member_ready(rdl_quorum *q, rdl_node *m)
 {
     q->epoch++; /* held leases are confirmed again, with this member asked */
     for (size_t i = 0; i < q->n; i++)
         if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_now(q->c));
-    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
+    settle(q, m);
 }
+
+void rdl_quorum_member_failed(rdl_quorum *q, rdl_node *m) { settle(q, m); }

@@ -60,6 +60,10 @@ typedef struct rdl_quorum {
     size_t n, need;           /* need: a majority, n / 2 + 1 */
     uint64_t epoch;           /* bumped each time a member becomes ready */
     uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
+    uint32_t settled;         /* members whose first connection is over (ready
+                                 or failed): until all are, the quorum is not
+                                 ready, so a lease is not set on the first
+                                 majority to connect and never on the rest */
     rdl_list owing;           /* fan-outs owing compare-and-delete to members
                                  not ready (rdl_qop.link) */
 } rdl_quorum;
@@ -78,8 +82,9 @@ int rdl_quorum_refusal(const rdl_quorum *q);
 int rdl_quorum_status(const rdl_quorum *q);
 void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now);
 
-/* A member node's reports (src/node.c). */
+/* A member node's reports (src/node.c): ready, its link failed. */
 void rdl_quorum_member_ready(rdl_quorum *q, struct rdl_node *m);
+void rdl_quorum_member_failed(rdl_quorum *q, struct rdl_node *m);
 void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *part, const struct rdl_reply *r);
 
 #endif

@@ -108,6 +108,40 @@ static void test_quorum_options(void)
     end(&f);
 }
 
+/* The quorum waits for every member's first connection to be over, so a
+ * lease at start goes to all the servers, not to the first majority to
+ * connect (and never to the rest: renewals do not write the key back).
+ * A member whose connect fails is not waited for. */
+static void test_quorum_waits_for_every_first_connection(void)
+{
+    for (int fail = 0; fail <= 1; fail++) {
+        fake f;
+        redlease_client_options co;
+        redlease_client_options_init(&co);
+        co.quorum.addrs = addrs[3];
+        fake_attach(&f, &co);
+        fake_link_connect(&f, member(&f, 1));
+        fake_link_connect(&f, member(&f, 2));
+        CHECK_EQ(redlease_client_connected(f.c), 0); /* member 0 still connecting */
+        rec r = {0};
+        redlease_lock_options o = opts(3000);
+        CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+        fake_run(&f);
+        CHECK(idle(&f, 1) && idle(&f, 2));
+        if (fail) {
+            fake_side_connect_fail(&f); /* member 0 is the side link */
+            fake_run(&f);
+            CHECK_EQ(redlease_client_connected(f.c), 1);
+            CHECK(idle(&f, 0));
+        } else {
+            fake_link_connect(&f, member(&f, 0));
+            CHECK(sent_to(&f, 0, "SET", NULL, &r, 2));
+        }
+        CHECK(sent_to(&f, 1, "SET", NULL, &r, 2) && sent_to(&f, 2, "SET", NULL, &r, 2));
+        end(&f);
+    }
+}
+
 /* One token on every member; a majority of yes is the lease, its validity
  * from before the first send (not from the answers). */
 static void test_quorum_acquire_on_majority(void)
@@ -626,6 +660,7 @@ int main(int argc, char **argv)
     fake_alloc_install();
     static const test_case cases[] = {
         TEST_CASE(test_quorum_options),
+        TEST_CASE(test_quorum_waits_for_every_first_connection),
         TEST_CASE(test_quorum_acquire_on_majority),
         TEST_CASE(test_quorum_fence_is_the_largest),
         TEST_CASE(test_quorum_failed_acquire_deletes_what_it_set),
