@@ -12,7 +12,10 @@
  *   CHAOS_SENTINEL=HOST:PORT[,...] and CHAOS_MASTER=NAME instead of the
  *   socket: the primary through Sentinel; CHAOS_CLUSTER=HOST:PORT[,...]
  *   instead: some nodes of a Redis Cluster (the lease goes to the primary
- *   of its key's slot); CHAOS_MIN_REPLICAS (default 0):
+ *   of its key's slot); CHAOS_QUORUM=HOST:PORT,HOST:PORT[,...] instead:
+ *   independent masters, the lease held on a majority of them (the
+ *   client option quorum.addrs; CHAOS_MIN_REPLICAS must then be 0);
+ *   CHAOS_MIN_REPLICAS (default 0):
  *   the lock option min_replicas (and the acknowledged renewals with it);
  *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
  *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
@@ -379,6 +382,11 @@ int main(int argc, char **argv)
     if (co.sentinel.addrs) co.unix_path = NULL;
     co.cluster.addrs = getenv("CHAOS_CLUSTER");
     if (co.cluster.addrs) {
+        co.unix_path = NULL;
+        co.host = NULL;
+    }
+    co.quorum.addrs = getenv("CHAOS_QUORUM");
+    if (co.quorum.addrs) {
         co.unix_path = NULL;
         co.host = NULL;
     }

@@ -18,7 +18,7 @@
 #   CHAOS_KEEP        set: keep the log directory even when all is well
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
 #                     default all of them), e.g. "net-delay net-drop net-cut"
-#   CHAOS_TOPOLOGY    single (default), sentinel or cluster.
+#   CHAOS_TOPOLOGY    single (default), sentinel, cluster or quorum.
 #                     sentinel: the harness's server as a primary, one
 #                     replica of it and one Sentinel; the workers find the
 #                     primary through the Sentinel and ask for min_replicas
@@ -43,14 +43,32 @@
 #                     script waits until every node agrees on the slot's
 #                     owner and every replica is connected (invariant
 #                     cluster-settled). cluster.log in the log directory
-#                     has their steps, node*.log the nodes' own logs
+#                     has their steps, node*.log the nodes' own logs.
+#                     quorum: CHAOS_QUORUM_N (default 5) more servers,
+#                     independent masters (no replication), each in a
+#                     folder of its own with appendonly yes and appendfsync
+#                     always, so that a restarted one keeps its keys (a
+#                     restart without persistence breaks the Redlock scheme
+#                     by design: docs/design.md section 10); the harness's
+#                     own server stays unused. Every worker is given all of
+#                     them (CHAOS_QUORUM: the client option quorum.addrs, in
+#                     an order of its own) and no min_replicas (refused
+#                     under a quorum). The faults are member-stop,
+#                     member-restart, member-pause, stop and kill (no
+#                     proxy); none has an excuse window: 0 overlaps (a
+#                     majority frozen costs the lease: holders must see
+#                     that before anyone else can hold it). member*.log in
+#                     the log directory are the members' own logs. Fences
+#                     only order holders that shared the member with the
+#                     largest counter (design.md 10): fences-increase is a
+#                     figure there, not an invariant
 #   REDLEASE_TEST_WRAPPER  runs each worker under it (valgrind)
 #   REDLEASE_BUILDDIR      where tests/chaos/chaos-worker and netfault-proxy are
 #
 # Faults (one at a time, 1-3 TTL apart):
 #   stop        SIGSTOP a holder for 1.5-2.5 TTL, then SIGCONT (a GC pause)
-#   kill        CLIENT KILL TYPE normal (cluster: on every node): every
-#               worker's connection drops
+#   kill        CLIENT KILL TYPE normal (cluster: on every node; quorum:
+#               on 1 to N members): every worker's connection drops
 #   failover    (sentinel) SENTINEL FAILOVER: the replica becomes the
 #               primary, the primary its replica; refused while one is
 #               under way or no replica is ready (failed-failover).
@@ -72,6 +90,18 @@
 #               of the way there was refused)
 #   restart     redis-server SIGKILLed and started empty (same socket): the
 #               window [kill, back up + TTL] is where overlaps are expected
+#   member-stop (quorum) SIGSTOP of 1 or 2 members (a minority) for 0.5-4
+#               TTL, or now and then (1 in 6) of 3 of 5 (a majority: more
+#               than N - Q) for 1.5-3 TTL, which costs every lease; like
+#               member-pause, when a worker is seen holding the lease (0.1
+#               s at most)
+#   member-restart  (quorum) one member SIGKILLed, down for 0-2 TTL, then
+#               started again on its port, from its folder: it reloads its
+#               append-only file (every write fsynced before its reply),
+#               so it comes back with the keys it confirmed. No window:
+#               overlaps there are failures too
+#   member-pause  (quorum) CLIENT PAUSE ALL or WRITE on 1-3 members for
+#               0.5-1.5 TTL
 #   sleep-renew DEBUG SLEEP 0.5 TTL: longer than a renewal interval (TTL/3)
 #   sleep-ttl   DEBUG SLEEP 1.5 TTL: longer than a TTL
 #   pause-write / pause-all   CLIENT PAUSE WRITE|ALL for 0.5-1.5 TTL
@@ -123,7 +153,7 @@ rcli() {
 redis_harness_start || exit 1
 [ -n "${REDLEASE_TEST_REDIS_CLI:-}" ] || { echo "chaos: redis-cli is needed" >&2; exit 1; }
 topology=${CHAOS_TOPOLOGY:-single}
-case $topology in single | sentinel | cluster) ;; *) echo "chaos: CHAOS_TOPOLOGY: single, sentinel or cluster" >&2; exit 1 ;; esac
+case $topology in single | sentinel | cluster | quorum) ;; *) echo "chaos: CHAOS_TOPOLOGY: single, sentinel, cluster or quorum" >&2; exit 1 ;; esac
 
 # The sentinel topology: a replica of the harness's server and a Sentinel
 # watching it as master "chaos"; primary_cli runs redis-cli on whichever
@@ -305,6 +335,62 @@ if [ "$topology" = cluster ]; then
     keys_moved=0
     declare -A elected_at # node port -> when it was last asked to fail over (ms)
 fi
+# The quorum topology: CHAOS_QUORUM_N independent masters, member 1..N,
+# persistent (append-only file, fsynced before each reply), each in a
+# folder of its own; the harness's server is no member and stays unused.
+# rand_to VAR LO HI: an integer in [LO, HI] from the seeded RANDOM, drawn in
+# this shell (a $(...) subshell reseeds RANDOM: not replayable).
+rand_to() { printf -v "$1" '%d' $(( $2 + (RANDOM * 32768 + RANDOM) % ($3 - $2 + 1) )); }
+# pick_members K: K distinct members, at random, into the array picked.
+pick_members() {
+    local -a a; local i j t
+    a=($(seq 1 "$qn"))
+    for ((i = qn - 1; i > 0; i--)); do j=$((RANDOM % (i + 1))); t=${a[i]}; a[i]=${a[j]}; a[j]=$t; done
+    picked=("${a[@]:0:$1}")
+}
+member_dir() { echo "$REDLEASE_TEST_DIR/chaos-member$1"; }
+member_pid() { cat "$(member_dir "$1")/redis.pid" 2>/dev/null; }
+# gone PID: the process has ended (a zombie too: it is no longer ours to reap).
+gone() { [ ! -r "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]; }
+# member_restart I DOWN_MS: SIGKILL member I, DOWN_MS later start it
+# again on its port, from its folder, with the options of its first start
+# (redis_harness_extra's); 0 once the new process answers PONG (it has
+# loaded its append-only file: LOADING before), 1 if not within 10 s.
+member_restart() {
+    local i=$1 dir old pid
+    dir=$(member_dir "$i"); old=$(member_pid "$i")
+    [ -n "$old" ] || return 1
+    kill -KILL "$old" 2>/dev/null
+    for _ in $(seq 1 100); do gone "$old" && break; sleep 0.05; done
+    sleep "$(ms_to_s "$2")"
+    "${REDIS_SERVER:-redis-server}" --port "${member_port[i]}" --bind 127.0.0.1 --save '' \
+        --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+        "${member_opts[@]}" </dev/null >/dev/null 2>&1 || return 1
+    for _ in $(seq 1 200); do
+        pid=$(member_pid "$i")
+        if [ -n "$pid" ] && [ "$pid" != "$old" ] && [ "$(node_cmd "${member_port[i]}" PING)" = PONG ]; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+if [ "$topology" = quorum ]; then
+    qn=${CHAOS_QUORUM_N:-5}
+    { [[ $qn =~ ^[0-9]$ ]] && [ "$qn" -ge 3 ]; } || { echo "chaos: CHAOS_QUORUM_N: 3 to 9" >&2; exit 1; }
+    qneed=$((qn / 2 + 1)); qspare=$((qn - qneed)) # a majority; how many may fail
+    declare -a member_port aof_loads # aof_loads: "DB loaded from append only file" in its log
+    member_opts=(--appendonly yes --appendfsync always)
+    for i in $(seq 1 "$qn"); do
+        redis_harness_extra "chaos-member$i" --port "${member_opts[@]}" || exit 1
+        member_port[i]=$REDLEASE_EXTRA_PORT
+        aof_loads[i]=$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")
+        [ "$(node_cmd "${member_port[i]}" CONFIG GET appendfsync | tail -n 1)" = always ] ||
+            { echo "chaos: member $i: appendfsync is not always" >&2; exit 1; }
+    done
+    echo "chaos: quorum topology: $qn independent masters 127.0.0.1:$(IFS=,; echo "${member_port[*]:1}") (appendonly yes, appendfsync always), a lease held on $qneed; the harness's server unused"
+    restarts_ok=0 restarts_bad=0
+fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/redlease-chaos.XXXXXX") || exit 1
 faults=$out/faults.log
 store=$out/store
@@ -368,6 +454,9 @@ elif [ "$topology" = sentinel ]; then
     reach=(CHAOS_SENTINEL="127.0.0.1:$sentinel_port" CHAOS_MASTER=chaos
            CHAOS_MIN_REPLICAS="${CHAOS_MIN_REPLICAS:-1}")
     exec {proxy_ctl}>/dev/null
+elif [ "$topology" = quorum ]; then
+    reach=(CHAOS_MIN_REPLICAS=0) # refused under a quorum: the majority is the replication
+    exec {proxy_ctl}>/dev/null
 else
     reach=(CHAOS_MIN_REPLICAS="${CHAOS_MIN_REPLICAS:-1}")
     exec {proxy_ctl}>/dev/null
@@ -377,6 +466,10 @@ for w in $(seq 1 "$nworkers"); do
     if [ "$topology" = cluster ]; then # odd workers one node, even ones two
         seeds=(CHAOS_CLUSTER="127.0.0.1:${node_port[(w - 1) % 6 + 1]}")
         [ $((w % 2)) = 1 ] || seeds[0]+=",127.0.0.1:${node_port[(w + 2) % 6 + 1]}"
+    elif [ "$topology" = quorum ]; then # every member, the list turned by w
+        addrs=()
+        for i in $(seq 0 $((qn - 1))); do addrs+=("127.0.0.1:${member_port[(w - 1 + i) % qn + 1]}"); done
+        seeds=(CHAOS_QUORUM="$(IFS=,; echo "${addrs[*]}")")
     fi
     env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl "${reach[@]}" "${seeds[@]}" \
         $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" {proxy_ctl}>&- &
@@ -403,6 +496,8 @@ if [ "$topology" = sentinel ]; then
     kinds=(failover stop kill)
 elif [ "$topology" = cluster ]; then
     kinds=(failover migrate stop kill)
+elif [ "$topology" = quorum ]; then
+    kinds=(member-stop member-restart member-pause stop kill)
 elif redis_harness_version_at_least 6 2; then
     kinds+=(pause-write)
 else
@@ -425,6 +520,14 @@ if [ "$topology" = cluster ]; then
     for k in failover migrate; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
     [ "${#owed[@]}" != 2 ] || [ $((RANDOM % 2)) = 0 ] || owed=(migrate failover)
 fi
+# The quorum's: every run has a member restart and a majority frozen (the
+# first member-stop), in a seeded order.
+majority_owed=
+if [ "$topology" = quorum ]; then
+    for k in member-stop member-restart; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
+    [[ " ${owed[*]} " != *" member-stop "* ]] || majority_owed=1
+    [ "${#owed[@]}" != 2 ] || [ $((RANDOM % 2)) = 0 ] || owed=(member-restart member-stop)
+fi
 end=$(( $(date +%s) + duration ))
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep "$(ms_to_s "$(rand_between "$ttl" $(( ttl * 3 )))")"
@@ -444,12 +547,17 @@ while [ "$(date +%s)" -lt "$end" ]; do
                 for p in "${node_port[@]}"; do
                     [[ $(node_cmd "$p" CLIENT KILL TYPE normal) =~ ^[0-9]+$ ]] || kind=failed-kill
                 done
+            elif [ "$topology" = quorum ]; then # 1 to N members
+                rand_to k 1 "$qn"; pick_members "$k"
+                for i in "${picked[@]}"; do
+                    [[ $(node_cmd "${member_port[i]}" CLIENT KILL TYPE normal) =~ ^[0-9]+$ ]] || kind=failed-kill
+                done
             else
                 case $(primary_cli CLIENT KILL TYPE normal 2>&1) in
                     "" | ERR* | *"(error)"*) kind=failed-$kind ;;
                 esac
             fi
-            echo "$t0 $kind $(now_ms)" >>"$faults" ;;
+            echo "$t0 $kind $(now_ms)${picked:+ members=$(IFS=,; echo "${picked[*]}")}" >>"$faults" ;;
         failover)
             if [ "$topology" = cluster ]; then
                 read -r from_id from_port <<<"$(slot_owner "${node_port[1]}" "$lock_slot")"
@@ -521,6 +629,45 @@ while [ "$(date +%s)" -lt "$end" ]; do
             cluster_settle "$lock_slot" "$owner_port" || {
                 unsettled=$((unsettled + 1)); echo "chaos: the cluster did not settle after a $kind" >&2; }
             echo "$t0 $kind $(now_ms) slot=$lock_slot from=$from_port to=$to_port keys=${moved:-0} back=$back hold=$hold gap=$gap" >>"$faults" ;;
+        member-stop)
+            # A minority, or (1 in 6, and the first one) a majority: the
+            # SIGSTOPs and SIGCONTs go out back to back.
+            if [ -n "$majority_owed" ] || [ $((RANDOM % 6)) = 0 ] || [ "$qspare" = 0 ]; then
+                k=$((qspare + 1)); rand_to d $((ttl * 3 / 2)) $((ttl * 3)); majority_owed=
+            else
+                rand_to k 1 "$qspare"; rand_to d $((ttl / 2)) $((ttl * 4))
+            fi
+            pick_members "$k"; mpids=()
+            for i in "${picked[@]}"; do mpids+=("$(member_pid "$i")"); done
+            _=$(pick_holder) # while a worker holds the lease, if one does within 0.1 s
+            t0=$(now_ms)
+            kill -STOP "${mpids[@]}" || kind=failed-$kind
+            sleep "$(ms_to_s "$d")"
+            kill -CONT "${mpids[@]}"
+            echo "$t0 $kind $(now_ms) members=$(IFS=,; echo "${picked[*]}") n=$k majority=$([ "$k" -gt "$qspare" ] && echo yes || echo no) ms=$d" >>"$faults" ;;
+        member-restart)
+            rand_to i 1 "$qn"; rand_to d 0 $((ttl * 2))
+            t0=$(now_ms)
+            member_restart "$i" "$d" {proxy_ctl}>&- || {
+                echo "chaos: member $i (port ${member_port[i]}) did not come back" >&2; exit 1; }
+            # It reloaded the append-only file it wrote (not an empty start).
+            if [ "$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")" -gt "${aof_loads[i]:-0}" ]; then
+                restarts_ok=$((restarts_ok + 1))
+            else
+                restarts_bad=$((restarts_bad + 1))
+            fi
+            aof_loads[i]=$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")
+            echo "$t0 $kind $(now_ms) member=$i port=${member_port[i]} down=$d" >>"$faults" ;;
+        member-pause)
+            rand_to k 1 $((qspare + 1)); pick_members "$k"; rand_to d $((ttl / 2)) $((ttl * 3 / 2))
+            mode=(); [ $((RANDOM % 2)) = 0 ] || mode=(WRITE)
+            _=$(pick_holder)
+            t0=$(now_ms)
+            for i in "${picked[@]}"; do
+                [ "$(node_cmd "${member_port[i]}" CLIENT PAUSE "$d" "${mode[@]}")" = OK ] || kind=failed-$kind
+            done
+            sleep "$(ms_to_s "$d")"
+            echo "$t0 $kind $(now_ms) members=$(IFS=,; echo "${picked[*]}") mode=${mode[0]:-ALL} ms=$d" >>"$faults" ;;
         restart)
             redis_harness_restart {proxy_ctl}>&- || { echo "chaos: redis did not restart" >&2; exit 1; }
             echo "$t0 restart $(now_ms)" >>"$faults" ;;
@@ -592,9 +739,11 @@ fi
 # The nodes' own logs go with the chaos logs.
 if [ "$topology" = cluster ]; then
     for i in 1 2 3 4 5 6; do cp "$REDLEASE_TEST_DIR/chaos-node$i/redis.log" "$out/node$i-${node_port[i]}.log" 2>/dev/null; done
+elif [ "$topology" = quorum ]; then
+    for i in $(seq 1 "$qn"); do cp "$(member_dir "$i")/redis.log" "$out/member$i-${member_port[i]}.log" 2>/dev/null; done
 fi
 rc=0
-awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" \
+awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
 if [ "$topology" = single ]; then
     overflows=$(grep -c ' overflow ' "$out/proxy.out")
@@ -608,6 +757,13 @@ if [ "$topology" = single ]; then
     fi
 elif [ "$topology" = sentinel ]; then
     echo "figure: failovers: $(grep -c ' failover ' "$faults") done, $(grep -c ' failed-failover ' "$faults") refused (one under way, or no replica ready)"
+elif [ "$topology" = quorum ]; then
+    echo "figure: members frozen: $(grep -c ' member-stop .*majority=no' "$faults") times a minority, $(grep -c ' member-stop .*majority=yes' "$faults") times a majority; paused $(grep -c ' member-pause ' "$faults") times; restarted $((restarts_ok + restarts_bad)) times"
+    if [ "$restarts_bad" = 0 ]; then
+        echo "invariant: members-restart-from-aof ok ($restarts_ok restarts, each reloaded its append-only file)"
+    else
+        echo "invariant: members-restart-from-aof FAIL ($restarts_bad of $((restarts_ok + restarts_bad)) restarts did not log loading the append-only file)"; rc=1
+    fi
 else
     echo "figure: failovers: $(grep -c ' failover ' "$faults") done, $(grep -c ' failed-failover ' "$faults") refused or not done in time"
     echo "figure: migrations of slot $lock_slot: $(grep -c ' migrate ' "$faults") done ($(grep -c ' migrate .* back=yes' "$faults") there and back), $(grep -c ' failed-migrate ' "$faults") refused; $keys_moved keys MIGRATEd"
