@@ -8,16 +8,13 @@
 # --db is a usage error; no node reachable exits 69. (Migrations and
 # failovers: tests/integration/test_cluster.c, chaos CHAOS_TOPOLOGY=cluster.)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
-# Not in make check yet (tests/cli/local.mk): in clean-clone CI runs its
-# three nodes often never reach cluster_state:ok (one knows a fourth node;
-# cause not found), in several legs. The Cluster code is covered in CI by
-# test_cluster and the Cluster chaos run, which form theirs the same way.
 . "$here/cli-rig.sh" cli-cluster
 
 # Three nodes formed into a Cluster, in ports[]. No failovers here: a long
 # node timeout keeps a loaded machine from failing nodes while it forms.
-# A formation that fails (said on stderr) is tried once more on new nodes:
-# this script tests redlease(1), not Redis's gossip under valgrind load.
+# A formation that fails (said on stderr, with each node's view) is tried
+# once more on new nodes: this script tests redlease(1), not Redis's
+# gossip under load.
 form() {
     local try=$1 i
     ports=()

@@ -226,16 +226,33 @@ redis_harness_cluster_node() {
 # the nodes at those ports (redis_harness_cluster_node): the primaries
 # share the slots in equal ranges (SET-CONFIG-EPOCH, ADDSLOTSRANGE, or
 # ADDSLOTS before Redis 7), all meet the first, replica i follows primary
-# i. Waits (30 s at most) until every node says cluster_state:ok and
-# knows them all, and every replica is connected. 0, or 1 (and why).
+# i. Waits (30 s at most, by the clock) until every node says
+# cluster_state:ok and knows exactly these nodes, by their ids (none in
+# handshake, failing or disconnected), and every replica is connected.
+# 0, or 1 (and why: each node's CLUSTER INFO, CLUSTER NODES and log tail).
+#
+# A node meets a peer again (every 2 s) only while it does not know it by
+# id: a CLUSTER MEET of a node it knows is not a no-op. It starts one more
+# handshake (a random id in CLUSTER NODES, "known nodes 4 of 3" until it
+# ends), and the node met takes the new connection for the meeting node's
+# and drops the one in use. A node not ours (another test's, met through a
+# port it used) is forgotten (CLUSTER FORGET, said on stderr). Times are
+# by the clock, not by polls: a new primary says cluster_state:fail for
+# its first 2 s whatever it knows (Redis's CLUSTER_WRITABLE_DELAY), and a
+# primary marked failing stays so for twice the node timeout once back.
 redis_harness_cluster_form() {
-    local -a prim=() repl=()
-    local p i lo hi n id info role known
+    local -a prim=() repl=() all=() ids=() joined=()
+    local p i j lo hi n info role known line missing foreign bad meet_at deadline ok t0 polls=0
     while [ $# -gt 0 ] && [ "$1" != -- ]; do prim+=("$1"); shift; done
     [ "${1:-}" = -- ] && shift
     repl=("$@")
-    n=${#prim[@]}
+    all=("${prim[@]}" "${repl[@]}")
+    n=${#prim[@]} known=${#all[@]}
     _rh_ccmd() { local q=$1; shift; _rh_timeout 10 "${REDLEASE_TEST_REDIS_CLI:-redis-cli}" -p "$q" "$@" 2>&1; }
+    for i in "${!all[@]}"; do
+        ids[i]=$(_rh_ccmd "${all[i]}" CLUSTER MYID)
+        [[ ${ids[i]} =~ ^[0-9a-f]{40}$ ]] || { _rh_log "Cluster node ${all[i]}: CLUSTER MYID: ${ids[i]}"; return 1; }
+    done
     for i in "${!prim[@]}"; do
         p=${prim[i]}
         lo=$(( i * 16384 / n )) hi=$(( (i + 1) * 16384 / n - 1 ))
@@ -248,39 +265,72 @@ redis_harness_cluster_form() {
         fi
         [ "$info" = OK ] || { _rh_log "Cluster node $p: slots $lo-$hi refused: $info"; return 1; }
     done
-    for p in "${prim[@]:1}" "${repl[@]}"; do
+    for p in "${all[@]:1}"; do
         [ "$(_rh_ccmd "$p" CLUSTER MEET 127.0.0.1 "${prim[0]}")" = OK ] ||
             { _rh_log "Cluster node $p: MEET refused"; return 1; }
     done
-    for i in "${!repl[@]}"; do # a replica may only follow a primary it knows
-        id=$(_rh_ccmd "${prim[i]}" CLUSTER MYID)
-        for _ in $(seq 1 100); do
-            [ "$(_rh_ccmd "${repl[i]}" CLUSTER REPLICATE "$id")" = OK ] && continue 2
-            sleep 0.1
-        done
-        _rh_log "Cluster node ${repl[i]}: CLUSTER REPLICATE $id refused"
-        return 1
-    done
-    known=$(( ${#prim[@]} + ${#repl[@]} ))
-    for i in $(seq 1 300); do
-        # A MEET whose handshake did not finish within the node timeout
-        # (a loaded machine) is forgotten: meet again every 2 s.
-        if [ $((i % 20)) = 0 ]; then
-            for p in "${prim[@]:1}" "${repl[@]}"; do _rh_ccmd "$p" CLUSTER MEET 127.0.0.1 "${prim[0]}" >/dev/null; done
-        fi
-        for p in "${prim[@]}" "${repl[@]}"; do
+    t0=$SECONDS deadline=$((SECONDS + 30)) meet_at=$((SECONDS + 2))
+    while :; do
+        polls=$((polls + 1)) ok=1
+        for i in "${!all[@]}"; do
+            p=${all[i]}
+            # From this node's CLUSTER NODES: the indexes of the peers it
+            # does not know (yet) by id at their port, the ids it knows
+            # that are not ours, and whether any entry is not settled.
+            read -r missing foreign bad < <(_rh_ccmd "$p" CLUSTER NODES | tr -d '\r' |
+                awk -v ids="${ids[*]}" -v ports="${all[*]}" '
+                    BEGIN { n = split(ids, id, " "); split(ports, port, " ")
+                            for (j = 1; j <= n; j++) { ours[id[j]] = j; our_port[port[j]] = 1 } }
+                    NF >= 8 && length($1) == 40 && $1 ~ /^[0-9a-f]+$/ {
+                        split($2, a, "[:@]")
+                        if ($3 ~ /fail|handshake|noaddr/ || ($3 !~ /myself/ && $8 != "connected")) bad = 1
+                        if ($1 in ours) {
+                            if ($3 !~ /handshake|noaddr/ && a[2] == port[ours[$1]]) seen[ours[$1]] = 1
+                        } else if ($3 !~ /handshake/ || !(a[2] in our_port)) {
+                            f = f (f == "" ? "" : ",") $1
+                        }
+                    }
+                    END { for (j = 1; j <= n; j++) if (!seen[j]) m = m (m == "" ? "" : ",") (j - 1)
+                          print (m == "" ? "-" : m), (f == "" ? "-" : f), bad + 0 }')
+            [ "${missing:-x}" = - ] && [ "$foreign" = - ] && [ "$bad" = 0 ] || ok=0
+            if [ -n "$foreign" ] && [ "$foreign" != - ]; then
+                for j in ${foreign//,/ }; do
+                    line=$(_rh_ccmd "$p" CLUSTER NODES | grep "^$j ")
+                    _rh_log "Cluster node $p: forgets a node not ours: $line: $(_rh_ccmd "$p" CLUSTER FORGET "$j")"
+                done
+            fi
+            # The first MEET's handshake may have ended on one side only,
+            # or outlived the node timeout (a loaded machine): meet each
+            # peer still unknown, every 2 s.
+            if [ "$SECONDS" -ge "$meet_at" ] && [ -n "$missing" ] && [ "$missing" != - ]; then
+                for j in ${missing//,/ }; do
+                    [ "$j" = "$i" ] || _rh_ccmd "$p" CLUSTER MEET 127.0.0.1 "${all[j]}" >/dev/null
+                done
+            fi
+            if [ "$i" -ge "$n" ] && [ -z "${joined[i]:-}" ]; then # a replica follows a primary it knows
+                [[ ,$missing, == *,$((i - n)),* ]] ||
+                    { [ "$(_rh_ccmd "$p" CLUSTER REPLICATE "${ids[i - n]}")" = OK ] && joined[i]=1; }
+                ok=0
+            fi
+            [ "$ok" = 1 ] || continue
             info=$(_rh_ccmd "$p" CLUSTER INFO)
-            [[ $info == *cluster_state:ok* && $info == *cluster_known_nodes:$known$'\r'* ]] || continue 2
+            [[ $info == *cluster_state:ok* && $info == *cluster_known_nodes:$known$'\r'* ]] || ok=0
+            if [ "$ok" = 1 ] && [ "$i" -ge "$n" ]; then
+                mapfile -t role < <(_rh_ccmd "$p" ROLE)
+                [ "${role[0]}" = slave ] && [ "${role[3]}" = connected ] || ok=0
+            fi
         done
-        for p in "${repl[@]}"; do
-            mapfile -t role < <(_rh_ccmd "$p" ROLE)
-            [ "${role[0]}" = slave ] && [ "${role[3]}" = connected ] || continue 2
-        done
-        return 0
+        [ "$SECONDS" -ge "$meet_at" ] && meet_at=$((SECONDS + 2))
+        [ "$ok" = 1 ] && return 0
+        [ "$SECONDS" -lt "$deadline" ] || break
+        sleep 0.1
     done
-    _rh_log "the Cluster did not form within 30 s:"
-    for p in "${prim[@]}" "${repl[@]}"; do
+    _rh_log "the Cluster did not form within $((SECONDS - t0)) s ($polls polls); ids ${ids[*]}:"
+    for p in "${all[@]}"; do
         _rh_log "  node $p: $(_rh_ccmd "$p" CLUSTER INFO | grep -E 'cluster_(state|known_nodes|slots_ok)' | tr -d '\r' | tr '\n' ' ')"
+        _rh_ccmd "$p" CLUSTER NODES | tr -d '\r' | sed 's/^/redis-harness:     /' >&2
+        info=$(_rh_ccmd "$p" CONFIG GET dir | sed -n 2p)
+        [ -f "$info/redis.log" ] && tail -n 5 "$info/redis.log" | sed 's/^/redis-harness:     log: /' >&2
     done
     return 1
 }
