@@ -276,6 +276,26 @@ static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mas
     maybe_free(op);
 }
 
+/* Raises every member's fence counter to the fence the majority gave, as
+ * EVAL, behind the acquire on each link (so before its release): the next
+ * holder's majority shares a member with this one and mints above it,
+ * unless that member's link broke before the raise ran there. */
+static void raise_fences(rdl_quorum *q, const struct redlease_lock *lk, uint64_t fence, int64_t now)
+{
+    char f[24], ttl[24];
+    snprintf(f, sizeof f, "%llu", (unsigned long long)fence);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)(lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
+    const char *argv[6] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_FENCE_RAISE), "1", lk->fence_key, f, ttl};
+    size_t lens[6] = {7, 40, 1, lk->fence_keylen, strlen(f), strlen(ttl)};
+    rdl_qop *op = op_new(q, RDL_REQ_FENCE_RAISE, RDL_SCRIPT_FENCE_RAISE, 6, argv, lens);
+    if (!op) return; /* the fence stays the majority's largest */
+    for (size_t i = 0; i < q->n; i++) {
+        op->part[i].req.sent_eval = 1;
+        if (member_ready(q, i) && (!q->owed_n[i] || (pay(q, i, now), !q->owed_n[i]))) send_part(op, i);
+    }
+    maybe_free(op);
+}
+
 int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens)
 {
     if (!rdl_quorum_ready(q)) return REDLEASE_ECONN;
@@ -431,8 +451,11 @@ static void decide(rdl_qop *op, int64_t now)
                 r.type = RDL_REPLY_STATUS;
                 r.str = "OK";
                 r.len = 2;
+            } else if (op->script == RDL_SCRIPT_ACQUIRE_FENCED) {
+                r.integer = (long long)op->fence;
+                raise_fences(q, op->parent->lk, op->fence, now);
             } else {
-                r.integer = op->script == RDL_SCRIPT_ACQUIRE_FENCED ? (long long)op->fence : 1;
+                r.integer = 1;
             }
             answer(op, &r);
         } else if (op->yes + op->out < need) {

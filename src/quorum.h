@@ -10,7 +10,8 @@
  * reply a single server would give, as soon as the outcome is certain:
  *
  *   acquire  yes from a majority: OK (fenced: the largest fence of those
- *            yes answers); a majority no longer possible: busy if any
+ *            yes answers, every member's counter then raised to it); a
+ *            majority no longer possible: busy if any
  *            member said busy, else the error
  *   renew    1 from a majority; 0 ("not ours") once a majority cannot say
  *            1 because members said 0; else the error

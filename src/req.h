@@ -33,7 +33,8 @@ enum rdl_req_kind {
     RDL_REQ_SENTINEL_QUERY, /* SENTINEL get-master-addr-by-name */
     RDL_REQ_SENTINEL_SUB,   /* SUBSCRIBE +switch-master */
     RDL_REQ_CLUSTER_SLOTS,  /* the Cluster router's map query (src/cluster.c) */
-    RDL_REQ_ASKING          /* ASKING before a command an ASK redirect sends */
+    RDL_REQ_ASKING,         /* ASKING before a command an ASK redirect sends */
+    RDL_REQ_FENCE_RAISE     /* a quorum's: every member's counter up to the fence */
 };
 
 struct rdl_node;

@@ -11,6 +11,8 @@ enum rdl_script {
                                   -> fence, or 0 held by another */
     RDL_SCRIPT_RENEW,          /* KEYS: key; ARGV: token, ttl -> 1 extended, 0 not ours */
     RDL_SCRIPT_RELEASE,        /* KEYS: key; ARGV: token -> 1 deleted, 0 not ours */
+    RDL_SCRIPT_FENCE_RAISE,    /* KEYS: fence key; ARGV: fence, counter ttl -> 1 raised,
+                                  0 already as high (a quorum's, src/quorum.c) */
     RDL_SCRIPT_COUNT
 };
 

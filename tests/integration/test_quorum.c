@@ -342,6 +342,51 @@ static void test_quorum_one_token_everywhere(void)
     finish(c, &co);
 }
 
+/* The fence of a holder whose majority misses the member with the largest
+ * counter is still above the previous holder's: every member's counter was
+ * raised to that fence. Counters primed apart (as they start: each from
+ * its own clock at first use); the first holder's majority is members 2-4
+ * (0 and 1 paused), its fence member 4's; the next majority is without
+ * member 4. */
+static void pause_master(int k, int64_t ms);
+
+static void test_quorum_fences_increase_across_holders(void)
+{
+    NEED_QUORUM();
+    obs co = {0}, a = {0}, b = {0};
+    redlease_client *c = quorum_client(&co);
+    char fkey[128];
+    size_t len;
+    CHECK_EQ(redlease_key("lock:", "q-fence", 7, REDLEASE_KEY_FENCE, fkey, sizeof fkey, &len), REDLEASE_OK);
+    for (int s = 0; s < N; s++) {
+        redisReply *r = srv_cmd(&m[s], "SET %s %s", fkey, s == 4 ? "5000" : "1000");
+        CHECK(r && r->type == REDIS_REPLY_STATUS);
+        if (r) freeReplyObject(r);
+    }
+    pause_master(0, 1000);
+    pause_master(1, 1000);
+    hold_real(c, &a, "q-fence", lopts(3000, 3000, 1));
+    uint64_t fa = redlease_lock_fence(a.lk);
+    CHECK_EQ(fa, 5001);
+    release(&a, NULL);
+    CHECK_EQ(a.rel_st, REDLEASE_OK);
+    char v[64];
+    int raised = 0; /* the raise runs before the release on each link; the last may be on its way */
+    for (int64_t end = mono_ms() + 2000 * S; raised < N && mono_ms() < end; testloop_run_once(5)) {
+        raised = 0;
+        for (int s = 0; s < N; s++) raised += strcmp(value_on(s, fkey, v, sizeof v), "5001") == 0;
+    }
+    CHECK_EQ(raised, N);
+    srv_kill(&m[4]);
+    hold_real(c, &b, "q-fence", lopts(3000, 3000, 1));
+    uint64_t fb = redlease_lock_fence(b.lk);
+    printf("# fences: %llu, then %llu without the member that gave the first\n",
+           (unsigned long long)fa, (unsigned long long)fb);
+    CHECK(fb > fa); /* 1002 without the raise */
+    release(&b, NULL);
+    finish(c, &co);
+}
+
 /* Runs the loop for ms; every lease of o must read held at every turn. */
 static void run_all_held(const obs *o, int n, int64_t ms)
 {
@@ -801,6 +846,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         TEST_CASE(test_quorum_options_checked),
         TEST_CASE(test_quorum_one_token_everywhere),
+        TEST_CASE(test_quorum_fences_increase_across_holders),
         TEST_CASE(test_quorum_survives_two_killed),
         TEST_CASE(test_quorum_majority_killed_lost_in_time),
         TEST_CASE(test_quorum_paused_masters),

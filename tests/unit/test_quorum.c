@@ -184,14 +184,25 @@ static void test_quorum_fence_is_the_largest(void)
     for (int i = 0; i < 4; i++)
         CHECK(sent_to(&f, i, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED), &r, 5));
     fake_link_reply_int(member(&f, 0), 5);
-    fake_link_reply_int(member(&f, 3), 0); /* busy there */
     fake_link_reply_int(member(&f, 2), 12);
     fake_run(&f);
     CHECK_EQ(r.acq_calls, 0);
-    fake_link_reply_int(member(&f, 1), 9);
+    fake_link_reply_int(member(&f, 1), 9); /* the third yes; member 3 still silent */
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
     CHECK_EQ(redlease_lock_fence(r.lk), 12);
+    /* every member's counter goes up to it, so the next majority mints
+     * above it (the member still silent too, behind its attempt) */
+    for (int i = 0; i < 4; i++) {
+        if (i == 3) fake_link_reply_int(member(&f, 3), 0); /* the straggler's attempt: busy */
+        fake_cmd *c = fake_link_peek(member(&f, i));
+        CHECK(c && strcmp(c->argv[0], "EVAL") == 0 &&
+              strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0 && c->argc == 6 &&
+              strcmp(c->argv[4], "12") == 0);
+        fake_link_reply_int(member(&f, i), i != 2);
+    }
+    fake_run(&f);
+    for (int i = 0; i < 4; i++) CHECK(idle(&f, i));
     end(&f);
 }
 
@@ -515,7 +526,8 @@ static void test_quorum_cleanup_never_lands_after_the_next_attempt(void)
     fake_link_reply_int(member(&f, 1), 7);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
-    CHECK(idle(&f, 0)); /* no delete behind attempt 2 */
+    fake_cmd *c = fake_link_peek(member(&f, 0)); /* no delete behind attempt 2, */
+    CHECK(!c || strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0); /* a raise at most */
     end(&f);
 }
 
