@@ -27,7 +27,6 @@
 #include "msg.h"
 #include "server.h"
 #include "signals.h"
-#include "addr.h" /* the library's parser of address lists (--quorum) */
 
 /* --grace is the command's own; every other limit is the library's. */
 #define MAX_GRACE_MS ((int64_t)24 * 3600 * 1000)
@@ -60,12 +59,9 @@ typedef struct run {
     int lost;
     ev_child child_watcher;
     ev_timer grace_timer;
-    /* --quorum: the acquire waits (up to the timeout) until every server
-     * is connected, so that the lease is set on all of them, not only on
-     * the first majority to connect; and a wait gives up when no majority
-     * has been reachable for the timeout */
+    /* --quorum: a wait gives up when no majority of the servers has been
+     * reachable for the timeout (one server's failure is no reason) */
     ev_timer quorum_timer;
-    int quorum_size, quorum_connects, quorum_refused;
 } run;
 
 /* ------------------------------------------------------------ options */
@@ -193,11 +189,6 @@ static void release(run *r)
     if (r->released) return;
     r->released = 1;
     if (r->phase != FINISHED) r->phase = RELEASING;
-    if (!r->lock) { /* --quorum, before the acquire: no handle yet */
-        if (!r->exit_status) r->exit_status = r->cancel_status ? r->cancel_status : CLI_EXIT_FAILED;
-        on_released(NULL, REDLEASE_ECANCELED, r);
-        return;
-    }
     redlease_release(r->lock, on_released, r);
 }
 
@@ -356,73 +347,33 @@ static int status_for_start_error(int rc)
                                     : CLI_EXIT_FAILED;
 }
 
-/* --quorum: the servers are connected (all, or a majority once the others
- * failed or the timeout passed): the acquire goes to every one ready. */
-static void quorum_acquire(run *r)
-{
-    if (r->lock || r->released) return;
-    ev_timer_stop(r->loop, &r->quorum_timer);
-    redlease_lock_options lo;
-    lock_options(r, &lo);
-    int rc = redlease_acquire(r->client, r->resource, &lo, on_acquired, on_lost, r, &r->lock);
-    if (rc != REDLEASE_OK) {
-        r->lock = NULL;
-        r->exit_status = status_for_start_error(rc);
-        release(r);
-    }
-}
-
-/* --quorum, while the lock is waited for: the timeout passed. Before the
- * acquire, it goes to the servers that are ready if they are a majority;
- * else (before or after it) no majority was reachable: give up. */
+/* --quorum, while the lock is waited for: no majority of the servers has
+ * been ready since the timer started, a timeout ago: give up. */
 static void on_quorum_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop, (void)revents;
     run *r = w->data;
-    if (r->phase != WAITING || r->released) return;
-    if (redlease_client_connected(r->client)) {
-        quorum_acquire(r);
-        return;
-    }
+    if (r->phase != WAITING || r->released || redlease_client_connected(r->client)) return;
     const char *why = redlease_client_errstr(r->client);
     cli_error("Redis at %s: no majority of the servers reachable within %" PRId64 " ms%s%s",
               r->server.where, r->server.timeout_ms, why[0] ? ": " : "", why);
     cancel_wait(r, CLI_EXIT_UNAVAILABLE);
 }
 
-static void quorum_timer_start(run *r)
+/* --quorum: a server's connection was made (a majority again: the timer
+ * stops) or failed (no majority left: the timer starts). The library
+ * waits for every server's first connection before it sends, so the
+ * lease goes to all the servers that can be reached. */
+static void quorum_changed(run *r, const char *what, const char *detail)
 {
-    if (ev_is_active(&r->quorum_timer)) return;
-    ev_timer_set(&r->quorum_timer, (ev_tstamp)r->server.timeout_ms / 1000.0, 0.);
-    ev_timer_start(r->loop, &r->quorum_timer);
-}
-
-/* --quorum: one more server connected. */
-static void quorum_connected(run *r)
-{
-    cli_verbose("connected to a server of the %s", r->server.where);
-    r->quorum_connects++;
-    if (r->phase != WAITING || r->released || !redlease_client_connected(r->client)) return;
-    if (!r->lock && (r->quorum_connects >= r->quorum_size || r->quorum_refused))
-        quorum_acquire(r);
-    else if (r->lock)
-        ev_timer_stop(r->loop, &r->quorum_timer); /* a majority again */
-}
-
-/* --quorum: one server's connection failed. While a majority is still
- * ready the lease goes on without it (the acquire, not yet sent, goes
- * without waiting for that server); while the lock is waited for and no
- * majority is, the wait is given up once the timeout has passed with
- * none (the servers connect one by one, a refusal may come first). */
-static void quorum_disconnected(run *r, const char *detail)
-{
-    cli_verbose("connection to a server of the %s: %s", r->server.where, detail);
-    r->quorum_refused = 1;
-    if (r->phase != WAITING || r->released) return;
-    if (!redlease_client_connected(r->client))
-        quorum_timer_start(r);
-    else if (!r->lock)
-        quorum_acquire(r);
+    cli_verbose("%s a server of the %s%s%s", what, r->server.where, detail ? ": " : "",
+                detail ? detail : "");
+    if (redlease_client_connected(r->client))
+        ev_timer_stop(r->loop, &r->quorum_timer);
+    else if (r->phase == WAITING && !r->released && !ev_is_active(&r->quorum_timer)) {
+        ev_timer_set(&r->quorum_timer, (ev_tstamp)r->server.timeout_ms / 1000.0, 0.);
+        ev_timer_start(r->loop, &r->quorum_timer);
+    }
 }
 
 /* Logs for --verbose, and gives up the wait when Redis cannot be used:
@@ -470,7 +421,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         break;
     case REDLEASE_EV_CONNECTED:
         if (r->server.quorum) {
-            quorum_connected(r);
+            quorum_changed(r, "connected to", NULL);
         } else {
             cli_verbose("connected to %s", r->server.where);
         }
@@ -480,7 +431,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         break;
     case REDLEASE_EV_DISCONNECTED:
         if (r->server.quorum) {
-            quorum_disconnected(r, detail);
+            quorum_changed(r, "connection to", detail);
         } else if (r->phase == WAITING) {
             cli_error("Redis at %s: %s", r->server.where, detail);
             cancel_wait(r, CLI_EXIT_UNAVAILABLE);
@@ -529,15 +480,6 @@ static int start(run *r)
     lock_options(r, &lo);
 
     int rc = redlease_client_new(&r->client, &co);
-    if (rc == REDLEASE_OK && r->server.quorum) {
-        /* Attach first, acquire once the servers are connected
-         * (quorum_connected, quorum_disconnected, on_quorum_timer). */
-        redlease_client_set_event_cb(r->client, on_event, r);
-        r->quorum_size = rdl_addr_list_parse(r->server.quorum, NULL, REDLEASE_MAX_QUORUM);
-        rc = redlease_libev_attach(r->client, r->loop);
-        if (rc == REDLEASE_OK && !r->released) quorum_timer_start(r);
-        return rc == REDLEASE_OK ? 0 : status_for_start_error(rc);
-    }
     if (rc == REDLEASE_OK) {
         redlease_client_set_event_cb(r->client, on_event, r);
         /* Acquire first, attach second: a connect that fails at once is

@@ -120,4 +120,4 @@ check "--quorum with --cluster, --sentinel, --socket, --host, --port or --min-re
 dead=127.0.0.1:${ports[2]},127.0.0.1:$((ports[2] + 1))
 rl run "${t[@]}" --quorum "$dead" --no-wait q-job -- touch "$tmp/ran"
 check "no majority reachable => 69, nothing run" \
-    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "no majority of the servers reachable" <<<"$err"'
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "Redis at quorum" <<<"$err"'
