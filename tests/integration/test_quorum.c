@@ -4,6 +4,11 @@
  * each case that changes them, killed or paused by pid and by command.
  *  - One acquire puts one token on all five keys (read back by GET on
  *    each server), renewals reach all five, a release deletes everywhere.
+ *  - Fences with counters primed apart: the next holder's fence is above
+ *    the previous one's though its majority misses the member that gave
+ *    it (every counter was raised to it).
+ *  - A stopped master (SIGSTOP): its link is dropped by the stall rule
+ *    though the lease, answered by the others, never waits for it.
  *  - One, then two masters killed with leases held and renewing: every
  *    lease stays held (held() never 0, no on_lost) over several renewal
  *    intervals, and new acquires succeed on the three left.
