@@ -294,6 +294,12 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     int rc = rdl_heap_insert(&c->heap, &c->close_wake, RDL_NEVER);
     if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
     if (!rc && c->cluster) rc = rdl_heap_insert(&c->heap, &c->cluster->wake, 0);
+    if (!rc && c->quorum) {
+        rdl_conn_config cc;
+        rdl_conn_settings(&c->main.conn, &cc);
+        int64_t settle = rdl_quorum_settle_time(cc.connect_timeout, c->command_timeout);
+        rc = rdl_heap_insert(&c->heap, &c->quorum->wake, rdl_now(c) + settle);
+    }
     for (size_t i = 0; i < c->nnodes && !rc; i++) rc = rdl_node_attach(c->nodes[i]);
     if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
     if (rc) {
@@ -302,6 +308,7 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
         for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->heap, &c->nodes[i]->wake);
         if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
         if (c->cluster) rdl_heap_remove(&c->heap, &c->cluster->wake);
+        if (c->quorum) rdl_heap_remove(&c->heap, &c->quorum->wake);
         c->loop = NULL;
         c->loop_data = NULL;
         return rc;
@@ -344,6 +351,7 @@ void redlease_client_on_timer(redlease_client *c)
             case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
             case RDL_WAKE_SENTINEL: sentinel_run(c, now); break;
             case RDL_WAKE_CLUSTER: rdl_cluster_run(c, now); break;
+            case RDL_WAKE_QUORUM: rdl_quorum_run(c->quorum, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
                 rdl_heap_update(&c->heap, top, RDL_NEVER);
                 break;

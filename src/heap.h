@@ -18,6 +18,7 @@ enum rdl_wake_kind {
     RDL_WAKE_NODE,
     RDL_WAKE_SENTINEL,
     RDL_WAKE_CLUSTER,
+    RDL_WAKE_QUORUM,
     RDL_WAKE_CLOSE
 };
 

@@ -41,6 +41,8 @@ typedef struct rdl_qop {
     int out;         /* parts in flight */
     int pinned;      /* answering the lock: not freed meanwhile (it may
                         submit again, and a sweep must not take this one) */
+    int cleanup;     /* the quorum's own delete (clean_up): the lock may
+                        send again behind it, so it is never owed for later */
     int yes, no, errors, definite, gone;
     uint64_t fence;  /* the largest fence a yes carried */
     char err[80];    /* the first error's text (a definite one's, once seen) */
@@ -59,6 +61,8 @@ int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node **members, size_
     q->n = n;
     q->need = n / 2 + 1;
     rdl_list_init(&q->owing);
+    q->wake.idx = RDL_HEAP_OUT;
+    q->wake.kind = RDL_WAKE_QUORUM;
     q->member = rdl_malloc(n * sizeof *q->member);
     q->owed_n = rdl_calloc(n, sizeof *q->owed_n);
     if (!q->member || !q->owed_n) return REDLEASE_ENOMEM;
@@ -268,6 +272,7 @@ static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mas
     rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, 5, argv, lens);
     if (!op) return; /* the keys expire by themselves */
     op->until = now + lk->ttl + rdl_drift(lk->ttl);
+    op->cleanup = 1;
     /* EVAL from the start: a NOSCRIPT would send it again, behind the
      * lock's next attempt, whose key it would then delete. */
     for (size_t i = 0; i < q->n; i++) op->part[i].req.sent_eval = 1;
@@ -517,17 +522,38 @@ void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
         r = NULL;
     }
     tally(op, pt, r);
-    /* A delete the link took, or the server could not run now (LOADING,
-     * BUSY...), is owed: at once on a new link, else ahead of the next
-     * command for that member (not at once: that could spin). */
+    /* A delete the link took is owed: on the new link, ahead of anything
+     * the lock sends there. One the server could not run now (LOADING,
+     * BUSY...) is owed ahead of the next command for that member (not at
+     * once: that could spin), unless it is a clean-up: the lock's next
+     * attempt may be on that link behind it already, and that attempt
+     * takes the key back or its lock deletes it. */
     if (deletes && !r) owe(op, i, 1, now);
-    if (deletes && r && r->type == RDL_REPLY_ERROR && pt->said == SAID_ERROR &&
+    if (deletes && r && r->type == RDL_REPLY_ERROR && pt->said == SAID_ERROR && !op->cleanup &&
         rdl_error_classify(r->str, r->len).transient)
         owe(op, i, 0, now);
     op->pinned = 1;
     if (op->parent) decide(op, now);
     op->pinned = 0;
     maybe_free(op);
+}
+
+int64_t rdl_quorum_settle_time(int64_t connect_timeout, int64_t command_timeout)
+{
+    int64_t t = RDL_QUORUM_SETTLE_MS;
+    if (command_timeout / 4 < t) t = command_timeout / 4;
+    return connect_timeout < t ? connect_timeout : t;
+}
+
+/* A member still connecting after the settling time (a server that
+ * accepts and never answers, a route that drops) is waited for no longer:
+ * acquires with a short budget must not fail for it. */
+void rdl_quorum_run(rdl_quorum *q, int64_t now)
+{
+    (void)now;
+    q->settled = (1u << q->n) - 1;
+    rdl_heap_update(&q->c->heap, &q->wake, RDL_NEVER);
+    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
 }
 
 /* Member m's first connection is over: once all are, the quorum may be

@@ -39,6 +39,10 @@
  * (maybe_set, src/lock.c): a later attempt of the lock may already be on
  * the links behind it, and a delete now would land after that.
  *
+ * A clean-up answered with an error is not owed for later (the lock's
+ * next attempt may be behind it on that link); a member still silent when
+ * the lock has its answer gets the stall rule armed (src/conn.h).
+ *
  * The quorum's epoch counts the times a member became ready: a member
  * back from a broken link (maybe a restarted server without our key)
  * makes every held lease renew at once, and held() is 0 until it has.
@@ -49,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "heap.h"
 #include "list.h"
 #include "req.h"
 
@@ -62,9 +67,11 @@ typedef struct rdl_quorum {
     uint64_t epoch;           /* bumped each time a member becomes ready */
     uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
     uint32_t settled;         /* members whose first connection is over (ready
-                                 or failed): until all are, the quorum is not
-                                 ready, so a lease is not set on the first
-                                 majority to connect and never on the rest */
+                                 or failed): until all are, or the settling
+                                 time passed (wake), the quorum is not ready,
+                                 so a lease is not set on the first majority
+                                 to connect and never on the rest */
+    rdl_heap_node wake;       /* the settling time's end (RDL_WAKE_QUORUM) */
     rdl_list owing;           /* fan-outs owing compare-and-delete to members
                                  not ready (rdl_qop.link) */
 } rdl_quorum;
@@ -72,6 +79,13 @@ typedef struct rdl_quorum {
 /* A quorum of client c over members (addresses already made nodes);
  * 0 or REDLEASE_ENOMEM. */
 int rdl_quorum_init(rdl_quorum *q, struct redlease_client *c, struct rdl_node **members, size_t n);
+/* The loop is attached, the members start connecting: the settling time
+ * (RDL_QUORUM_SETTLE_MS at most, a quarter of the command timeout, the
+ * connect timeout) starts. */
+#define RDL_QUORUM_SETTLE_MS 250
+int64_t rdl_quorum_settle_time(int64_t connect_timeout, int64_t command_timeout);
+/* From the client's timer at q->wake: the settling time is over. */
+void rdl_quorum_run(rdl_quorum *q, int64_t now);
 /* After the members' nodes were freed (their requests came back). */
 void rdl_quorum_free(rdl_quorum *q);
 

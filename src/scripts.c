@@ -53,10 +53,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
     /* A quorum's fence is the largest of a majority's counters; every
      * member's counter is raised to it, so the next holder's majority,
      * which shares a member with this one, mints above it. Never lowers a
-     * counter, never touches a value that is not a number. */
+     * counter, never touches a value that is not digits (INCR's kind). */
     [RDL_SCRIPT_FENCE_RAISE] =
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v and (not tonumber(v) or tonumber(v) >= tonumber(ARGV[1])) then return 0 end\n"
+        "if v and (not string.match(v, '^%d+$') or tonumber(v) >= tonumber(ARGV[1])) then return 0 end\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return 1\n",
 };
@@ -70,7 +70,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_ACQUIRE_FENCED] = "b57ccfdb18fbcb68febe19d8cd4ed29623a2f475",
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
-    [RDL_SCRIPT_FENCE_RAISE] = "b364049e60ff5f4eb9ca96503f5f200b46befaab",
+    [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

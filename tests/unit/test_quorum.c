@@ -526,8 +526,100 @@ static void test_quorum_cleanup_never_lands_after_the_next_attempt(void)
     fake_link_reply_int(member(&f, 1), 7);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
-    fake_cmd *c = fake_link_peek(member(&f, 0)); /* no delete behind attempt 2, */
-    CHECK(!c || strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0); /* a raise at most */
+    fake_cmd *c = fake_link_peek(member(&f, 0)); /* no delete behind attempt 2: the raise */
+    CHECK(c && strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0);
+    fake_link_reply_int(member(&f, 0), 1);
+    CHECK(idle(&f, 0)); /* and nothing after it */
+    end(&f);
+}
+
+/* A clean-up a member could not run (BUSY) is not owed for later: the
+ * lock's next attempt may be behind it on that link already (here it took
+ * the key back), and a delete later would take it from the lease. */
+static void test_quorum_failed_cleanup_not_owed(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    o.wait_ms = 10000;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE_FENCED);
+    fake_link_reply_int(member(&f, 0), 5);
+    fake_link_reply_int(member(&f, 1), 0);
+    fake_link_reply_int(member(&f, 2), 0);
+    fake_run(&f);
+    CHECK(cleaned_on(&f, 0, &r));
+    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 1), "EVALSHA", acq); k++) fake_advance(&f, 1);
+    fake_link_reply_err(member(&f, 0), "BUSY Redis is busy running a script.");
+    CHECK(sent_to(&f, 0, "EVALSHA", acq, &r, 5)); /* attempt 2, behind the clean-up */
+    fake_link_reply_int(member(&f, 0), 6); /* its own key, taken back */
+    fake_link_reply_int(member(&f, 1), 7);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i++) {
+        fake_cmd *c = fake_link_peek(member(&f, i));
+        if (i == 2) fake_link_reply_int(member(&f, 2), 0); /* attempt 2 there */
+        c = fake_link_peek(member(&f, i));
+        CHECK(c && strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0);
+        fake_link_reply_int(member(&f, i), 1);
+    }
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(idle(&f, i)); /* no delete of the lease's key */
+    end(&f);
+}
+
+/* A member still silent when the lock has its answer is dropped by the
+ * stall rule (the lock's own timeout, which would arm it, never comes),
+ * and connects again. */
+static void test_quorum_silent_member_dropped(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    redlease_lock_options o = opts(30000); /* no renewal in this test's time */
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_link_reply_status(member(&f, 0), "OK");
+    fake_link_reply_status(member(&f, 1), "OK");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    int before = count_events(REDLEASE_EV_DISCONNECTED);
+    fake_advance(&f, 2 * 2000 - 10);
+    CHECK_EQ(count_events(REDLEASE_EV_DISCONNECTED), before);
+    fake_advance(&f, 20); /* twice the command timeout since its send */
+    CHECK_EQ(count_events(REDLEASE_EV_DISCONNECTED), before + 1);
+    CHECK_EQ(member(&f, 2)->connected, 0);
+    CHECK_EQ(redlease_lock_held(r.lk), 1); /* two of three still */
+    end(&f);
+}
+
+/* A member that never finishes connecting (a server that accepts and
+ * never answers) is waited for only for the settling time: an acquire
+ * with no wait budget still goes, to the others, within its timeout. */
+static void test_quorum_settling_ends(void)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.quorum.addrs = addrs[3];
+    fake_attach(&f, &co);
+    fake_link_connect(&f, member(&f, 1));
+    fake_link_connect(&f, member(&f, 2));
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 0;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_advance(&f, RDL_QUORUM_SETTLE_MS - 1);
+    CHECK(idle(&f, 1));
+    fake_advance(&f, 1);
+    CHECK(sent_to(&f, 1, "SET", NULL, &r, 2) && sent_to(&f, 2, "SET", NULL, &r, 2));
+    fake_link_reply_status(member(&f, 1), "OK");
+    fake_link_reply_status(member(&f, 2), "OK");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
     end(&f);
 }
 
@@ -687,6 +779,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_stale_attempt_left_to_the_lock),
         TEST_CASE(test_quorum_cleanup_never_lands_after_the_next_attempt),
         TEST_CASE(test_quorum_decided_attempt_not_sent_again),
+        TEST_CASE(test_quorum_failed_cleanup_not_owed),
+        TEST_CASE(test_quorum_silent_member_dropped),
+        TEST_CASE(test_quorum_settling_ends),
         TEST_CASE(test_quorum_release_error_is_owed),
         TEST_CASE(test_quorum_submit_from_an_answer),
         TEST_CASE(test_quorum_allocation_failures),
