@@ -65,7 +65,9 @@ int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node **members, size_
     q->wake.kind = RDL_WAKE_QUORUM;
     q->member = rdl_malloc(n * sizeof *q->member);
     q->owed_n = rdl_calloc(n, sizeof *q->owed_n);
-    if (!q->member || !q->owed_n) return REDLEASE_ENOMEM;
+    q->scripts = rdl_calloc(n, sizeof *q->scripts);
+    q->scripts_epoch = rdl_calloc(n, sizeof *q->scripts_epoch);
+    if (!q->member || !q->owed_n || !q->scripts || !q->scripts_epoch) return REDLEASE_ENOMEM;
     memcpy(q->member, members, n * sizeof *q->member);
     return REDLEASE_OK;
 }
@@ -84,6 +86,8 @@ void rdl_quorum_free(rdl_quorum *q)
     while (!rdl_list_empty(&q->owing)) op_free(RDL_CONTAINER(q->owing.next, rdl_qop, link));
     rdl_free(q->member);
     rdl_free(q->owed_n);
+    rdl_free(q->scripts);
+    rdl_free(q->scripts_epoch);
 }
 
 static int member_ready(const rdl_quorum *q, size_t i) { return rdl_node_ready(q->member[i]); }
@@ -178,6 +182,16 @@ static int send_part(rdl_qop *op, size_t i)
     size_t lens[MAX_ARGS];
     memcpy(argv, op->argv, op->argc * sizeof *argv);
     memcpy(lens, op->lens, op->argc * sizeof *lens);
+    if (op->script >= 0 && !pt->req.sent_eval) {
+        /* The first time a script goes on a link, it goes as EVAL, which
+         * caches it: a NOSCRIPT answer to a part is only resent while the
+         * fan-out is undecided, so on a fresh server the slowest member
+         * would miss a lease (its part answered NOSCRIPT after the
+         * majority's yes) without this. */
+        uint64_t ep = rdl_node_epoch(q->member[i]);
+        if (q->scripts_epoch[i] != ep) q->scripts_epoch[i] = ep, q->scripts[i] = 0;
+        if (!(q->scripts[i] & (1u << op->script))) pt->req.sent_eval = 1;
+    }
     if (pt->req.sent_eval) {
         argv[0] = "EVAL";
         lens[0] = 4;
@@ -188,6 +202,7 @@ static int send_part(rdl_qop *op, size_t i)
     pt->req.epoch = rdl_node_epoch(q->member[i]);
     int rc = rdl_node_submit(q->member[i], &pt->req, op->argc, argv, lens);
     if (rc) return rc;
+    if (op->script >= 0) q->scripts[i] |= 1u << op->script; /* cached once this runs */
     pt->out = 1;
     pt->said = SAID_NOTHING;
     op->out++;

@@ -39,6 +39,7 @@
  * (maybe_set, src/lock.c): a later attempt of the lock may already be on
  * the links behind it, and a delete now would land after that.
  *
+ * A script goes as EVAL the first time on each member's link.
  * A clean-up answered with an error is not owed for later (the lock's
  * next attempt may be behind it on that link); a member still silent when
  * the lock has its answer gets the stall rule armed (src/conn.h).
@@ -66,6 +67,9 @@ typedef struct rdl_quorum {
     size_t n, need;           /* need: a majority, n / 2 + 1 */
     uint64_t epoch;           /* bumped each time a member becomes ready */
     uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
+    uint32_t *scripts;        /* per member: scripts sent on its link already
+                                 (bit per RDL_SCRIPT_*), as of ... */
+    uint64_t *scripts_epoch;  /* ... that member's connection */
     uint32_t settled;         /* members whose first connection is over (ready
                                  or failed): until all are, or the settling
                                  time passed (wake), the quorum is not ready,

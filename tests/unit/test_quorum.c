@@ -21,7 +21,20 @@ static fake_side *member(fake *f, int i) { return i == 0 ? &f->side : &f->peers[
 static const char *const addrs[] = {"", "", "", "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003",
                                     "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003,10.0.0.4:7004"};
 
-/* A client over n members (3 or 4), every one connected; events recorded. */
+/* As if every script had gone on every member's link already: EVALSHA
+ * from the first send (a fresh link's first use of a script is EVAL:
+ * test_quorum_first_use_of_a_script_is_eval). */
+static void scripts_warm(fake *f)
+{
+    rdl_quorum *q = f->c->quorum;
+    for (size_t i = 0; i < q->n; i++) {
+        q->scripts_epoch[i] = rdl_node_epoch(q->member[i]);
+        q->scripts[i] = ~0u;
+    }
+}
+
+/* A client over n members (3 or 4), every one connected, scripts warm;
+ * events recorded. */
 static void start_quorum(fake *f, int n)
 {
     redlease_client_options co;
@@ -36,7 +49,9 @@ static void start_quorum(fake *f, int n)
     for (int i = 0; i < n; i++) fake_link_connect(f, member(f, i));
     CHECK_EQ(redlease_client_connected(f->c), 1);
     CHECK_EQ(f->connects, 0); /* the quorum's own node has no server */
+    scripts_warm(f);
 }
+
 
 /* Member i's oldest command is a0 (a1) carrying r's token in argument k. */
 static int sent_to(fake *f, int i, const char *a0, const char *a1, rec *r, int k)
@@ -51,6 +66,13 @@ static int sent_to(fake *f, int i, const char *a0, const char *a1, rec *r, int k
 static int cleaned_on(fake *f, int i, rec *r)
 {
     return sent_to(f, i, "EVAL", rdl_script_src[RDL_SCRIPT_RELEASE], r, 4);
+}
+
+/* Member i's oldest command runs script sc (EVALSHA, or EVAL on a link
+ * new to it) with r's token in argument k. */
+static int ran(fake *f, int i, int sc, rec *r, int k)
+{
+    return sent_to(f, i, "EVALSHA", fake_sha(sc), r, k) || sent_to(f, i, "EVAL", rdl_script_src[sc], r, k);
 }
 
 static int idle(fake *f, int i) { return fake_link_peek(member(f, i)) == NULL; }
@@ -140,6 +162,30 @@ static void test_quorum_waits_for_every_first_connection(void)
         CHECK(sent_to(&f, 1, "SET", NULL, &r, 2) && sent_to(&f, 2, "SET", NULL, &r, 2));
         end(&f);
     }
+}
+
+/* A script goes as EVAL the first time on each link (which caches it),
+ * EVALSHA after: a fresh server's NOSCRIPT, answered after the majority's
+ * yes, would leave the slowest member without the lease. */
+static void test_quorum_first_use_of_a_script_is_eval(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    memset(f.c->quorum->scripts, 0, 3 * sizeof *f.c->quorum->scripts); /* as connected */
+    rec r = {0}, r2 = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    CHECK_EQ(start_lock(&f, &r, "a", &o), REDLEASE_OK);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVAL", rdl_script_src[RDL_SCRIPT_ACQUIRE_FENCED], &r, 5));
+    for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 5);
+    for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1); /* the raises */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(start_lock(&f, &r2, "b", &o), REDLEASE_OK);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED), &r2, 5));
+    end(&f);
 }
 
 /* One token on every member; a majority of yes is the lease, its validity
@@ -318,7 +364,8 @@ static void test_quorum_member_back_renews_at_once(void)
     fake_link_connect(&f, member(&f, 2));
     CHECK_EQ(redlease_lock_held(r.lk), 0);
     const char *renew = fake_sha(RDL_SCRIPT_RENEW);
-    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    for (int i = 0; i < 2; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    CHECK(sent_to(&f, 2, "EVAL", rdl_script_src[RDL_SCRIPT_RENEW], &r, 4)); /* a new link: EVAL */
     for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
     fake_run(&f);
     CHECK_EQ(redlease_lock_held(r.lk), 1);
@@ -349,7 +396,7 @@ static void test_quorum_member_back_during_a_renewal(void)
     fake_run(&f);
     CHECK_EQ(count_events(REDLEASE_EV_RENEWED), 1);
     CHECK_EQ(redlease_lock_held(r.lk), 0);
-    for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", renew, &r, 4));
+    for (int i = 0; i < 3; i++) CHECK(ran(&f, i, RDL_SCRIPT_RENEW, &r, 4));
     for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
     fake_run(&f);
     CHECK_EQ(redlease_lock_held(r.lk), 1);
@@ -403,7 +450,7 @@ static void test_quorum_release_everywhere(void)
     fake_advance(&f, 20); /* its reconnect delay */
     fake_link_connect(&f, member(&f, 2));
     fake_cmd *c = fake_link_peek(member(&f, 2));
-    CHECK(c && strcmp(c->argv[0], "EVALSHA") == 0 && strcmp(c->argv[1], rel) == 0);
+    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_RELEASE]) == 0);
     fake_link_reply_int(member(&f, 2), 1);
     fake_run(&f);
     end(&f);
@@ -765,6 +812,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         TEST_CASE(test_quorum_options),
         TEST_CASE(test_quorum_waits_for_every_first_connection),
+        TEST_CASE(test_quorum_first_use_of_a_script_is_eval),
         TEST_CASE(test_quorum_acquire_on_majority),
         TEST_CASE(test_quorum_fence_is_the_largest),
         TEST_CASE(test_quorum_failed_acquire_deletes_what_it_set),
