@@ -77,6 +77,27 @@ static int ran(fake *f, int i, int sc, rec *r, int k)
 
 static int idle(fake *f, int i) { return fake_link_peek(member(f, i)) == NULL; }
 
+/* Runs the clock in steps of ms until member i's oldest command is the
+ * lock's next attempt (script sc, by its SHA-1: sent there before), after
+ * its backoff. */
+static void await_attempt(fake *f, int i, int sc, int64_t ms)
+{
+    for (int k = 0; k < 300 && !link_cmd_is(member(f, i), "EVALSHA", fake_sha(sc)); k++) fake_advance(f, ms);
+}
+
+/* A client over n members and a lock on "job" with ttl 3000 ms, fencing
+ * and wait_ms as given, its first attempt sent to every member. */
+static void start_job(fake *f, rec *r, int n, int fencing, int64_t wait_ms)
+{
+    start_quorum(f, n);
+    redlease_lock_options o = opts(3000);
+    o.fencing = fencing;
+    o.wait_ms = wait_ms;
+    CHECK_EQ(start_lock(f, r, "job", &o), REDLEASE_OK);
+    fake_run(f);
+}
+
+
 /* r holds res on members 0 and 1 of 3 (member 2 busy), acquired at the
  * returned time. */
 static int64_t hold3(fake *f, rec *r, const char *res, redlease_lock_options o)
@@ -193,11 +214,8 @@ static void test_quorum_first_use_of_a_script_is_eval(void)
 static void test_quorum_acquire_on_majority(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 0, 0);
     int64_t t0 = f.now;
     for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "SET", NULL, &r, 2));
     fake_advance(&f, 40);
@@ -257,12 +275,8 @@ static void test_quorum_fence_is_the_largest(void)
 static void test_quorum_failed_acquire_deletes_what_it_set(void)
 {
     fake f;
-    start_quorum(&f, 4);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 0;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 4, 0, 0);
     fake_link_reply_status(member(&f, 0), "OK");
     fake_link_reply(member(&f, 1), &(rdl_reply){.type = RDL_REPLY_NIL});
     fake_run(&f);
@@ -484,12 +498,8 @@ static void test_quorum_noscript_per_member(void)
 static void test_quorum_failures_combine(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 5000;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 0, 5000);
     fake_link_reply_err(member(&f, 0), "LOADING Redis is loading the dataset in memory");
     fake_link_reply_status(member(&f, 1), "OK");
     fake_link_reply_err(member(&f, 2), "OOM command not allowed");
@@ -502,7 +512,7 @@ static void test_quorum_failures_combine(void)
     fake_link_reply_int(member(&f, 1), 1);
     CHECK_EQ(r.acq_calls, 0);
     const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE);
-    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 0), "EVALSHA", acq); k++) fake_advance(&f, 10);
+    await_attempt(&f, 0, RDL_SCRIPT_ACQUIRE, 10);
     for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", acq, &r, 4));
     fake_link_reply_err(member(&f, 0), "NOPERM this user has no permissions to access one of the keys");
     fake_link_reply_err(member(&f, 2), "NOPERM this user has no permissions to access one of the keys");
@@ -517,17 +527,13 @@ static void test_quorum_failures_combine(void)
 static void test_quorum_stale_attempt_left_to_the_lock(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.wait_ms = 10000;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 0, 10000);
     fake_link_reply_status(member(&f, 0), "OK");
     fake_run(&f);
     fake_advance(&f, 2000); /* the command timeout: the attempt goes stale */
     const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE);
-    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 0), "EVALSHA", acq); k++) fake_advance(&f, 10);
+    await_attempt(&f, 0, RDL_SCRIPT_ACQUIRE, 10);
     CHECK(sent_to(&f, 0, "EVALSHA", acq, &r, 4)); /* attempt 2, reclaiming */
     fake_link_reply(member(&f, 1), &(rdl_reply){.type = RDL_REPLY_NIL}); /* attempt 1 ends: */
     fake_link_reply(member(&f, 2), &(rdl_reply){.type = RDL_REPLY_NIL}); /* no majority */
@@ -548,13 +554,8 @@ static void test_quorum_stale_attempt_left_to_the_lock(void)
 static void test_quorum_cleanup_never_lands_after_the_next_attempt(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.fencing = 1;
-    o.wait_ms = 10000;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 1, 10000);
     const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE_FENCED);
     fake_link_reply_err(member(&f, 0), "NOSCRIPT No matching script."); /* restarted: cold */
     CHECK(link_cmd_is(member(&f, 0), "EVAL", NULL));
@@ -562,7 +563,7 @@ static void test_quorum_cleanup_never_lands_after_the_next_attempt(void)
     fake_link_reply_int(member(&f, 2), 0);
     fake_run(&f); /* attempt 1 failed: a clean-up behind member 0's EVAL */
     fake_link_reply_int(member(&f, 0), 5); /* the EVAL set our key */
-    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 1), "EVALSHA", acq); k++) fake_advance(&f, 1);
+    await_attempt(&f, 1, RDL_SCRIPT_ACQUIRE_FENCED, 1);
     CHECK(sent_to(&f, 1, "EVALSHA", acq, &r, 5)); /* attempt 2, before the clean-up's answer */
     /* the clean-up, answered as the cold server would */
     if (link_cmd_is(member(&f, 0), "EVALSHA", NULL))
@@ -586,20 +587,15 @@ static void test_quorum_cleanup_never_lands_after_the_next_attempt(void)
 static void test_quorum_failed_cleanup_not_owed(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.fencing = 1;
-    o.wait_ms = 10000;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 1, 10000);
     const char *acq = fake_sha(RDL_SCRIPT_ACQUIRE_FENCED);
     fake_link_reply_int(member(&f, 0), 5);
     fake_link_reply_int(member(&f, 1), 0);
     fake_link_reply_int(member(&f, 2), 0);
     fake_run(&f);
     CHECK(cleaned_on(&f, 0, &r));
-    for (int k = 0; k < 300 && !link_cmd_is(member(&f, 1), "EVALSHA", acq); k++) fake_advance(&f, 1);
+    await_attempt(&f, 1, RDL_SCRIPT_ACQUIRE_FENCED, 1);
     fake_link_reply_err(member(&f, 0), "BUSY Redis is busy running a script.");
     CHECK(sent_to(&f, 0, "EVALSHA", acq, &r, 5)); /* attempt 2, behind the clean-up */
     fake_link_reply_int(member(&f, 0), 6); /* its own key, taken back */
@@ -676,13 +672,8 @@ static void test_quorum_settling_ends(void)
 static void test_quorum_decided_attempt_not_sent_again(void)
 {
     fake f;
-    start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(3000);
-    o.fencing = 1;
-    o.wait_ms = 0;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
+    start_job(&f, &r, 3, 1, 0);
     fake_link_reply_int(member(&f, 1), 0);
     fake_link_reply_int(member(&f, 2), 0);
     fake_run(&f);
