@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Where lease tokens come from. A token is the only thing that tells our
- * lock from another holder's, so it must be unguessable: 16 bytes from the
- * OS CSPRNG, getrandom(2), or /dev/urandom where the kernel has no
- * getrandom(), and no lease at all (REDLEASE_ESYS) when neither answers.
+ * lock from another holder's, so it must be unguessable: 16 bytes of
+ * ChaCha20 keyed by the OS CSPRNG, getrandom(2), or /dev/urandom where the
+ * kernel has no getrandom(), and no lease at all (REDLEASE_ESYS) when
+ * neither answers; one seed serves many tokens, a child after fork() gets
+ * a seed of its own.
  *
  * The test is linked with ld's --wrap for getrandom, open and open64, so the
  * library's calls to both come here first: each case decides whether they
@@ -13,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "fake.h"
+#include "token.h"
 
 /* ------------------------------------------------------- the OS, wrapped */
 
@@ -94,6 +99,7 @@ static void reset_os(enum source mode)
     open_fails = 0;
     getrandom_calls = urandom_opens = urandom_cloexec = 0;
     next_byte = 0;
+    rdl_csprng_reseed(); /* the next token seeds from this source */
 }
 
 /* --------------------------------------------------------------- helpers */
@@ -122,20 +128,77 @@ static int acquire_token(fake *f, enum source mode, char *token, size_t size)
 
 /* ------------------------------------------------------------------ cases */
 
-static void test_token_is_the_getrandom_bytes_in_hex(void)
+/* The key is the 32 bytes the OS gave (00..1f here); a refill's first 32
+ * bytes become the next key, the next 16 the token. The expected values are
+ * ChaCha20's keystream for that key, nonce 0, counter 0, bytes 32-63, as
+ * `openssl enc -chacha20` gives it (which matches RFC 8439's vectors). */
+#define FIRST_TOKEN "2b23cce7a26023ab3f0eef693ac87f64"
+#define SECOND_TOKEN "258235eab1f7a32dc22762a0485b410c"
+
+static void test_token_is_chacha20_of_the_os_seed(void)
 {
     fake f;
     char token[64] = "";
     CHECK_EQ(acquire_token(&f, KNOWN, token, sizeof token), REDLEASE_OK);
-    CHECK_STR(token, "000102030405060708090a0b0c0d0e0f");
+    CHECK_STR(token, FIRST_TOKEN);
+    reset_os(KNOWN);
+    char a[RDL_TOKEN_LEN + 1], b[RDL_TOKEN_LEN + 1];
+    CHECK_EQ(rdl_token_new(a), 0);
+    CHECK_EQ(rdl_token_new(b), 0);
+    CHECK_STR(a, FIRST_TOKEN);
+    CHECK_STR(b, SECOND_TOKEN);
+    CHECK_EQ(getrandom_calls, 1); /* one seed, many tokens */
+    reset_os(OS);
 }
 
-static void test_short_reads_and_eintr_still_fill_the_token(void)
+static void test_short_reads_and_eintr_still_fill_the_seed(void)
 {
     fake f;
     char token[64] = "";
     CHECK_EQ(acquire_token(&f, SHORT_AND_EINTR, token, sizeof token), REDLEASE_OK);
-    CHECK_STR(token, "000102030405060708090a0b0c0d0e0f");
+    CHECK_STR(token, FIRST_TOKEN);
+}
+
+/* A new seed from the OS after RDL_RNG_RESEED bytes. */
+static void test_reseeded_after_a_megabyte(void)
+{
+    reset_os(KNOWN);
+    char t[RDL_TOKEN_LEN + 1];
+    unsigned n = RDL_RNG_RESEED / RDL_TOKEN_BYTES;
+    for (unsigned i = 0; i < n; i++) CHECK_EQ(rdl_token_new(t), 0);
+    CHECK_EQ(getrandom_calls, 1);
+    CHECK_EQ(rdl_token_new(t), 0);
+    CHECK_EQ(getrandom_calls, 2);
+    reset_os(OS);
+}
+
+/* A child after fork() seeds again: it never hands out the tokens its
+ * parent hands out next (their states were one copy). */
+static void test_fork_child_seeds_again(void)
+{
+    reset_os(OS);
+    char t[RDL_TOKEN_LEN + 1], mine[RDL_TOKEN_LEN + 1], childs[RDL_TOKEN_LEN + 1] = "";
+    CHECK_EQ(rdl_token_new(t), 0); /* seeded before the fork */
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        char c[RDL_TOKEN_LEN + 1];
+        int ok = rdl_token_new(c) == 0 && write(p[1], c, RDL_TOKEN_LEN) == RDL_TOKEN_LEN;
+        _exit(ok && getrandom_calls == 2 ? 0 : 1); /* the parent's seed, and its own */
+    }
+    close(p[1]);
+    CHECK_EQ(read(p[0], childs, RDL_TOKEN_LEN), RDL_TOKEN_LEN);
+    close(p[0]);
+    int st = -1;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ(rdl_token_new(mine), 0);
+    CHECK(strcmp(mine, childs) != 0);
+    CHECK_EQ(getrandom_calls, 1); /* the parent's one seed */
+    reset_os(OS);
 }
 
 static void test_without_getrandom_reads_dev_urandom(void)
@@ -201,7 +264,7 @@ static void test_os_tokens_distinct_and_balanced(void)
             ones[bit] += v >> (3 - bit % 4) & 1;
         }
     }
-    CHECK(getrandom_calls >= N);
+    CHECK(getrandom_calls <= 2); /* 320 KB: the seed of the client's jitter, and one */
     fake_free(&f);
     qsort(tokens, N, sizeof tokens[0], cmp_token);
     int dups = 0;
@@ -220,8 +283,10 @@ int main(int argc, char **argv)
 {
     fake_alloc_install();
     static const test_case tests[] = {
-        TEST_CASE(test_token_is_the_getrandom_bytes_in_hex),
-        TEST_CASE(test_short_reads_and_eintr_still_fill_the_token),
+        TEST_CASE(test_token_is_chacha20_of_the_os_seed),
+        TEST_CASE(test_short_reads_and_eintr_still_fill_the_seed),
+        TEST_CASE(test_reseeded_after_a_megabyte),
+        TEST_CASE(test_fork_child_seeds_again),
         TEST_CASE(test_without_getrandom_reads_dev_urandom),
         TEST_CASE(test_no_randomness_no_lease),
         TEST_CASE(test_os_tokens_distinct_and_balanced),
