@@ -8,10 +8,15 @@
  * become the next key and the rest are handed out, each byte wiped as it
  * goes, so a later look at the state cannot recover earlier tokens.
  *
- * The state is per thread (clients in different threads never share it)
- * and reseeded from the OS after RDL_RNG_RESEED bytes, and in a child
- * after fork() (pthread_atfork counts forks: a parent and its child must
- * never hand out the same tokens).
+ * The state is per thread (clients in different threads never share it),
+ * on a page of its own that a child process gets zeroed (MADV_WIPEONFORK:
+ * whatever made the child, fork(), _Fork() or a raw clone, it seeds anew
+ * and never holds its parent's future tokens) and that core dumps leave out
+ * (MADV_DONTDUMP); it is reseeded from the OS after RDL_RNG_RESEED bytes.
+ * On a kernel without MADV_WIPEONFORK (before 4.14) a pthread_atfork child
+ * handler wipes the forking thread's state and counts forks, and the
+ * process id is checked at each refill; if even that cannot be set up,
+ * every token comes from the OS as before.
  */
 #include "token.h"
 
@@ -20,6 +25,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -49,6 +55,12 @@ int rdl_random_bytes(void *buf, size_t n)
     }
     close(fd);
     return got == n ? 0 : -1;
+}
+
+static void wipe(void *p, size_t n)
+{
+    memset(p, 0, n);
+    __asm__ __volatile__("" : : "r"(p) : "memory"); /* not optimised away */
 }
 
 /* ------------------------------------------------------------ ChaCha20 */
@@ -90,6 +102,8 @@ static void chacha20_block(const unsigned char key[32], uint32_t counter, unsign
         QR(x[3], x[4], x[9], x[14]);
     }
     for (int i = 0; i < 16; i++) store32(out + 4 * i, x[i] + in[i]);
+    wipe(in, sizeof in); /* the key, and what leads back to it */
+    wipe(x, sizeof x);
 }
 
 /* ------------------------------------------------------------ the state */
@@ -99,33 +113,74 @@ typedef struct rdl_rng_state {
     unsigned char buf[RDL_RNG_BLOCKS * 64 - 32];
     size_t avail;        /* unread bytes at the end of buf */
     uint64_t since_seed; /* bytes handed out since the OS seeded the key */
-    unsigned forks;      /* the fork count it was seeded under */
+    unsigned forks;      /* without MADV_WIPEONFORK: the fork count, and */
+    pid_t pid;           /* the process, it was seeded under */
     int seeded;
 } rdl_rng_state;
 
-static __thread rdl_rng_state rng;
-static unsigned forks; /* bumped in every child (only its one thread runs) */
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static __thread rdl_rng_state *rng; /* this thread's page, or NULL */
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static pthread_key_t page_key;      /* frees a thread's page when it ends */
+static int wipe_on_fork = 1;        /* pages are zeroed in a child */
+static int usable;                  /* setup done: the generator may be used */
+static unsigned forks;              /* bumped in every child (its one thread) */
 
-static void on_fork_child(void) { forks++; }
-static void watch_forks(void) { pthread_atfork(NULL, NULL, on_fork_child); }
-
-static void wipe(void *p, size_t n)
+static void on_fork_child(void)
 {
-    memset(p, 0, n);
-    __asm__ __volatile__("" : : "r"(p) : "memory"); /* not optimised away */
+    forks++;
+    if (rng) wipe(rng, sizeof *rng); /* the parent's future tokens: not ours */
+}
+
+static void free_page(void *p)
+{
+    wipe(p, sizeof(rdl_rng_state));
+    munmap(p, sizeof(rdl_rng_state));
+}
+
+static void setup(void)
+{
+    usable = pthread_key_create(&page_key, free_page) == 0 &&
+             pthread_atfork(NULL, NULL, on_fork_child) == 0;
+}
+
+/* This thread's state, on a page of its own; NULL: use the OS directly. */
+static rdl_rng_state *state(void)
+{
+    if (rng) return rng;
+    pthread_once(&setup_once, setup);
+    if (!usable) return NULL;
+    void *p = mmap(NULL, sizeof(rdl_rng_state), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_DONTDUMP
+    (void)madvise(p, sizeof(rdl_rng_state), MADV_DONTDUMP);
+#endif
+#ifdef MADV_WIPEONFORK
+    if (madvise(p, sizeof(rdl_rng_state), MADV_WIPEONFORK) != 0) wipe_on_fork = 0;
+#else
+    wipe_on_fork = 0;
+#endif
+    if (pthread_setspecific(page_key, p) != 0) {
+        munmap(p, sizeof(rdl_rng_state));
+        return NULL;
+    }
+    rng = p;
+    return rng;
 }
 
 static int seed(rdl_rng_state *s)
 {
-    pthread_once(&atfork_once, watch_forks);
     if (rdl_random_bytes(s->key, sizeof s->key) != 0) return -1;
     s->avail = 0;
     s->since_seed = 0;
     s->forks = forks;
+    s->pid = wipe_on_fork ? 0 : getpid();
     s->seeded = 1;
     return 0;
 }
+
+/* A child of the process that seeded s, which MADV_WIPEONFORK did not
+ * zero (an old kernel), made without the atfork handlers (raw clone). */
+static int foreign(const rdl_rng_state *s) { return !wipe_on_fork && s->pid != getpid(); }
 
 /* RDL_RNG_BLOCKS blocks: the first 32 bytes are the next key, the rest the
  * bytes to hand out; the old key is gone. */
@@ -141,13 +196,17 @@ static void refill(rdl_rng_state *s)
 
 int rdl_csprng_bytes(void *buf, size_t n)
 {
-    rdl_rng_state *s = &rng;
-    if (!s->seeded || s->forks != forks || s->since_seed >= RDL_RNG_RESEED) {
+    rdl_rng_state *s = state();
+    if (!s) return rdl_random_bytes(buf, n); /* no safe place for a key */
+    if (!s->seeded || s->forks != forks || s->since_seed >= RDL_RNG_RESEED || foreign(s)) {
         if (seed(s) != 0) return -1;
     }
     unsigned char *p = buf;
     while (n) {
-        if (!s->avail) refill(s);
+        if (!s->avail) {
+            if (foreign(s) && seed(s) != 0) return -1;
+            refill(s);
+        }
         size_t k = n < s->avail ? n : s->avail;
         unsigned char *from = s->buf + sizeof s->buf - s->avail;
         memcpy(p, from, k);
@@ -160,7 +219,10 @@ int rdl_csprng_bytes(void *buf, size_t n)
     return 0;
 }
 
-void rdl_csprng_reseed(void) { rng.seeded = 0; }
+void rdl_csprng_reseed(void)
+{
+    if (rng) rng->seeded = 0;
+}
 
 int rdl_token_new(char out[RDL_TOKEN_LEN + 1])
 {

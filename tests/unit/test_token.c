@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,6 +175,34 @@ static void test_reseeded_after_a_megabyte(void)
 
 /* A child after fork() seeds again: it never hands out the tokens its
  * parent hands out next (their states were one copy). */
+/* The same for a child made without the atfork handlers (a raw fork
+ * system call, as _Fork() or clone() make): its state page is zeroed. */
+static void test_raw_fork_child_seeds_again(void)
+{
+    reset_os(OS);
+    char t[RDL_TOKEN_LEN + 1], mine[RDL_TOKEN_LEN + 1], childs[RDL_TOKEN_LEN + 1] = "";
+    CHECK_EQ(rdl_token_new(t), 0);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    fflush(stdout);
+    long pid = syscall(SYS_fork);
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        char c[RDL_TOKEN_LEN + 1];
+        int ok = rdl_token_new(c) == 0 && write(p[1], c, RDL_TOKEN_LEN) == RDL_TOKEN_LEN;
+        syscall(SYS_exit_group, ok ? 0 : 1);
+    }
+    close(p[1]);
+    CHECK_EQ(read(p[0], childs, RDL_TOKEN_LEN), RDL_TOKEN_LEN);
+    close(p[0]);
+    int st = -1;
+    CHECK_EQ(waitpid((pid_t)pid, &st, 0), (pid_t)pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ(rdl_token_new(mine), 0);
+    CHECK(strcmp(mine, childs) != 0);
+    reset_os(OS);
+}
+
 static void test_fork_child_seeds_again(void)
 {
     reset_os(OS);
@@ -287,6 +316,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_short_reads_and_eintr_still_fill_the_seed),
         TEST_CASE(test_reseeded_after_a_megabyte),
         TEST_CASE(test_fork_child_seeds_again),
+        TEST_CASE(test_raw_fork_child_seeds_again),
         TEST_CASE(test_without_getrandom_reads_dev_urandom),
         TEST_CASE(test_no_randomness_no_lease),
         TEST_CASE(test_os_tokens_distinct_and_balanced),
