@@ -423,12 +423,14 @@ REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
 /* What an adapter calls when a hiredis connection's socket is writable,
  * instead of redisAsyncHandleWrite(ac): the same, except that a peer that
  * has gone away cannot kill the process with SIGPIPE (hiredis writes with
- * write(2)/send(2) without MSG_NOSIGNAL). SIGPIPE is blocked in the calling
- * thread for the call and one the failed write raised is discarded; a
- * SIGPIPE that was already pending, or sent while no write failed, is left
- * alone. The write then fails with EPIPE and hiredis reports the connection
- * lost. Callbacks this runs (the event hook among them) run with SIGPIPE
- * blocked. May free ac. */
+ * write(2)/send(2) without MSG_NOSIGNAL). A plaintext connection on hiredis
+ * 1.x writes with MSG_NOSIGNAL (the library replaces its context's write
+ * function): nothing more is done. Otherwise (TLS, hiredis 0.14) SIGPIPE is
+ * blocked in the calling thread for the call and one the failed write
+ * raised is discarded; a SIGPIPE that was already pending, or sent while
+ * no write failed, is left alone; callbacks this runs (the event hook among
+ * them) then run with SIGPIPE blocked. Either way the write fails with
+ * EPIPE and hiredis reports the connection lost. May free ac. */
 REDLEASE_EXTERN void redlease_async_handle_write(struct redisAsyncContext *ac);
 
 /* ---------------------------------------------------------------- memory */

@@ -24,6 +24,7 @@
  * the contract wants, through t->closing_ac) and then onDisconnect, which
  * is ignored because the context is no longer t->ac.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -32,8 +33,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/socket.h>
+
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
+#if HIREDIS_MAJOR >= 1
+#include <hiredis/sds.h>
+#endif
 
 #include "alloc.h"
 #include "redlease.h"
@@ -48,6 +54,9 @@ typedef struct rdl_hiredis {
     redisAsyncContext *closing_ac; /* being freed by close() */
     int connected;                 /* onConnect(REDIS_OK) seen for ac */
     rdl_tls *tls;                  /* TLS settings, made at the first connect; or NULL */
+#if HIREDIS_MAJOR >= 1
+    redisContextFuncs funcs;       /* a plaintext ac's: hiredis's, writing with MSG_NOSIGNAL */
+#endif
 } rdl_hiredis;
 
 static const char *hr_errtext(const redisAsyncContext *ac, const char *dflt)
@@ -214,8 +223,49 @@ static void hr_on_disconnect(const redisAsyncContext *ac, int status)
 
 /* ------------------------------------------------- writes without SIGPIPE */
 
+#if HIREDIS_MAJOR >= 1
+/* hiredis 1.x writes through its context's function table (its TLS layer
+ * replaces it): a plaintext link writes here instead, as hiredis's own
+ * redisNetWrite does but with MSG_NOSIGNAL, so a peer gone away gives EPIPE
+ * and no signal, and a write costs no signal-mask system calls. */
+static ssize_t hr_write_nosignal(redisContext *c)
+{
+    ssize_t n = send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
+    if (n >= 0) return n;
+    if (errno == EWOULDBLOCK || errno == EAGAIN || errno == EINTR) return 0; /* again later */
+    c->err = REDIS_ERR_IO; /* what __redisSetError(c, REDIS_ERR_IO, NULL) sets */
+    snprintf(c->errstr, sizeof c->errstr, "%s", strerror(errno));
+    return -1;
+}
+
+/* A plaintext context of t writes with MSG_NOSIGNAL from now on (its
+ * table is t's copy of hiredis's, which lives as long as the context). */
+static void hr_no_sigpipe(rdl_hiredis *t, redisContext *c)
+{
+    t->funcs = *c->funcs;
+    t->funcs.write = hr_write_nosignal;
+    c->funcs = &t->funcs;
+}
+
+static int hr_writes_nosignal(const redisAsyncContext *ac)
+{
+    return ac->c.funcs && ac->c.funcs->write == hr_write_nosignal;
+}
+#else
+static void hr_no_sigpipe(rdl_hiredis *t, redisContext *c) { (void)t, (void)c; }
+static int hr_writes_nosignal(const redisAsyncContext *ac)
+{
+    (void)ac;
+    return 0;
+}
+#endif
+
 void redlease_async_handle_write(redisAsyncContext *ac)
 {
+    if (hr_writes_nosignal(ac)) { /* no signal to guard against */
+        redisAsyncHandleWrite(ac);
+        return;
+    }
     sigset_t pipe_set, old, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
@@ -256,6 +306,7 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
      * peer gone without a reset is noticed on a link that sends nothing,
      * a Sentinel subscription above all; the stall rule covers the rest. */
     if (ep->unix_path == NULL) redisEnableKeepAlive(&ac->c);
+    if (ep->tls == NULL) hr_no_sigpipe(t, &ac->c); /* TLS writes through OpenSSL: guarded */
     /* TLS starts with the socket, as hiredis's own examples do: the
      * handshake then runs inside hiredis's reads and writes. */
     if (ep->tls != NULL) {
