@@ -40,16 +40,3 @@ TREE_TESTS = %reldir%/run-examples.sh %reldir%/run-demo.sh %reldir%/man-lint.sh 
 TESTS += $(TREE_TESTS)
 EXTRA_DIST += $(TREE_TESTS) %reldir%/README.md
 
-# make bench: 100,000 leases on one client against a private redis-server
-# (memory per lease; acquire, renewal round and release times next to raw
-# hiredis). Built by make check so it keeps compiling, never run there:
-# timings are measured, never asserted.
-check_PROGRAMS += %reldir%/bench_leases
-%canon_reldir%_bench_leases_SOURCES = %reldir%/bench_leases.c
-%canon_reldir%_bench_leases_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
-%canon_reldir%_bench_leases_LDADD = libredlease_core.la $(HIREDIS_LIBS) $(LIBEV_LIBS)
-bench: %reldir%/bench_leases$(EXEEXT)
-	REDLEASE_BUILDDIR='$(abs_top_builddir)' \
-	REDLEASE_TEST_BIN='$(abs_top_builddir)/%reldir%/bench_leases$(EXEEXT)' \
-	REDLEASE_TEST_TIMEOUT=600 $(SHELL) $(top_srcdir)/%reldir%/integration/run-integration.sh
-.PHONY: bench

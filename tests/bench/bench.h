@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* make bench: redlease next to the raw floor, the same commands written by
+ * hand on hiredis and libev, in one run against one private redis-server.
+ * bench_main.c runs the scenarios and prints the table, bench_raw.c is the
+ * floor, bench_lib.c the same work through redlease, bench_util.c what
+ * both measure with. Results are JSON lines; nothing here asserts a speed. */
+#ifndef REDLEASE_BENCH_H
+#define REDLEASE_BENCH_H
+
+#include <stdint.h>
+
+struct ev_loop;
+
+/* Where the private server listens (the harness's REDLEASE_TEST_PORT). */
+extern const char *bench_host;
+extern int bench_port;
+
+/* Acquire -> release cycles: `chains` keys, each cycled on its own, all on
+ * one connection, for `seconds`. */
+typedef struct bench_cycles {
+    long cycles;
+    double seconds;
+    double redis_cpu_us; /* the server's CPU (INFO cpu) over the run */
+} bench_cycles;
+int bench_raw_cycles(int chains, double seconds, bench_cycles *out);
+int bench_lib_cycles(int chains, double seconds, bench_cycles *out);
+
+/* Held leases: `n` leases with a ttl and renewal interval, held for
+ * `seconds` once all are taken. Run in a child process of its own, so RSS
+ * is the lease holder's alone. */
+typedef struct bench_held {
+    long leases, renewals, lost;
+    double rss_before, rss_held, rss_end; /* bytes */
+    double cpu_us, seconds;               /* client CPU over the holding time */
+    double late_p50_ms, late_p99_ms, late_max_ms; /* renewal confirmed after its due time */
+    double lib_bytes;                     /* redlease's own allocations (lib only) */
+} bench_held;
+typedef struct bench_hold_spec {
+    long n;
+    int64_t ttl_ms, renew_ms;
+    double seconds;
+    int track_lateness;
+} bench_hold_spec;
+int bench_raw_hold(const bench_hold_spec *s, bench_held *out);
+int bench_lib_hold(const bench_hold_spec *s, bench_held *out);
+
+/* How late on_lost runs after the local deadline (µs), samples sorted. */
+int bench_lib_lost_latency(int samples, double *lat_us);
+
+/* bench_util.c */
+double bench_now_us(void);
+int64_t bench_clock_ms(void); /* the clock redlease is given in the bench */
+double bench_rss_bytes(void);
+double bench_cpu_us(void);
+double bench_redis_cpu_us(void); /* the server's used_cpu_sys + used_cpu_user */
+int bench_redis_flush(void);
+char *bench_redis_script_load(const char *src); /* malloc'd SHA1, or NULL */
+void bench_token(char out[33]);  /* a unique token, the floor's way */
+int bench_cmp_double(const void *a, const void *b);
+double bench_quantile(double *sorted, long n, double q);
+void bench_die(const char *what);
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* make bench: every scenario runs the floor (bench_raw.c) and redlease
+ * (bench_lib.c) in the same run against the same private server, prints
+ * one JSON line per measurement, then a table of ratios and goals.
+ *
+ *   bench [a] [b] [d] [lost] [million]       (default: all of them)
+ *
+ * Environment (run-bench.sh passes the server's port):
+ *   REDLEASE_TEST_PORT      the private redis-server, 127.0.0.1
+ *   BENCH_ROUNDS   5        a, b: rounds, floor and redlease in turn
+ *   BENCH_SECONDS  2        a, b: seconds per implementation and round
+ *   BENCH_HELD     100000   d: leases held at once
+ *   BENCH_HOLD_SECONDS 30   d: seconds held (renewed every 10 s)
+ *   BENCH_LOST     1000     lost: samples
+ *   BENCH_MILLION  1000000  million: leases held on one client
+ *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
+ * Ratios of a and b are medians of each round's ratio, so a slow moment
+ * of the machine weighs on both sides. Nothing is asserted: the exit
+ * status is nonzero only when a scenario could not run or lost a lease. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static double env_num(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? atof(v) : dflt;
+}
+
+static int failures;
+
+/* ------------------------------------------------ table rows */
+#define MAX_ROWS 16
+static struct row {
+    char what[64], raw[24], lib[24], ratio[16], goal[24];
+} rows[MAX_ROWS];
+static int n_rows;
+
+static void row(const char *what, const char *raw, const char *lib, const char *ratio,
+                const char *goal)
+{
+    if (n_rows == MAX_ROWS) return;
+    struct row *r = &rows[n_rows++];
+    snprintf(r->what, sizeof r->what, "%s", what);
+    snprintf(r->raw, sizeof r->raw, "%s", raw);
+    snprintf(r->lib, sizeof r->lib, "%s", lib);
+    snprintf(r->ratio, sizeof r->ratio, "%s", ratio);
+    snprintf(r->goal, sizeof r->goal, "%s", goal);
+}
+
+static const char *fmt(char *buf, const char *f, double v)
+{
+    snprintf(buf, 24, f, v);
+    return buf;
+}
+
+/* ------------------------------------------------ a, b */
+static void cycles(const char *name, int chains, const char *label, double goal)
+{
+    int rounds = (int)env_num("BENCH_ROUNDS", 5);
+    double secs = env_num("BENCH_SECONDS", 2);
+    double ratio[64], raw_rate[64], lib_rate[64], raw_cpu[64], lib_cpu[64];
+    if (rounds > 64) rounds = 64;
+    for (int r = 0; r < rounds; r++) {
+        bench_cycles raw, lib;
+        /* the order alternates, so neither side always runs second */
+        int rc = 0;
+        if (r % 2 == 0) {
+            rc |= bench_raw_cycles(chains, secs, &raw);
+            rc |= bench_lib_cycles(chains, secs, &lib);
+        } else {
+            rc |= bench_lib_cycles(chains, secs, &lib);
+            rc |= bench_raw_cycles(chains, secs, &raw);
+        }
+        if (rc) failures++;
+        raw_rate[r] = raw.cycles / raw.seconds;
+        lib_rate[r] = lib.cycles / lib.seconds;
+        raw_cpu[r] = raw.redis_cpu_us / raw.cycles;
+        lib_cpu[r] = lib.redis_cpu_us / lib.cycles;
+        ratio[r] = lib_rate[r] / raw_rate[r];
+        printf("{\"scenario\":\"%s\",\"round\":%d,\"chains\":%d,\"raw_cycles_per_s\":%.0f,"
+               "\"lib_cycles_per_s\":%.0f,\"ratio\":%.3f,\"raw_redis_cpu_us_per_cycle\":%.2f,"
+               "\"lib_redis_cpu_us_per_cycle\":%.2f,\"failed\":%d}\n",
+               name, r + 1, chains, raw_rate[r], lib_rate[r], ratio[r], raw_cpu[r], lib_cpu[r], rc != 0);
+        fflush(stdout);
+    }
+    qsort(ratio, (size_t)rounds, sizeof *ratio, bench_cmp_double);
+    qsort(raw_rate, (size_t)rounds, sizeof *raw_rate, bench_cmp_double);
+    qsort(lib_rate, (size_t)rounds, sizeof *lib_rate, bench_cmp_double);
+    qsort(raw_cpu, (size_t)rounds, sizeof *raw_cpu, bench_cmp_double);
+    qsort(lib_cpu, (size_t)rounds, sizeof *lib_cpu, bench_cmp_double);
+    double m = bench_quantile(ratio, rounds, 0.5);
+    printf("{\"scenario\":\"%s\",\"summary\":true,\"raw_cycles_per_s\":%.0f,\"lib_cycles_per_s\":%.0f,"
+           "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f}\n",
+           name, bench_quantile(raw_rate, rounds, 0.5), bench_quantile(lib_rate, rounds, 0.5), m,
+           ratio[0], ratio[rounds - 1], goal);
+    char b1[24], b2[24], b3[24], b4[24], what[64];
+    snprintf(what, sizeof what, "%s (cycles/s)", label);
+    snprintf(b4, sizeof b4, ">= %.2f", goal);
+    row(what, fmt(b1, "%.0f", bench_quantile(raw_rate, rounds, 0.5)),
+        fmt(b2, "%.0f", bench_quantile(lib_rate, rounds, 0.5)), fmt(b3, "%.2f", m), b4);
+    snprintf(what, sizeof what, "%s: Redis CPU us/cycle", name);
+    double rc_ = bench_quantile(raw_cpu, rounds, 0.5), lc = bench_quantile(lib_cpu, rounds, 0.5);
+    row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "-");
+}
+
+/* ------------------------------------------------ held leases, in children */
+typedef int (*hold_fn)(const bench_hold_spec *, bench_held *);
+
+static pid_t hold_child(hold_fn fn, const bench_hold_spec *s, int *rfd)
+{
+    int p[2];
+    if (pipe(p)) bench_die("pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) bench_die("fork");
+    if (pid == 0) {
+        close(p[0]);
+        bench_held h;
+        int rc = fn(s, &h);
+        if (write(p[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(1);
+        _exit(rc ? 1 : 0);
+    }
+    close(p[1]);
+    *rfd = p[0];
+    return pid;
+}
+
+static int hold_wait(pid_t pid, int fd, bench_held *h)
+{
+    int st = 0;
+    ssize_t n = read(fd, h, sizeof *h);
+    close(fd);
+    waitpid(pid, &st, 0);
+    return n == (ssize_t)sizeof *h && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static double per_lease(const bench_held *h)
+{
+    double top = h->rss_end > h->rss_held ? h->rss_end : h->rss_held;
+    return (top - h->rss_before) / (double)h->leases;
+}
+
+static void held_json(const char *name, const char *impl, const bench_held *h)
+{
+    printf("{\"scenario\":\"%s\",\"impl\":\"%s\",\"leases\":%ld,\"seconds\":%.1f,\"renewals\":%ld,"
+           "\"lost\":%ld,\"rss_per_lease\":%.0f,\"cpu_percent\":%.3f,\"late_p50_ms\":%.0f,"
+           "\"late_p99_ms\":%.0f,\"late_max_ms\":%.0f}\n",
+           name, impl, h->leases, h->seconds, h->renewals, h->lost, per_lease(h),
+           100 * h->cpu_us / (h->seconds * 1e6), h->late_p50_ms, h->late_p99_ms, h->late_max_ms);
+    fflush(stdout);
+}
+
+static void held(void)
+{
+    bench_hold_spec s = {.n = (long)env_num("BENCH_HELD", 100000), .ttl_ms = 30000,
+                         .renew_ms = 10000, .seconds = env_num("BENCH_HOLD_SECONDS", 30)};
+    bench_held raw, lib;
+    if (bench_redis_flush()) bench_die("FLUSHALL");
+    /* side by side: both see the same machine over the same seconds */
+    int rfd, lfd;
+    pid_t rp = hold_child(bench_raw_hold, &s, &rfd);
+    pid_t lp = hold_child(bench_lib_hold, &s, &lfd);
+    int rc = hold_wait(rp, rfd, &raw) | hold_wait(lp, lfd, &lib);
+    if (rc || raw.lost || lib.lost || lib.leases != s.n) failures++;
+    held_json("d", "raw", &raw);
+    held_json("d", "lib", &lib);
+    char b1[24], b2[24], b3[24], what[64];
+    double rm = per_lease(&raw), lm = per_lease(&lib);
+    double rc_ = 100 * raw.cpu_us / (raw.seconds * 1e6), lc = 100 * lib.cpu_us / (lib.seconds * 1e6);
+    snprintf(what, sizeof what, "d. %ld held: RSS per lease (B)", s.n);
+    row(what, fmt(b1, "%.0f", rm), fmt(b2, "%.0f", lm), fmt(b3, "%.2f", lm / rm), "<= 1.25");
+    snprintf(what, sizeof what, "d. %ld held: client CPU (%%)", s.n);
+    row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "<= 1.30");
+}
+
+static void million(void)
+{
+    bench_hold_spec s = {.n = (long)env_num("BENCH_MILLION", 1000000), .ttl_ms = 60000,
+                         .renew_ms = 20000, .seconds = env_num("BENCH_MILLION_SECONDS", 45),
+                         .track_lateness = 1};
+    bench_held lib;
+    if (bench_redis_flush()) bench_die("FLUSHALL");
+    int fd;
+    pid_t pid = hold_child(bench_lib_hold, &s, &fd);
+    if (hold_wait(pid, fd, &lib) || lib.lost || lib.leases != s.n) failures++;
+    held_json("million", "lib", &lib);
+    char b1[24], b2[24], what[64];
+    snprintf(what, sizeof what, "%ld held: leases kept / lost", s.n);
+    snprintf(b1, sizeof b1, "%ld / %ld", lib.leases, lib.lost);
+    row(what, "-", b1, "-", "all / 0");
+    snprintf(what, sizeof what, "%ld held: renewal late p99/max (ms)", s.n);
+    snprintf(b1, sizeof b1, "%.0f / %.0f", lib.late_p99_ms, lib.late_max_ms);
+    row(what, "-", b1, "-", "-");
+    snprintf(what, sizeof what, "%ld held: RSS per lease (B)", s.n);
+    row(what, "-", fmt(b2, "%.0f", per_lease(&lib)), "-", "-");
+    if (bench_redis_flush()) bench_die("FLUSHALL");
+}
+
+static void lost(void)
+{
+    int n = (int)env_num("BENCH_LOST", 1000);
+    double *lat = calloc((size_t)n, sizeof *lat);
+    if (bench_lib_lost_latency(n, lat)) failures++;
+    double p50 = bench_quantile(lat, n, 0.5), p99 = bench_quantile(lat, n, 0.99), mx = lat[n - 1];
+    printf("{\"scenario\":\"lost\",\"samples\":%d,\"after_deadline_us_p50\":%.0f,"
+           "\"after_deadline_us_p99\":%.0f,\"after_deadline_us_max\":%.0f,\"min_us\":%.0f}\n",
+           n, p50, p99, mx, lat[0]);
+    char b[24];
+    snprintf(b, sizeof b, "%.0f / %.0f / %.0f", p50, p99, mx);
+    row("on_lost after deadline p50/p99/max (us)", "-", b, "-", "<= 1000");
+    free(lat);
+}
+
+int main(int argc, char **argv)
+{
+    bench_port = (int)env_num("REDLEASE_TEST_PORT", 0);
+    if (!bench_port) bench_die("run through make bench (REDLEASE_TEST_PORT names the server)");
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* As a server does: the floor has no SIGPIPE guard of its own. */
+    signal(SIGPIPE, SIG_IGN);
+    const char *all[] = {"a", "b", "d", "lost", "million"};
+    const char **which = argc > 1 ? (const char **)argv + 1 : all;
+    int n = argc > 1 ? argc - 1 : 5;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(which[i], "a"))
+            cycles("a", 1, "a. one key, acquire -> release", 0.95);
+        else if (!strcmp(which[i], "b"))
+            cycles("b", 64, "b. 64 keys in flight", 0.90);
+        else if (!strcmp(which[i], "d"))
+            held();
+        else if (!strcmp(which[i], "lost"))
+            lost();
+        else if (!strcmp(which[i], "million"))
+            million();
+        else
+            bench_die("unknown scenario (a, b, d, lost, million)");
+    }
+    printf("\n%-42s %14s %16s %7s %9s\n", "scenario", "raw floor", "redlease", "ratio", "goal");
+    for (int i = 0; i < n_rows; i++)
+        printf("%-42s %14s %16s %7s %9s\n", rows[i].what, rows[i].raw, rows[i].lib, rows[i].ratio,
+               rows[i].goal);
+    return failures ? 1 : 0;
+}

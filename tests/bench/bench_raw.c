@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* The floor: what a C program gets from hiredis and libev with no library
+ * at all. The same commands redlease sends (SET NX PX to acquire, the
+ * compare-and-delete and compare-and-pexpire scripts by EVALSHA), written
+ * by hand with argv calls, one connection, libev timers. No timeouts, no
+ * reconnects, no local deadline: what it skips is what redlease adds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libev.h>
+
+#include "bench.h"
+#include "scripts.h"
+
+static struct {
+    struct ev_loop *loop;
+    redisAsyncContext *ac;
+    int connected;
+    char *release_sha, *renew_sha;
+    double end_us;
+    long cycles, failed;
+    int active;
+} R;
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    (void)ac;
+    R.connected = status == REDIS_OK ? 1 : -1;
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)ac, (void)status;
+    R.ac = NULL;
+}
+
+static void raw_open(void)
+{
+    R.release_sha = bench_redis_script_load(rdl_script_src[RDL_SCRIPT_RELEASE]);
+    R.renew_sha = bench_redis_script_load(rdl_script_src[RDL_SCRIPT_RENEW]);
+    if (!R.release_sha || !R.renew_sha) bench_die("SCRIPT LOAD failed");
+    R.loop = ev_loop_new(EVFLAG_AUTO);
+    R.ac = redisAsyncConnect(bench_host, bench_port);
+    if (!R.ac || R.ac->err || redisLibevAttach(R.loop, R.ac) != REDIS_OK) bench_die("raw connect");
+    redisAsyncSetConnectCallback(R.ac, on_connect);
+    redisAsyncSetDisconnectCallback(R.ac, on_disconnect);
+    R.connected = 0;
+    while (!R.connected) ev_run(R.loop, EVRUN_ONCE);
+    if (R.connected < 0) bench_die("raw connect failed");
+}
+
+static void raw_close(void)
+{
+    if (R.ac) redisAsyncDisconnect(R.ac);
+    ev_run(R.loop, 0); /* until hiredis has let go of the socket */
+    ev_loop_destroy(R.loop);
+    free(R.release_sha);
+    free(R.renew_sha);
+    memset(&R, 0, sizeof R);
+}
+
+/* ------------------------------------------------ acquire -> release */
+typedef struct chain {
+    char key[32];
+    size_t keylen;
+    char tok[33];
+} chain;
+
+static void chain_start(chain *ch);
+
+static void on_released(redisAsyncContext *ac, void *reply, void *arg)
+{
+    (void)ac;
+    if (!reply) return;
+    R.cycles++;
+    if (bench_now_us() < R.end_us) {
+        chain_start(arg);
+    } else if (--R.active == 0) {
+        ev_break(R.loop, EVBREAK_ALL);
+    }
+}
+
+static void on_set(redisAsyncContext *ac, void *reply, void *arg)
+{
+    redisReply *r = reply;
+    chain *ch = arg;
+    if (!r) return;
+    if (r->type != REDIS_REPLY_STATUS) R.failed++;
+    const char *argv[5] = {"EVALSHA", R.release_sha, "1", ch->key, ch->tok};
+    size_t len[5] = {7, 40, 1, ch->keylen, 32};
+    redisAsyncCommandArgv(ac, on_released, ch, 5, argv, len);
+}
+
+static void chain_start(chain *ch)
+{
+    bench_token(ch->tok);
+    const char *argv[6] = {"SET", ch->key, ch->tok, "NX", "PX", "30000"};
+    size_t len[6] = {3, ch->keylen, 32, 2, 2, 5};
+    redisAsyncCommandArgv(R.ac, on_set, ch, 6, argv, len);
+}
+
+int bench_raw_cycles(int chains, double seconds, bench_cycles *out)
+{
+    raw_open();
+    chain *ch = calloc((size_t)chains, sizeof *ch);
+    for (int i = 0; i < chains; i++) ch[i].keylen = (size_t)snprintf(ch[i].key, sizeof ch[i].key, "lock:{c%d}", i);
+    double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();
+    R.end_us = t0 + seconds * 1e6;
+    R.active = chains;
+    for (int i = 0; i < chains; i++) chain_start(&ch[i]);
+    ev_run(R.loop, 0);
+    out->seconds = (bench_now_us() - t0) / 1e6;
+    out->redis_cpu_us = bench_redis_cpu_us() - cpu0;
+    out->cycles = R.cycles;
+    long failed = R.failed;
+    raw_close();
+    free(ch);
+    return failed ? -1 : 0;
+}
+
+/* ------------------------------------------------ held leases */
+typedef struct lease {
+    ev_timer renew;
+    char tok[33];
+    uint8_t keylen;
+    char key[];
+} lease;
+
+static struct {
+    const bench_hold_spec *s;
+    lease **all;
+    long next, acquired, in_flight, renewals, lost;
+} H;
+
+#define IN_FLIGHT 10000 /* acquires on the wire at once while taking them */
+
+static void hold_next(void);
+
+static void on_renewed(redisAsyncContext *ac, void *reply, void *arg)
+{
+    redisReply *r = reply;
+    (void)ac, (void)arg;
+    if (!r) return;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        H.renewals++;
+    } else {
+        H.lost++;
+    }
+}
+
+static void renew_due(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    lease *l = (lease *)t;
+    char ttl[24];
+    (void)loop, (void)revents;
+    int n = snprintf(ttl, sizeof ttl, "%lld", (long long)H.s->ttl_ms);
+    const char *argv[6] = {"EVALSHA", R.renew_sha, "1", l->key, l->tok, ttl};
+    size_t len[6] = {7, 40, 1, l->keylen, 32, (size_t)n};
+    redisAsyncCommandArgv(R.ac, on_renewed, l, 6, argv, len);
+}
+
+static void on_taken(redisAsyncContext *ac, void *reply, void *arg)
+{
+    redisReply *r = reply;
+    lease *l = arg;
+    (void)ac;
+    if (!r) return;
+    H.in_flight--;
+    if (r->type != REDIS_REPLY_STATUS) bench_die("raw: a held lease's SET NX failed");
+    H.acquired++;
+    double every = (double)H.s->renew_ms / 1e3;
+    ev_timer_init(&l->renew, renew_due, every, every);
+    ev_timer_start(R.loop, &l->renew);
+    hold_next();
+}
+
+static void hold_next(void)
+{
+    char ttl[24];
+    int n = snprintf(ttl, sizeof ttl, "%lld", (long long)H.s->ttl_ms);
+    while (H.next < H.s->n && H.in_flight < IN_FLIGHT) {
+        char key[40];
+        int kl = snprintf(key, sizeof key, "lock:{r%ld}", H.next);
+        lease *l = malloc(sizeof *l + (size_t)kl + 1);
+        if (!l) bench_die("out of memory");
+        memcpy(l->key, key, (size_t)kl + 1);
+        l->keylen = (uint8_t)kl;
+        bench_token(l->tok);
+        H.all[H.next++] = l;
+        H.in_flight++;
+        const char *argv[6] = {"SET", l->key, l->tok, "NX", "PX", ttl};
+        size_t len[6] = {3, (size_t)kl, 32, 2, 2, (size_t)n};
+        redisAsyncCommandArgv(R.ac, on_taken, l, 6, argv, len);
+    }
+}
+
+static void hold_stop(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)t, (void)revents;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+int bench_raw_hold(const bench_hold_spec *s, bench_held *out)
+{
+    memset(out, 0, sizeof *out);
+    raw_open();
+    memset(&H, 0, sizeof H);
+    H.s = s;
+    H.all = malloc((size_t)s->n * sizeof *H.all);
+    out->rss_before = bench_rss_bytes();
+    hold_next();
+    while (H.acquired < s->n) ev_run(R.loop, EVRUN_ONCE);
+    out->rss_held = bench_rss_bytes();
+    double cpu0 = bench_cpu_us(), t0 = bench_now_us();
+    ev_timer stop;
+    ev_timer_init(&stop, hold_stop, s->seconds, 0);
+    ev_timer_start(R.loop, &stop);
+    ev_run(R.loop, 0);
+    out->cpu_us = bench_cpu_us() - cpu0;
+    out->seconds = (bench_now_us() - t0) / 1e6;
+    out->rss_end = bench_rss_bytes();
+    out->leases = H.acquired;
+    out->renewals = H.renewals;
+    out->lost = H.lost;
+    for (long i = 0; i < s->n; i++) {
+        ev_timer_stop(R.loop, &H.all[i]->renew);
+        free(H.all[i]);
+    }
+    free(H.all);
+    raw_close();
+    return 0;
+}
