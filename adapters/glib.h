@@ -111,7 +111,7 @@ static inline gboolean redlease__glib_io_dispatch(GSource *src, GSourceFunc cb, 
         told = failed;
     }
     if (io->ac && ((got & G_IO_IN) || (failed && !told)))
-        redisAsyncHandleRead(io->ac);
+        redlease_async_handle_read(io->ac);
     return G_SOURCE_CONTINUE;
 }
 

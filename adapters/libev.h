@@ -19,7 +19,9 @@
  *    two ev_io watchers on its socket, stopped and freed when hiredis frees
  *    the context. Like hiredis's own <hiredis/adapters/libev.h>, except that
  *    writes go through redlease_async_handle_write(), so a server that went
- *    away cannot kill the process with SIGPIPE.
+ *    away cannot kill the process with SIGPIPE, and reads through
+ *    redlease_async_handle_read(), so the callbacks the replies made due
+ *    run at once.
  *  - The client's single one-shot timer is the ev_timer; when it fires, the
  *    adapter calls redlease_client_on_timer().
  *
@@ -78,7 +80,7 @@ static inline void redlease__ev_read(EV_P_ ev_io *w, int revents) {
     (void)EV_A;
 #endif
     (void)revents;
-    redisAsyncHandleRead(((redlease__ev_io *)w->data)->ac);
+    redlease_async_handle_read(((redlease__ev_io *)w->data)->ac);
 }
 static inline void redlease__ev_write(EV_P_ ev_io *w, int revents) {
 #if EV_MULTIPLICITY

@@ -17,7 +17,9 @@
  *    two persistent events on its socket, freed when hiredis frees the
  *    context. Like hiredis's own <hiredis/adapters/libevent.h>, except that
  *    writes go through redlease_async_handle_write(), so a server that went
- *    away cannot kill the process with SIGPIPE.
+ *    away cannot kill the process with SIGPIPE, and reads through
+ *    redlease_async_handle_read(), so the callbacks the replies made due
+ *    run at once.
  *  - The client's single one-shot timer is the timer event: evtimer_add with
  *    a struct timeval (microseconds, so 40 ms is 40 ms), evtimer_del to
  *    disarm. When it fires, the adapter calls redlease_client_on_timer().
@@ -74,7 +76,7 @@ typedef struct redlease__event_io {
 static inline void redlease__event_read(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
-    redisAsyncHandleRead(((redlease__event_io *)arg)->ac);
+    redlease_async_handle_read(((redlease__event_io *)arg)->ac);
 }
 static inline void redlease__event_write(evutil_socket_t fd, short what, void *arg) {
     (void)fd;

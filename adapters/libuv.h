@@ -87,7 +87,7 @@ static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
     if (io->ac && (events & UV_WRITABLE))
         redlease_async_handle_write(io->ac);
     if (io->ac && (events & UV_READABLE))
-        redisAsyncHandleRead(io->ac);
+        redlease_async_handle_read(io->ac);
 }
 
 static inline void redlease__uv_io_want(redlease__uv_io *io, int add, int del) {

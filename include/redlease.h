@@ -394,7 +394,8 @@ REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
  *   attach    install hiredis's ac->ev hooks for the loop (as hiredis's own
  *             adapters do); 0, or -1 with ac->ev.data left NULL. On a
  *             writable socket call redlease_async_handle_write(ac) (below),
- *             on a readable one redisAsyncHandleRead(ac). hiredis calls
+ *             on a readable one redlease_async_handle_read(ac) (below;
+ *             redisAsyncHandleRead(ac) works too, a loop iteration slower). hiredis calls
  *             ev.cleanup when it frees ac, possibly from inside those.
  *   timer_set arm the single timer to fire after after_ms (0 allowed),
  *             replacing any earlier setting; after_ms < 0 disarms it. Must
@@ -420,17 +421,28 @@ REDLEASE_EXTERN int redlease_client_attach_loop(redlease_client *c, const redlea
 /* The adapter's timer fired. */
 REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
 
+/* What an adapter calls when a hiredis connection's socket is readable,
+ * instead of redisAsyncHandleRead(ac): the same, and then the callbacks the
+ * replies it read made due run from here, not from the client's timer a
+ * loop iteration later. Any callback may run, and the client may be freed
+ * (ac too): touch neither after it. Only for contexts the client gave to
+ * the adapter's attach. */
+REDLEASE_EXTERN void redlease_async_handle_read(struct redisAsyncContext *ac);
+
 /* What an adapter calls when a hiredis connection's socket is writable,
  * instead of redisAsyncHandleWrite(ac): the same, except that a peer that
  * has gone away cannot kill the process with SIGPIPE (hiredis writes with
- * write(2)/send(2) without MSG_NOSIGNAL). A plaintext connection on hiredis
- * 1.x writes with MSG_NOSIGNAL (the library replaces its context's write
- * function): nothing more is done. Otherwise (TLS, hiredis 0.14) SIGPIPE is
- * blocked in the calling thread for the call and one the failed write
- * raised is discarded; a SIGPIPE that was already pending, or sent while
- * no write failed, is left alone; callbacks this runs (the event hook among
- * them) then run with SIGPIPE blocked. Either way the write fails with
- * EPIPE and hiredis reports the connection lost. May free ac. */
+ * write(2)/send(2) without MSG_NOSIGNAL). A plaintext connection writes
+ * with MSG_NOSIGNAL: on hiredis 1.x the library replaces its context's
+ * write function; on hiredis 0.14 this call sends the pending buffer itself
+ * first, as hiredis would. Nothing more is done when that leaves hiredis
+ * nothing to write. Otherwise (TLS; on 0.14 a partial send, a full socket
+ * buffer, an error) SIGPIPE is blocked in the calling thread for the call
+ * and one the failed write raised is discarded; a SIGPIPE that was already
+ * pending, or sent while no write failed, is left alone; callbacks this
+ * runs (the event hook among them) then run with SIGPIPE blocked. Either
+ * way the write fails with EPIPE and hiredis reports the connection lost.
+ * May free ac. */
 REDLEASE_EXTERN void redlease_async_handle_write(struct redisAsyncContext *ac);
 
 /* ---------------------------------------------------------------- memory */

@@ -244,30 +244,39 @@ static int nodes_due(const redlease_client *c)
     return 0;
 }
 
+/* c->armed_at while an immediate tick (after 0 ms) is asked for: earlier
+ * than any deadline. */
+#define ARMED_NOW INT64_MIN
+
 /* Arms the loop timer for the earliest thing to do. Called when leaving the
- * library, so the adapter never sees a timer_set from inside itself. */
+ * library, so the adapter never sees a timer_set from inside itself.
+ * A timer already armed for a deadline no later than that is left alone:
+ * it fires early at worst, finds nothing due and is armed again from
+ * redlease_client_on_timer(). Moving it later each time the earliest
+ * deadline moves (every reply, when it is a command timeout) would read
+ * the clock and call the loop on every reply. */
 static void arm(redlease_client *c)
 {
     if (!c->loop) return;
-    int64_t at;
     if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || c->dead || c->close_check) {
-        at = 0; /* due now */
-    } else {
-        rdl_heap_node *top = rdl_heap_top(&c->heap);
-        at = top ? top->at : RDL_NEVER;
+        if (c->armed_at == ARMED_NOW) return;
+        c->armed_at = ARMED_NOW; /* due now */
+        c->loop->timer_set(c->loop_data, 0);
+        return;
     }
-    int64_t after;
+    rdl_heap_node *top = rdl_heap_top(&c->heap);
+    int64_t at = top ? top->at : RDL_NEVER;
     if (at == RDL_NEVER) {
-        after = -1;
-    } else {
-        int64_t now = rdl_now(c);
-        after = at > now ? at - now : 0;
-        at = now + after;
+        if (c->armed_at == -1) return;
+        c->armed_at = -1;
+        c->loop->timer_set(c->loop_data, -1);
+        return;
     }
-    /* Same absolute deadline as last time: nothing to tell the loop. */
-    if (after >= 0 && at == c->armed_at) return;
-    if (after < 0 && c->armed_at < 0) return;
-    c->armed_at = after < 0 ? -1 : at;
+    /* (An immediate tick asked for what is no longer due is replaced.) */
+    if (c->armed_at != -1 && c->armed_at != ARMED_NOW && c->armed_at <= at) return;
+    int64_t now = rdl_now(c);
+    int64_t after = at > now ? at - now : 0;
+    c->armed_at = after ? at : ARMED_NOW;
     c->loop->timer_set(c->loop_data, after);
 }
 
@@ -333,12 +342,12 @@ static int close_finished(redlease_client *c, int64_t now)
     return c->release_retries == 0;
 }
 
-void redlease_client_on_timer(redlease_client *c)
+/* Runs everything due now, then arms the timer for what comes next.
+ * fired: the loop timer has fired (else it may still be armed). */
+static void run_due(redlease_client *c, int fired)
 {
-    if (!c || c->depth) return; /* never re-entered from inside the library */
-    c->stats.wakeups++;
     rdl_enter(c);
-    c->armed_at = -1; /* the one-shot timer has fired */
+    if (fired) c->armed_at = -1; /* the one-shot timer has fired */
     c->close_check = 0;
     int64_t now = rdl_now(c);
     while (!c->dead) {
@@ -380,6 +389,22 @@ void redlease_client_on_timer(redlease_client *c)
         return;
     }
     arm(c);
+}
+
+void redlease_client_on_timer(redlease_client *c)
+{
+    if (!c || c->depth) return; /* never re-entered from inside the library */
+    c->stats.wakeups++;
+    run_due(c, 1);
+}
+
+/* After a read, the replies' callbacks run here rather than from the
+ * immediate tick they armed: one loop iteration (an epoll_wait) less per
+ * batch of replies. The tick stays armed until run_due() arms again. */
+void rdl_client_drain(redlease_client *c)
+{
+    if (c->depth || c->armed_at != ARMED_NOW) return;
+    run_due(c, 0);
 }
 
 /* ---------------------------------------------------------- ending */

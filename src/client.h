@@ -41,7 +41,7 @@ struct redlease_client {
     rdl_rng rng;
     const redlease_loop_ops *loop;
     void *loop_data;
-    int64_t armed_at; /* what the loop timer was last set to, or -1 */
+    int64_t armed_at; /* the time the loop timer was last set for, -1: not set (arm()) */
     redlease_event_cb event_cb;
     void *event_arg;
 
@@ -84,6 +84,9 @@ struct redlease_client {
 };
 
 /* client.c */
+/* A connection's read was dispatched (rdl_conn_on_read_done()): runs now
+ * what an immediate timer tick was asked for, unless inside the library. */
+void rdl_client_drain(redlease_client *c);
 int64_t rdl_now(const redlease_client *c);
 /* A server refused us for good (node's connection, or with node NULL
  * every Sentinel): what the locks of node (all, for NULL) wait to send

@@ -348,6 +348,11 @@ static void note_rtt(rdl_conn *cn, const rdl_req *req)
     cn->rtt_epoch = req->epoch;
 }
 
+void rdl_conn_on_read_done(rdl_conn *cn)
+{
+    if (cn->owner_ops->drain) cn->owner_ops->drain(cn->owner);
+}
+
 void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
 {
     rdl_req *req = p;

@@ -73,6 +73,9 @@ typedef struct rdl_conn_owner {
     void (*error)(void *owner, const char *text, size_t len);
     /* The connection's deadline moved (rdl_conn_run() is due then). */
     void (*deadline)(void *owner, int64_t at);
+    /* Optional: rdl_conn_on_read_done(). What the replies put off to the
+     * timer (callbacks owed) may run now. */
+    void (*drain)(void *owner);
 } rdl_conn_owner;
 
 /* What to connect to and how. The connection keeps copies of the strings. */

@@ -162,6 +162,8 @@ static void on_deadline(void *owner, int64_t at)
     if (n->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&n->c->heap, &n->wake, at);
 }
 
+static void on_drain(void *owner) { rdl_client_drain(((rdl_node *)owner)->c); }
+
 static const rdl_conn_owner node_owner = {
     .enter = on_enter,
     .leave = on_leave,
@@ -172,4 +174,5 @@ static const rdl_conn_owner node_owner = {
     .event = on_event,
     .error = on_error,
     .deadline = on_deadline,
+    .drain = on_drain,
 };

@@ -103,6 +103,11 @@ void rdl_conn_on_disconnected(struct rdl_conn *cn, int status, const char *detai
 void rdl_conn_on_reply(struct rdl_conn *cn, void *req, const rdl_reply *r);
 /* A reply to a subscription (never NULL): its confirmation or a message. */
 void rdl_conn_on_push(struct rdl_conn *cn, void *req, const rdl_reply *r);
+/* The transport has dispatched what one read brought and is outside its
+ * own callbacks and the library: unlike the calls above, this may run user
+ * callbacks, close the transport and free the client (touch nothing after
+ * it). The timer does the same work a loop iteration later otherwise. */
+void rdl_conn_on_read_done(struct rdl_conn *cn);
 /* Keeps the text of an error the transport returned synchronously (a
  * connect that failed at once), for redlease_client_errstr(). */
 void rdl_conn_note_error(struct rdl_conn *cn, const char *detail);

@@ -253,16 +253,39 @@ static int hr_writes_nosignal(const redisAsyncContext *ac)
 }
 #else
 static void hr_no_sigpipe(rdl_hiredis *t, redisContext *c) { (void)t, (void)c; }
-static int hr_writes_nosignal(const redisAsyncContext *ac)
+
+/* hiredis 0.14 writes with write(2) and has no table to replace: the
+ * buffer goes out here first, with MSG_NOSIGNAL, as its redisBufferWrite
+ * would send it (what it does with a sent buffer included), and hiredis
+ * then finds nothing to write. Only an empty buffer is safe: what is left
+ * (a partial send, EAGAIN, an error hiredis must see for itself) is
+ * written by hiredis under the guard. */
+static int hr_writes_nosignal(redisAsyncContext *ac)
 {
-    (void)ac;
-    return 0;
+    redisContext *c = &ac->c;
+    if (c->err || !(c->flags & REDIS_CONNECTED) || c->fd < 0) return 0; /* hiredis's turn */
+    size_t len = sdslen(c->obuf);
+    if (len == 0) return 1;
+    ssize_t n = send(c->fd, c->obuf, len, MSG_NOSIGNAL);
+    if (n <= 0) return 0;
+    if ((size_t)n < len) {
+        sdsrange(c->obuf, n, -1);
+        return 0;
+    }
+    sds empty = sdsempty(); /* hiredis's way: the buffer's memory goes */
+    if (empty) {
+        sdsfree(c->obuf);
+        c->obuf = empty;
+    } else {
+        sdsclear(c->obuf);
+    }
+    return 1;
 }
 #endif
 
 void redlease_async_handle_write(redisAsyncContext *ac)
 {
-    if (hr_writes_nosignal(ac)) { /* no signal to guard against */
+    if (hr_writes_nosignal(ac)) { /* nothing hiredis writes can raise SIGPIPE */
         redisAsyncHandleWrite(ac);
         return;
     }
@@ -282,6 +305,17 @@ void redlease_async_handle_write(redisAsyncContext *ac)
     }
     /* Undo only what we did: a callback may have changed the mask since. */
     if (!sigismember(&old, SIGPIPE)) pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL);
+}
+
+/* -------------------------------------------------------------- reads */
+
+void redlease_async_handle_read(redisAsyncContext *ac)
+{
+    /* The transport outlives ac (it is the connection's, freed with the
+     * client, and the client is never freed from inside hiredis). */
+    rdl_hiredis *t = (rdl_hiredis *)ac->data;
+    redisAsyncHandleRead(ac); /* may free ac */
+    if (t != NULL) rdl_conn_on_read_done(t->conn);
 }
 
 /* -------------------------------------------------------------- the ops */

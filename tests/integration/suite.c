@@ -641,6 +641,38 @@ static void test_timer_precision_and_rearm(void)
     free_and_check_loop_empty(c);
 }
 
+/* The shipped adapters read through redlease_async_handle_read(): the
+ * callbacks a reply made due run right after the read, not from a timer
+ * tick a loop iteration later (which would cost every batch of replies an
+ * epoll_wait). The poll() loop of this suite calls hiredis's
+ * redisAsyncHandleRead(), as a loop written before that call existed does:
+ * its callbacks still come, each from a tick of its own. */
+static void test_callbacks_run_from_the_read(void)
+{
+    redlease_client *c = client();
+    CHECK(wait_connected(c));
+    redlease_stats st;
+    redlease_client_stats(c, &st);
+    uint64_t w0 = st.wakeups;
+    for (int i = 0; i < 20; i++) {
+        holder a = {.c = c};
+        acquire(&a, "from-the-read", lopts(5000, 0));
+        run_until(&a.acquired, 2000);
+        CHECK_EQ(a.acq_status, REDLEASE_OK);
+        release(&a);
+    }
+    redlease_client_stats(c, &st);
+    printf("# %s: %llu timer ticks for 40 callbacks\n", testloop_name,
+           (unsigned long long)(st.wakeups - w0));
+    /* One tick per cycle sends the acquire's first attempt (it goes out
+     * from the loop); a tick per callback would make 60. */
+    if (strcmp(testloop_name, "poll") == 0)
+        CHECK(st.wakeups - w0 >= 60);
+    else
+        CHECK(st.wakeups - w0 <= 20);
+    free_and_check_loop_empty(c);
+}
+
 /* The adapter's timer contract, driven directly: one-shot, sub-second
  * precision, re-arming replaces (earlier and later), disarm works, and
  * after detach nothing is left on the loop. */
@@ -853,16 +885,24 @@ static int blocked(int sig)
     return sigismember(&now, sig);
 }
 
+/* A listening unix socket of our own beside the server's: a peer the
+ * test controls. */
+static int unix_listener(struct sockaddr_un *a, const char *suffix)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    snprintf(a->sun_path, sizeof a->sun_path, "%s%s", sock_path, suffix);
+    unlink(a->sun_path);
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(ls >= 0 && bind(ls, (struct sockaddr *)a, sizeof *a) == 0 && listen(ls, 8) == 0);
+    return ls;
+}
+
 static void test_peer_gone_before_write_does_not_kill(void)
 {
     signal(SIGPIPE, SIG_DFL); /* whatever make or the shell left us */
     struct sockaddr_un a;
-    memset(&a, 0, sizeof a);
-    a.sun_family = AF_UNIX;
-    snprintf(a.sun_path, sizeof a.sun_path, "%s.gone", sock_path);
-    unlink(a.sun_path);
-    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
-    CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 8) == 0);
+    int ls = unix_listener(&a, ".gone");
     fcntl(ls, F_SETFL, O_NONBLOCK);
 
     redlease_client_options o;
@@ -889,6 +929,61 @@ static void test_peer_gone_before_write_does_not_kill(void)
     sigaddset(&usr2, SIGUSR2);
     pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
     redlease_client_free(c);
+    close(ls);
+    unlink(a.sun_path);
+    CHECK(loop_empties());
+}
+
+/* The same once the link is up: the server answered the handshake, then
+ * stopped reading (shutdown SHUT_RD: a write to it raises SIGPIPE, a read
+ * sees no end of file, so the client learns it only by writing). The
+ * acquire's write is then the one that fails: on hiredis 0.14 the library
+ * sends it itself, on 1.x through the context's write function; either
+ * way with MSG_NOSIGNAL. */
+static int up_seen;
+static void watch_up_and_reset(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    watch_reset(c, ev, arg);
+    if (ev->type == REDLEASE_EV_CONNECTED) up_seen = 1;
+}
+
+static void test_peer_stops_reading_after_handshake_does_not_kill(void)
+{
+    if (tls_port) return; /* a TLS link writes through OpenSSL: the guard's */
+    signal(SIGPIPE, SIG_DFL);
+    struct sockaddr_un a;
+    int ls = unix_listener(&a, ".deaf");
+
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    o.unix_path = a.sun_path;
+    o.reconnect_min_ms = o.reconnect_max_ms = 1000;
+    redlease_client *c;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_OK);
+    t_reset_seen = 0;
+    up_seen = 0;
+    redlease_client_set_event_cb(c, watch_up_and_reset, NULL);
+    CHECK_EQ(testloop_attach(c), REDLEASE_OK);
+    int fd = accept(ls, NULL, NULL);
+    CHECK(fd >= 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    int64_t end = mono_ms() + 3000;
+    while (!up_seen && mono_ms() < end) { /* PONG to the handshake's PING */
+        char buf[256];
+        if (read(fd, buf, sizeof buf) > 0) CHECK(write(fd, "+PONG\r\n", 7) == 7);
+        testloop_run_once(5);
+    }
+    CHECK(up_seen);
+    shutdown(fd, SHUT_RD);
+    holder h = {.c = c};
+    acquire(&h, "deaf", lopts(5000, 0));
+    run_until(&h.acquired, 3000);
+    CHECK(t_reset_seen > 0); /* the write failed, and we are alive */
+    CHECK_EQ(h.acq_status, REDLEASE_ECONN);
+    CHECK(!blocked(SIGPIPE));
+    release(&h);
+    redlease_client_free(c);
+    close(fd);
     close(ls);
     unlink(a.sun_path);
     CHECK(loop_empties());
@@ -934,10 +1029,12 @@ int main(int argc, char **argv)
         TEST_CASE(test_auth_and_wrong_password),
         TEST_CASE(test_graceful_close_deletes_keys),
         TEST_CASE(test_timer_precision_and_rearm),
+        TEST_CASE(test_callbacks_run_from_the_read),
         TEST_CASE(test_adapter_timer_contract),
         TEST_CASE(test_free_inside_callbacks),
         TEST_CASE(test_reset_by_peer_noticed_at_once),
         TEST_CASE(test_peer_gone_before_write_does_not_kill),
+        TEST_CASE(test_peer_stops_reading_after_handshake_does_not_kill),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     redisFree(admin());
