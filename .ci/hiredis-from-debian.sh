@@ -22,22 +22,10 @@ if [ -f "$prefix/lib/pkgconfig/hiredis_ssl.pc" ]; then
     exit 0
 fi
 
-list=/etc/apt/sources.list.d/redlease-ci-deb-src.sources
-if ! grep -qs "Suites: $suite" "$list"; then
-    printf '%s\n' "Types: deb-src" "URIs: http://deb.debian.org/debian" "Suites: $suite" \
-        "Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" >"$list"
-    env DEBIAN_FRONTEND=noninteractive apt-get update -q
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/redlease-hiredis.XXXXXX")
-trap 'rm -rf -- "$work"' EXIT
-chmod 755 "$work" # apt fetches as _apt where it can
-cd "$work"
-apt-get source -q --download-only "hiredis/$suite"
-# The Debian-patched tree, as Debian builds it (the .dsc's checksums were
-# checked by apt against the signed Sources index).
-dpkg-source --no-check -x hiredis_*.dsc src >/dev/null
-cd src
+# shellcheck source=.ci/debian-source.sh
+. "$(dirname "$0")/debian-source.sh"
+debian_source hiredis "$suite" # sets $work
+cd "$work/src"
 # LIBRARY_PATH: hiredis's Makefile takes it as the install's lib folder,
 # and some machines export it for the linker (CUDA's stubs).
 make -j2 USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib >/dev/null

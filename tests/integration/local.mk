@@ -105,6 +105,12 @@ endif
 endif
 
 TESTS += $(INTEGRATION_TESTS)
+
+# make check-integration: the integration suite alone (CI runs it against
+# Valkey as well: REDIS_SERVER=valkey-server).
+check-integration:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(INTEGRATION_TESTS)'
+.PHONY: check-integration
 # Every .itest, whichever loops this machine has.
 EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \

@@ -132,7 +132,7 @@ _rh_stop_extras() {
     for f in "${REDLEASE_TEST_DIR:-/nonexistent}"/*/redis.pid; do
         [ -f "$f" ] || continue
         pid=$(cat "$f" 2>/dev/null)
-        [ -n "$pid" ] && grep -qs '^redis' "/proc/$pid/comm" && kill -KILL "$pid" 2>/dev/null
+        [ -n "$pid" ] && grep -qsE '^(redis|valkey)' "/proc/$pid/comm" && kill -KILL "$pid" 2>/dev/null
         rm -f "$f"
     done
 }
@@ -338,9 +338,10 @@ redis_harness_cluster_form() {
 redis_harness_stop() {
     local pid=${REDLEASE_TEST_REDIS_PID:-} dir=${REDLEASE_TEST_DIR:-} i
     _rh_stop_extras
-    # Never signal a recycled pid: on Linux, check it is still redis.
+    # Never signal a recycled pid: on Linux, check it is still redis (or
+    # valkey, REDIS_SERVER=valkey-server).
     if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] &&
-       ! grep -q '^redis' "/proc/$pid/comm" 2>/dev/null; then
+       ! grep -qE '^(redis|valkey)' "/proc/$pid/comm" 2>/dev/null; then
         pid=
     fi
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
