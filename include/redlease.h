@@ -184,6 +184,10 @@ typedef struct redlease_client_options {
     redlease_sentinel_options sentinel; /* off */
     redlease_cluster_options cluster;   /* off */
     redlease_quorum_options quorum;     /* off */
+    int scripts_only;           /* 0: renew and release with the server's own conditional
+                                   commands where it has them (Valkey >= 9.0 DELIFEQ,
+                                   Redis >= 8.4 DELEX, both SET IFEQ; asked per
+                                   connection), else Lua; nonzero: Lua always */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);

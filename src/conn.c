@@ -61,6 +61,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     cn->db = cfg->db;
     cn->verify_primary = cfg->verify_primary;
     cn->hold_backoff = cfg->hold_backoff;
+    cn->probe = cfg->probe;
     cn->connect_timeout = cfg->connect_timeout;
     cn->command_timeout = cfg->command_timeout;
     rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
@@ -85,6 +86,7 @@ void rdl_conn_settings(const rdl_conn *cn, rdl_conn_config *out)
     out->tls = &cn->tls;
     out->verify_primary = cn->verify_primary;
     out->hold_backoff = cn->hold_backoff;
+    out->probe = cn->probe;
 }
 
 void rdl_conn_free(rdl_conn *cn)
@@ -281,12 +283,41 @@ static int handshake_status(const rdl_req *req, const rdl_reply *r)
     return REDLEASE_EREDIS;
 }
 
+/* Which conditional commands the server has, asked once a link is ready
+ * (not in the handshake: nothing waits for it, and scripts serve until it
+ * is answered). Redis answers COMMAND INFO with nil for a command it does
+ * not have; an error (an ACL without COMMAND, a proxy) means none. */
+static void probe_send(rdl_conn *cn)
+{
+    cn->native = 0;
+    if (!cn->probe) return;
+    rdl_req *req = rdl_calloc(1, sizeof *req);
+    if (!req) return; /* scripts serve */
+    req->kind = RDL_REQ_PROBE;
+    req->script = -1;
+    req->t0 = now_of(cn);
+    req->epoch = cn->epoch;
+    const char *argv[4] = {"COMMAND", "INFO", "DELIFEQ", "DELEX"};
+    size_t lens[4] = {7, 4, 7, 5};
+    if (rdl_conn_submit(cn, req, 4, argv, lens)) rdl_free(req);
+}
+
+static void probe_reply(rdl_conn *cn, const rdl_req *req, const rdl_reply *r)
+{
+    if (!r || req->epoch != cn->epoch || r->type != RDL_REPLY_ARRAY || r->elements != 2) return;
+    int native = 0;
+    if (r->element[0].type == RDL_REPLY_ARRAY && r->element[0].elements > 0) native |= RDL_NATIVE_DELIFEQ;
+    if (r->element[1].type == RDL_REPLY_ARRAY && r->element[1].elements > 0) native |= RDL_NATIVE_DELEX;
+    cn->native = native;
+}
+
 static void become_ready(rdl_conn *cn)
 {
     cn->state = RDL_CONN_READY;
     cn->error = 0;
     cn->definite = 0;
     cn->epoch++;
+    probe_send(cn); /* first on the link, ahead of what waited for it */
     cn->connects++;
     if (!cn->hold_backoff) rdl_backoff_reset(&cn->reconnect);
     schedule(cn, RDL_NEVER);
@@ -366,7 +397,8 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
         cn->stall_since = -1;
         schedule(cn, RDL_NEVER);
     }
-    if (r && r->type == RDL_REPLY_ERROR && !is_handshake(req) && cn->state == RDL_CONN_READY) {
+    if (r && r->type == RDL_REPLY_ERROR && !is_handshake(req) && req->kind != RDL_REQ_PROBE &&
+        cn->state == RDL_CONN_READY) {
         /* READONLY (we reach a replica now), NOAUTH (we lost our login):
          * nothing more is sent on this connection; the timer replaces it. */
         rdl_error_class e = rdl_error_classify(r->str, r->len);
@@ -376,8 +408,13 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
             cn->state = RDL_CONN_DOWN;
         }
     }
-    if (is_handshake(req)) {
-        if (!cn->owner_ops->ending(cn->owner)) handshake_reply(cn, req, r);
+    if (is_handshake(req) || req->kind == RDL_REQ_PROBE) { /* the connection's own */
+        if (cn->owner_ops->ending(cn->owner))
+            ;
+        else if (req->kind == RDL_REQ_PROBE)
+            probe_reply(cn, req, r);
+        else
+            handshake_reply(cn, req, r);
         rdl_free(req);
         req = NULL;
     }

@@ -89,7 +89,15 @@ typedef struct rdl_conn_config {
     int verify_primary; /* the handshake ends with ROLE, which must say "master" */
     int hold_backoff;   /* a ready link does not reset the reconnect backoff: the
                            owner does (rdl_conn_backoff_reset) once it proved useful */
+    int probe;          /* once ready, ask which conditional commands the server
+                           has (rdl_conn_native) */
 } rdl_conn_config;
+
+/* The server's own conditional commands a connection found (bits). */
+enum {
+    RDL_NATIVE_DELIFEQ = 1, /* Valkey >= 9.0: DELIFEQ key value; it has SET IFEQ too */
+    RDL_NATIVE_DELEX = 2    /* Redis >= 8.4: DELEX key IFEQ value; it has SET IFEQ too */
+};
 
 struct rdl_conn;
 /* Makes the transport of a connection (src/transport_hiredis.c, or the
@@ -109,7 +117,8 @@ typedef struct rdl_conn {
     char *host, *unix_path, *username, *password;
     redlease_tls_options tls; /* its strings are the connection's copies */
     int port, db;
-    int verify_primary, hold_backoff;
+    int verify_primary, hold_backoff, probe;
+    int native;  /* RDL_NATIVE_* the server of this epoch has (0 until its probe is answered) */
     int go_now; /* dropped to go elsewhere: reconnect at once */
     int64_t connect_timeout, command_timeout;
 
@@ -167,6 +176,15 @@ void rdl_conn_run(rdl_conn *cn, int64_t now);
 /* With hold_backoff: the link proved useful, the next failure starts the
  * reconnect delays afresh. */
 void rdl_conn_backoff_reset(rdl_conn *cn);
+/* The conditional commands the server of the ready link has (RDL_NATIVE_*),
+ * 0 when not ready, not known yet, or not asked. */
+static inline int rdl_conn_native(const rdl_conn *cn)
+{
+    return cn->state == RDL_CONN_READY ? cn->native : 0;
+}
+/* The server refused one of them (an unknown command, ACL, syntax): scripts
+ * on this link from now on; a new link asks again. */
+static inline void rdl_conn_native_refused(rdl_conn *cn) { cn->native = 0; }
 /* Sends argv for req; 0 or a status (req not sent, never reported). */
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* The same for a SUBSCRIBE: its messages come to the owner's push. */

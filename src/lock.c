@@ -222,7 +222,12 @@ static int submit_asking(rdl_node *n, int64_t now)
 }
 
 /* Builds the command for req from its lock and submits it to req->node:
- * EVALSHA under the script's SHA-1, or EVAL once the server said NOSCRIPT. */
+ * EVALSHA under the script's SHA-1, or EVAL once the server said NOSCRIPT.
+ * A renewal and a compare-and-delete go as the server's own conditional
+ * command where its connection found one (rdl_conn_native): the same
+ * test and effect as the script, without Lua. SET IFEQ never creates a
+ * missing key, as the renewal script never does; on a key of another
+ * type both answer WRONGTYPE, as the scripts' GET does. */
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
@@ -237,8 +242,29 @@ static int req_submit(rdl_req *req)
     size_t lens[9];
     int n = 0;
     int s = req->script;
+    int native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
+                     ? rdl_node_native(req->node)
+                     : 0;
+    req->native = native;
 #define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
-    if (s < 0) {
+    if (native && s == RDL_SCRIPT_RENEW) { /* OK, or nil when not ours */
+        ARG("SET", 3);
+        ARG(lk->key, lk->keylen);
+        ARG(lk->token, RDL_TOKEN_LEN);
+        ARG("IFEQ", 4);
+        ARG(lk->token, RDL_TOKEN_LEN);
+        ARG("PX", 2);
+        ARG(ttl, strlen(ttl));
+    } else if (native & RDL_NATIVE_DELIFEQ) { /* 1 or 0, as the script */
+        ARG("DELIFEQ", 7);
+        ARG(lk->key, lk->keylen);
+        ARG(lk->token, RDL_TOKEN_LEN);
+    } else if (native) {
+        ARG("DELEX", 5);
+        ARG(lk->key, lk->keylen);
+        ARG("IFEQ", 4);
+        ARG(lk->token, RDL_TOKEN_LEN);
+    } else if (s < 0) {
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
@@ -888,10 +914,48 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
     }
 }
 
-/* 1 when req was sent again (NOSCRIPT -> EVAL) and lives on. */
+static int starts(const rdl_reply *r, const char *s)
+{
+    size_t n = strlen(s);
+    return r->len >= n && memcmp(r->str, s, n) == 0;
+}
+
+/* The server does not take the conditional command it was sent: it does
+ * not have it after all (a proxy in between, a failover to an older
+ * server), an ACL forbids it, or it lacks SET's IFEQ. */
+static int native_refused(const rdl_reply *r)
+{
+    return r->type == RDL_REPLY_ERROR &&
+           (starts(r, "NOPERM") || starts(r, "ERR unknown command") || starts(r, "ERR syntax error") ||
+            starts(r, "ERR wrong number of arguments"));
+}
+
+/* 1 when req was sent again (NOSCRIPT -> EVAL, a refused conditional
+ * command -> its script) and lives on. */
 static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
+    rdl_reply as_script;
+    /* SET is refused over maxmemory (OOM), where the renewal script, which
+     * only reads and sets a TTL, runs: that renewal goes as the script. */
+    int oom = r && req->native && req->script == RDL_SCRIPT_RENEW && r->type == RDL_REPLY_ERROR &&
+              starts(r, "OOM");
+    if (r && req->native && (native_refused(r) || oom)) {
+        /* Resent as the script, it lands behind whatever the handle sent
+         * since, harmless as after NOSCRIPT (below). */
+        if (!oom) rdl_conn_native_refused(&req->node->conn);
+        req->no_native = 1;
+        if (req_submit(req) == 0) return 1;
+        r = NULL;
+    } else if (r && req->native && req->script == RDL_SCRIPT_RENEW && r->type != RDL_REPLY_ERROR) {
+        /* SET IFEQ's OK is the script's 1; its nil (not ours), 0 */
+        int ok = r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
+        int nil = r->type == RDL_REPLY_NIL;
+        if (ok || nil) {
+            as_script = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ok};
+            r = &as_script;
+        }
+    }
     if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
         memcmp(r->str, "NOSCRIPT", 8) == 0) {
         /* A cold or flushed script cache: EVAL this once, which fills it,

@@ -69,6 +69,12 @@ static inline int rdl_node_submit(rdl_node *n, rdl_req *req, int argc, const cha
     if (n->quorum) return rdl_quorum_submit(n->quorum, req, argc, argv, lens);
     return rdl_conn_submit(&n->conn, req, argc, argv, lens);
 }
+/* The server's own conditional commands to use on the node (RDL_NATIVE_*):
+ * a quorum's members are sent scripts, each as the quorum builds them. */
+static inline int rdl_node_native(const rdl_node *n)
+{
+    return n->quorum ? 0 : rdl_conn_native(&n->conn);
+}
 static inline uint64_t rdl_node_epoch(const rdl_node *n)
 {
     return n->quorum ? n->quorum->epoch : rdl_conn_epoch(&n->conn);

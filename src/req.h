@@ -34,7 +34,9 @@ enum rdl_req_kind {
     RDL_REQ_SENTINEL_SUB,   /* SUBSCRIBE +switch-master */
     RDL_REQ_CLUSTER_SLOTS,  /* the Cluster router's map query (src/cluster.c) */
     RDL_REQ_ASKING,         /* ASKING before a command an ASK redirect sends */
-    RDL_REQ_FENCE_RAISE     /* a quorum's: every member's counter up to the fence */
+    RDL_REQ_FENCE_RAISE,    /* a quorum's: every member's counter up to the fence */
+    RDL_REQ_PROBE           /* the connection's own, once ready: which conditional
+                               commands the server has (COMMAND INFO) */
 };
 
 struct rdl_node;
@@ -45,6 +47,8 @@ typedef struct rdl_req {
     int kind;
     int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
     int sent_eval;   /* resent as EVAL after NOSCRIPT */
+    int native;      /* sent as the server's own command (RDL_NATIVE_*), not a script */
+    int no_native;   /* the server refused that command: the script from now on */
     int redirects;   /* times it followed MOVED or ASK */
     int asking;      /* sent behind ASKING (an ASK redirect) */
     uint32_t moves;  /* its lock's move count when sent: an older one is

@@ -269,6 +269,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     cc.username = o->username;
     cc.password = o->password;
     cc.verify_primary = 0;
+    cc.probe = 0; /* a Sentinel is asked about the primary, nothing else */
     cc.hold_backoff = 1; /* reset by a usable answer only (answered) */
     redlease_tls_options tls = o->tls && base->tls ? *base->tls : (redlease_tls_options){0};
     tls.server_name = NULL; /* each Sentinel by its own address */

@@ -33,7 +33,7 @@ typedef struct bench_held {
     double rss_before, rss_held, rss_end; /* bytes */
     double cpu_us, seconds;               /* client CPU over the holding time */
     double late_p50_ms, late_p99_ms, late_max_ms; /* renewal confirmed after its due time */
-    double lib_bytes;                     /* redlease's own allocations (lib only) */
+    long disconnects, timeouts;           /* redlease's stats (lib only) */
 } bench_held;
 typedef struct bench_hold_spec {
     long n;

@@ -31,6 +31,8 @@ static void lib_open(int64_t command_timeout_ms)
     co.host = bench_host;
     co.port = bench_port;
     if (command_timeout_ms) co.command_timeout_ms = command_timeout_ms;
+    const char *so = getenv("BENCH_SCRIPTS_ONLY");
+    co.scripts_only = so && *so && strcmp(so, "0") != 0;
     L.loop = ev_loop_new(EVFLAG_AUTO);
     if (redlease_client_new(&L.c, &co) != REDLEASE_OK) bench_die("redlease_client_new");
     redlease_client_set_clock(L.c, lib_clock, NULL);
@@ -193,6 +195,8 @@ int bench_lib_hold(const bench_hold_spec *s, bench_held *out)
     redlease_client_stats(L.c, &st);
     out->leases = (long)st.held_now;
     out->renewals = (long)st.renewed;
+    out->disconnects = (long)st.disconnects;
+    out->timeouts = (long)st.timeouts;
     out->lost = H.lost;
     if (H.n_late) {
         qsort(H.late, (size_t)H.n_late, sizeof *H.late, bench_cmp_double);

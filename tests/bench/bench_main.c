@@ -16,6 +16,9 @@
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
  *   BENCH_ONLY     (unset)  a, b: "raw" or "lib" runs that side alone (for a
  *                           profiler; no ratio)
+ *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server
+ *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
+ *                           does); REDIS_SERVER=valkey-server compares them
  * Ratios of a and b are medians of each round's ratio, so a slow moment
  * of the machine weighs on both sides. Nothing is asserted: the exit
  * status is nonzero only when a scenario could not run or lost a lease. */
@@ -160,9 +163,10 @@ static void held_json(const char *name, const char *impl, const bench_held *h)
 {
     printf("{\"scenario\":\"%s\",\"impl\":\"%s\",\"leases\":%ld,\"seconds\":%.1f,\"renewals\":%ld,"
            "\"lost\":%ld,\"rss_per_lease\":%.0f,\"cpu_percent\":%.3f,\"late_p50_ms\":%.0f,"
-           "\"late_p99_ms\":%.0f,\"late_max_ms\":%.0f}\n",
+           "\"late_p99_ms\":%.0f,\"late_max_ms\":%.0f,\"disconnects\":%ld,\"timeouts\":%ld}\n",
            name, impl, h->leases, h->seconds, h->renewals, h->lost, per_lease(h),
-           100 * h->cpu_us / (h->seconds * 1e6), h->late_p50_ms, h->late_p99_ms, h->late_max_ms);
+           100 * h->cpu_us / (h->seconds * 1e6), h->late_p50_ms, h->late_p99_ms, h->late_max_ms,
+           h->disconnects, h->timeouts);
     fflush(stdout);
 }
 

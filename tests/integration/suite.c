@@ -599,6 +599,65 @@ static void test_graceful_close_deletes_keys(void)
     CHECK(loop_empties());
 }
 
+/* The server's own conditional commands where it has them (Valkey 9,
+ * Redis 8.4: CI runs this suite against Valkey 9 too), the scripts where
+ * not: counted by the server itself (INFO commandstats). */
+static long long calls_of(const char *command)
+{
+    redisReply *r = cmd("INFO commandstats");
+    long long n = 0;
+    char field[64];
+    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
+    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, field) : NULL;
+    if (p) n = atoll(p + strlen(field));
+    if (r) freeReplyObject(r);
+    return n;
+}
+
+static int server_has(const char *command)
+{
+    redisReply *r = cmd("COMMAND INFO %s", command);
+    int has = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+              r->element[0]->type == REDIS_REPLY_ARRAY;
+    if (r) freeReplyObject(r);
+    return has;
+}
+
+static void test_conditional_commands_where_the_server_has_them(void)
+{
+    int delifeq = server_has("DELIFEQ"), delex = server_has("DELEX");
+    printf("# server %s: DELIFEQ %s, DELEX %s\n", getenv("REDLEASE_TEST_REDIS_VERSION"),
+           delifeq ? "yes" : "no", delex ? "yes" : "no");
+    redlease_client *c = client();
+    CHECK(wait_connected(c));
+    run_for(100); /* the connection's question is answered */
+    long long del0 = calls_of(delifeq ? "delifeq" : "delex"), sha0 = calls_of("evalsha");
+    long long set0 = calls_of("set");
+    holder a = {.c = c};
+    redlease_lock_options o = lopts(300, 0);
+    o.renew_interval_ms = 100;
+    acquire(&a, "conditional", o);
+    run_until(&a.acquired, 2000);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    run_for(350); /* three renewals, past the TTL */
+    CHECK(redlease_lock_held(a.lk));
+    CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    release(&a);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), "");
+    long long dels = calls_of(delifeq ? "delifeq" : "delex") - del0;
+    long long shas = calls_of("evalsha") - sha0, sets = calls_of("set") - set0;
+    printf("# %lld conditional deletes, %lld SETs, %lld EVALSHAs\n", dels, sets, shas);
+    if (delifeq || delex) {
+        CHECK_EQ(dels, 1);
+        CHECK(sets >= 4); /* the acquire and every renewal */
+        CHECK_EQ(shas, 0);
+    } else {
+        CHECK(shas >= 4); /* every renewal and the release */
+    }
+    free_and_check_loop_empty(c);
+}
+
 /* ------------------------------------------ the adapter's own contract */
 
 /* The client's single timer, armed for 40 ms, fires near 40 ms (not at 0,
@@ -1028,6 +1087,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_tcp_and_cancel_in_flight),
         TEST_CASE(test_auth_and_wrong_password),
         TEST_CASE(test_graceful_close_deletes_keys),
+        TEST_CASE(test_conditional_commands_where_the_server_has_them),
         TEST_CASE(test_timer_precision_and_rearm),
         TEST_CASE(test_callbacks_run_from_the_read),
         TEST_CASE(test_adapter_timer_contract),

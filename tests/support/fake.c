@@ -230,12 +230,37 @@ static void reply_role(fake *f, const char *role)
     answer(f, &r);
 }
 
+/* COMMAND INFO DELIFEQ DELEX: a command's entry (its name is enough for
+ * the core) or nil for each. */
+static rdl_reply *probe_answer(int native, rdl_reply elem[2], rdl_reply name[2], rdl_reply *out)
+{
+    static const char *names[2] = {"delifeq", "delex"};
+    for (int i = 0; i < 2; i++) {
+        name[i] = (rdl_reply){.type = RDL_REPLY_STRING, .str = names[i], .len = strlen(names[i])};
+        elem[i] = native & (1 << i) ? (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = 1, .element = &name[i]}
+                                    : (rdl_reply){.type = RDL_REPLY_NIL};
+    }
+    *out = (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = 2, .element = elem};
+    return out;
+}
+
+static int is_probe(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "COMMAND") == 0; }
+
+void fake_reply_probe(fake *f, int native)
+{
+    rdl_reply elem[2], name[2], r;
+    answer(f, probe_answer(native, elem, name, &r));
+}
+
 void fake_answer_handshake(fake *f)
 {
     while (fake_peek(f)) {
         fake_cmd *cmd = fake_peek(f);
+        rdl_reply elem[2], name[2], r;
         if (strcmp(cmd->argv[0], "ROLE") == 0)
             reply_role(f, f->role ? f->role : "master");
+        else if (is_probe(cmd))
+            answer(f, probe_answer(f->native, elem, name, &r));
         else
             fake_reply_status(f, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     }
@@ -450,8 +475,13 @@ void fake_link_connect(fake *f, fake_side *s)
     rdl_conn_on_connected(s->cn, REDLEASE_OK, NULL);
     for (fake_cmd *cmd; (cmd = fake_link_peek(s)) &&
                         (strcmp(cmd->argv[0], "AUTH") == 0 || strcmp(cmd->argv[0], "SELECT") == 0 ||
-                         strcmp(cmd->argv[0], "PING") == 0);)
-        fake_link_reply_status(s, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
+                         strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd));) {
+        rdl_reply elem[2], name[2], r;
+        if (is_probe(cmd))
+            fake_link_reply(s, probe_answer(0, elem, name, &r));
+        else
+            fake_link_reply_status(s, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
+    }
     fake_run(f);
 }
 

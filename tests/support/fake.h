@@ -54,6 +54,8 @@ typedef struct fake {
     char host[64];   /* where the last connect went ("" for a unix socket) */
     int port;
     const char *role; /* what ROLE answers in the handshake: "master" (NULL) */
+    int native;       /* RDL_NATIVE_* bits the probe (COMMAND INFO DELIFEQ DELEX)
+                         finds on the main link: 0, Redis 7's answer, by default */
     fake_side side;
     fake_side peers[FAKE_PEERS];
 } fake;
@@ -89,6 +91,9 @@ void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
 /* An array of n integers (WAITAOF's answer). */
 void fake_reply_ints(fake *f, int n, const long long *v);
+/* The answer to the probe (COMMAND INFO DELIFEQ DELEX) of a server with
+ * these RDL_NATIVE_* commands. */
+void fake_reply_probe(fake *f, int native);
 /* Answer with r. */
 void fake_reply(fake *f, const rdl_reply *r);
 /* Answer with a reply as hiredis parsed it (converted as the hiredis

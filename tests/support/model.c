@@ -127,6 +127,9 @@ static long long fence_ctr;
 static int noscript_mode; /* EVALSHA answers NOSCRIPT */
 static int fast_server;   /* the server's clock runs fast: keys expire early */
 static int links;         /* connections made so far */
+static int native;        /* RDL_NATIVE_* the server of this link says it has */
+static int native_refused; /* ...and then answers them "unknown command" (a proxy
+                              in between, a failover to an older server) */
 
 static kv *find(const char *k, int64_t now)
 {
@@ -212,6 +215,27 @@ static int pending_exec(void)
     return xh < F.ncmds;
 }
 
+/* A command as Redis runs it: the script it is, or the conditional
+ * command (DELIFEQ, SET IFEQ) doing that script's work, and its key,
+ * token and TTL. */
+typedef struct view {
+    int s;            /* RDL_SCRIPT_* or -1 (SET NX PX) */
+    int native;
+    const char *key, *token, *px;
+} view;
+
+static view view_of(const fake_cmd *c)
+{
+    if (strcmp(c->argv[0], "DELIFEQ") == 0)
+        return (view){RDL_SCRIPT_RELEASE, 1, c->argv[1], c->argv[2], NULL};
+    if (strcmp(c->argv[0], "SET") == 0 && c->argc == 7 && strcmp(c->argv[3], "IFEQ") == 0)
+        return (view){RDL_SCRIPT_RENEW, 1, c->argv[1], c->argv[2], c->argv[6]};
+    int s = script_of(c);
+    if (s < 0) return (view){-1, 0, c->argv[1], c->argv[2], c->argv[5]};
+    return (view){s, 0, c->argv[3], token_of(c, s),
+                  s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
+}
+
 /* Redis runs the oldest command not run yet, now. */
 static void execute(void)
 {
@@ -224,14 +248,21 @@ static void execute(void)
         next_error = 0;
         if (e == N_ERRORS - 1 && !sha) e = 0;
         *r = (reply){REP_ERR, 0, errors[e]};
-        int s = script_of(c);
-        if (s == RDL_SCRIPT_RELEASE) /* a delete refused: the key may stay to its TTL */
+        view v = view_of(c);
+        if (v.s == RDL_SCRIPT_RELEASE) /* a delete refused: the key may stay to its TTL */
             for (int i = 0; i < NL; i++)
-                if (strcmp(L[i].token, token_of(c, s)) == 0) L[i].delete_failed = 1;
+                if (strcmp(L[i].token, v.token) == 0) L[i].delete_failed = 1;
         model_reached.error_replies++;
         return;
     }
-    if (strcmp(c->argv[0], "SET") == 0) {
+    view v = view_of(c);
+    if (v.native && native_refused) { /* not run: the library sends the script */
+        *r = (reply){REP_ERR, 0, "ERR unknown command 'DELIFEQ', with args beginning with: "};
+        model_reached.native_refused++;
+        return;
+    }
+    if (v.native) model_reached.native_commands++;
+    if (v.s < 0) {
         if (find(c->argv[1], F.now)) {
             *r = (reply){REP_NIL, 0, NULL};
         } else {
@@ -245,28 +276,30 @@ static void execute(void)
         *r = (reply){REP_ERR, 0, errors[N_ERRORS - 1]};
         return;
     }
-    int s = script_of(c);
-    if (s < 0) abort(); /* nothing else is sent after the handshake */
-    const char *token = token_of(c, s);
-    kv *e = find(c->argv[3], F.now);
+    int s = v.s;
+    const char *token = v.token;
+    kv *e = find(v.key, F.now);
     int ours = e && strcmp(e->val, token) == 0;
     if (s == RDL_SCRIPT_RENEW) {
         if (ours) {
-            e->exp = expiry(c->argv[5]);
+            e->exp = expiry(v.px);
             confirmed(token, c->sent_at);
         }
-        *r = (reply){REP_INT, ours, NULL};
+        if (v.native)
+            *r = (reply){ours ? REP_OK : REP_NIL, 0, NULL}; /* SET IFEQ */
+        else
+            *r = (reply){REP_INT, ours, NULL};
     } else if (s == RDL_SCRIPT_RELEASE) {
         if (ours) e->used = 0;
         *r = (reply){REP_INT, ours, NULL};
     } else if (e && !ours) { /* an acquire script, held by another */
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
-        const char *px = c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5];
+        const char *px = v.px;
         if (ours)
             e->exp = expiry(px);
         else
-            put(c->argv[3], token, expiry(px));
+            put(v.key, token, expiry(px));
         confirmed(token, c->sent_at);
         *r = (reply){REP_INT, s == RDL_SCRIPT_ACQUIRE_FENCED ? ++fence_ctr : 1, NULL};
     }
@@ -275,8 +308,9 @@ static void execute(void)
 /* Notes what a reply tells its lease, before the library reads it. */
 static void note_delivery(const fake_cmd *c, const reply *r)
 {
-    int s = script_of(c);
-    lease *l = by_token(token_of(c, s));
+    view v = view_of(c);
+    int s = v.s;
+    lease *l = by_token(v.token);
     if (!l) return;
     int ok = r->type == REP_OK || (r->type == REP_INT && r->v > 0);
     if (s < 0 || s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED) {
@@ -284,7 +318,7 @@ static void note_delivery(const fake_cmd *c, const reply *r)
         if (r->type == REP_NIL || (r->type == REP_INT && r->v == 0)) l->saw_busy = 1;
         if (ok && F.now >= contract_until(c->sent_at, l->ttl)) model_reached.late_acquire_ok++;
     } else if (s == RDL_SCRIPT_RENEW) {
-        if (r->type == REP_INT && r->v == 0) {
+        if ((r->type == REP_INT && r->v == 0) || r->type == REP_NIL) {
             l->saw_renew_zero = 1;
             l->exempt_until = 0; /* told the key is not ours: no excuse left */
         }
@@ -322,7 +356,16 @@ static void reconnect(void)
     fake_connect_raw(&F);
     links++;
     fake_cmd *c;
-    while ((c = fake_peek(&F)) && strcmp(c->argv[0], "PING") == 0) fake_reply_status(&F, "PONG");
+    /* Each link may reach another server: one with DELIFEQ and SET IFEQ
+     * or not, one that says so and then refuses them. */
+    native = R(2) ? RDL_NATIVE_DELIFEQ : 0;
+    native_refused = native && R(4) == 0;
+    while ((c = fake_peek(&F)) && (strcmp(c->argv[0], "PING") == 0 || strcmp(c->argv[0], "COMMAND") == 0)) {
+        if (strcmp(c->argv[0], "PING") == 0)
+            fake_reply_status(&F, "PONG");
+        else
+            fake_reply_probe(&F, native);
+    }
     fake_run(&F);
 }
 
@@ -702,6 +745,7 @@ static void reset(void)
     memset(db, 0, sizeof db);
     memset(L, 0, sizeof L);
     noscript_mode = 0;
+    native = native_refused = 0;
     next_error = 0;
     fence_ctr = 100;
     xh = 0;

@@ -42,6 +42,8 @@ typedef struct model_reach {
     long closes;          /* close callbacks */
     long frees_live;      /* redlease_client_free() with live handles */
     long frees_closing;   /* redlease_client_free() during a graceful close */
+    long native_commands; /* DELIFEQ and SET IFEQ run instead of the scripts */
+    long native_refused;  /* ...answered "unknown command" by a server that had said it has them */
 } model_reach;
 extern model_reach model_reached;
 

@@ -104,6 +104,7 @@ static void test_model_reaches(void)
            m->held_on_wiped);
     printf("# clients closed %ld, freed with live handles %ld, freed while closing %ld\n", m->closes,
            m->frees_live, m->frees_closing);
+    printf("# conditional commands run %ld, refused %ld\n", m->native_commands, m->native_refused);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -115,6 +116,8 @@ static void test_model_reaches(void)
     CHECK(m->closes > 0);
     CHECK(m->frees_live > 0);
     CHECK(m->frees_closing > 0);
+    CHECK(m->native_commands > 0);
+    CHECK(m->native_refused > 0);
 }
 
 int main(int argc, char **argv)
