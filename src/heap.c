@@ -16,36 +16,40 @@ void rdl_heap_free(rdl_heap *h)
     rdl_heap_init(h);
 }
 
-static void place(rdl_heap *h, size_t i, rdl_heap_node *x)
+#define ARITY 4 /* half a binary heap's depth; a slot's children share a cache line */
+
+static void place(rdl_heap *h, size_t i, rdl_heap_slot s)
 {
-    h->v[i] = x;
-    x->idx = (uint32_t)i;
+    h->v[i] = s;
+    s.x->idx = (uint32_t)i;
 }
 
 static void sift_up(rdl_heap *h, size_t i)
 {
-    rdl_heap_node *x = h->v[i];
+    rdl_heap_slot s = h->v[i];
     while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (h->v[parent]->at <= x->at) break;
+        size_t parent = (i - 1) / ARITY;
+        if (h->v[parent].at <= s.at) break;
         place(h, i, h->v[parent]);
         i = parent;
     }
-    place(h, i, x);
+    place(h, i, s);
 }
 
 static void sift_down(rdl_heap *h, size_t i)
 {
-    rdl_heap_node *x = h->v[i];
+    rdl_heap_slot s = h->v[i];
     for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= h->n) break;
-        if (child + 1 < h->n && h->v[child + 1]->at < h->v[child]->at) child++;
-        if (h->v[child]->at >= x->at) break;
-        place(h, i, h->v[child]);
-        i = child;
+        size_t first = ARITY * i + 1;
+        if (first >= h->n) break;
+        size_t end = first + ARITY < h->n ? first + ARITY : h->n, min = first;
+        for (size_t c = first + 1; c < end; c++)
+            if (h->v[c].at < h->v[min].at) min = c;
+        if (h->v[min].at >= s.at) break;
+        place(h, i, h->v[min]);
+        i = min;
     }
-    place(h, i, x);
+    place(h, i, s);
 }
 
 int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at)
@@ -56,7 +60,7 @@ int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at)
     }
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 16;
-        rdl_heap_node **v = rdl_realloc(h->v, cap * sizeof(*v));
+        rdl_heap_slot *v = rdl_realloc(h->v, cap * sizeof(*v));
         if (!v) {
             x->idx = RDL_HEAP_OUT;
             return REDLEASE_ENOMEM;
@@ -65,7 +69,7 @@ int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at)
         h->cap = cap;
     }
     x->at = at;
-    place(h, h->n++, x);
+    place(h, h->n++, (rdl_heap_slot){at, x});
     sift_up(h, x->idx);
     return 0;
 }
@@ -75,11 +79,11 @@ void rdl_heap_remove(rdl_heap *h, rdl_heap_node *x)
     size_t i = x->idx;
     if (i == RDL_HEAP_OUT) return;
     x->idx = RDL_HEAP_OUT;
-    rdl_heap_node *last = h->v[--h->n];
+    rdl_heap_slot last = h->v[--h->n];
     if (i == h->n) return;
     place(h, i, last);
     sift_up(h, i);
-    sift_down(h, last->idx);
+    sift_down(h, last.x->idx);
 }
 
 void rdl_heap_update(rdl_heap *h, rdl_heap_node *x, int64_t at)
@@ -87,6 +91,7 @@ void rdl_heap_update(rdl_heap *h, rdl_heap_node *x, int64_t at)
     int64_t old = x->at;
     x->at = at;
     if (x->idx == RDL_HEAP_OUT) return;
+    h->v[x->idx].at = at;
     if (at < old)
         sift_up(h, x->idx);
     else if (at > old)

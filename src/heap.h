@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A binary min-heap of deadlines. Nodes are embedded in their owners and
+/* A 4-ary min-heap of deadlines. Nodes are embedded in their owners and
  * remember their slot, so moving a deadline is O(log n) and never allocates:
  * only rdl_heap_insert() can fail. The client keeps every lock in the heap
  * for the lock's whole life (at = RDL_NEVER when it waits for nothing), so
@@ -30,8 +30,16 @@ typedef struct rdl_heap_node {
 
 #define RDL_HEAP_OUT UINT32_MAX
 
+/* A slot keeps its node's deadline beside the pointer: a sift compares
+ * four children in one cache line, never touching the nodes (a client
+ * with 100,000 leases moves a deadline twice per renewal). */
+typedef struct rdl_heap_slot {
+    int64_t at;
+    rdl_heap_node *x;
+} rdl_heap_slot;
+
 typedef struct rdl_heap {
-    rdl_heap_node **v;
+    rdl_heap_slot *v;
     size_t n, cap;
 } rdl_heap;
 
@@ -41,6 +49,6 @@ void rdl_heap_free(rdl_heap *h);
 int rdl_heap_insert(rdl_heap *h, rdl_heap_node *x, int64_t at);
 void rdl_heap_remove(rdl_heap *h, rdl_heap_node *x);
 void rdl_heap_update(rdl_heap *h, rdl_heap_node *x, int64_t at);
-static inline rdl_heap_node *rdl_heap_top(const rdl_heap *h) { return h->n ? h->v[0] : NULL; }
+static inline rdl_heap_node *rdl_heap_top(const rdl_heap *h) { return h->n ? h->v[0].x : NULL; }
 
 #endif
