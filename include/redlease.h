@@ -428,9 +428,10 @@ REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
 /* What an adapter calls when a hiredis connection's socket is readable,
  * instead of redisAsyncHandleRead(ac): the same, and then the callbacks the
  * replies it read made due run from here, not from the client's timer a
- * loop iteration later. Any callback may run, and the client may be freed
- * (ac too): touch neither after it. Only for contexts the client gave to
- * the adapter's attach. */
+ * loop iteration later. Over TLS the read runs under the SIGPIPE guard of
+ * redlease_async_handle_write() (OpenSSL may write while it reads). Any
+ * callback may run, and the client may be freed (ac too): touch neither
+ * after it. Only for contexts the client gave to the adapter's attach. */
 REDLEASE_EXTERN void redlease_async_handle_read(struct redisAsyncContext *ac);
 
 /* What an adapter calls when a hiredis connection's socket is writable,

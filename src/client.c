@@ -86,6 +86,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         nmembers = rdl_addr_list_parse(o->quorum.addrs, members, REDLEASE_MAX_QUORUM);
         if (nmembers < 0) nmembers = 0, ok = 0;
         cc.host = cc.unix_path = NULL;
+        cc.probe = 0; /* the members are sent scripts: nothing to ask them */
         c->quorum = rdl_calloc(1, sizeof *c->quorum);
         ok = ok && c->quorum;
     }
@@ -393,7 +394,15 @@ static void run_due(redlease_client *c, int fired)
 
 void redlease_client_on_timer(redlease_client *c)
 {
-    if (!c || c->depth) return; /* never re-entered from inside the library */
+    if (!c) return;
+    if (c->depth) {
+        /* Never re-entered from inside the library: a loop run from a
+         * callback fired the timer. It is armed no more: the outermost
+         * entry arms it again as it leaves (arm() would otherwise take it
+         * for armed, and a later deadline would never be waited for). */
+        c->armed_at = -1;
+        return;
+    }
     c->stats.wakeups++;
     run_due(c, 1);
 }

@@ -6,8 +6,9 @@
  *
  * Two rules keep reentrancy simple:
  *  - User callbacks of locks (on_acquire, on_lost, on_release) are only run
- *    from redlease_client_on_timer(), never inside a transport callback or
- *    an API call. State changes queue them on c->notify; the timer drains.
+ *    from redlease_client_on_timer() or after a read (rdl_client_drain()),
+ *    never inside a transport callback or an API call. State changes queue
+ *    them on c->notify and ask for an immediate tick; either drains.
  *  - c->depth counts nested entries into the library. redlease_client_free()
  *    inside any of them only marks the client; the outermost entry tears it
  *    down (the timer at once, a transport callback via a 0 ms timer, since

@@ -304,6 +304,11 @@ static void probe_send(rdl_conn *cn)
 
 static void probe_reply(rdl_conn *cn, const rdl_req *req, const rdl_reply *r)
 {
+    /* The link went with the question unanswered: some proxies (twemproxy)
+     * close a connection on a command they do not know, COMMAND among
+     * them. Asking on every link would then cost every link: this
+     * connection asks no more, and sends scripts. */
+    if (!r && req->epoch == cn->epoch) cn->probe = 0;
     if (!r || req->epoch != cn->epoch || r->type != RDL_REPLY_ARRAY || r->elements != 2) return;
     int native = 0;
     if (r->element[0].type == RDL_REPLY_ARRAY && r->element[0].elements > 0) native |= RDL_NATIVE_DELIFEQ;

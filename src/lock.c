@@ -920,14 +920,23 @@ static int starts(const rdl_reply *r, const char *s)
     return r->len >= n && memcmp(r->str, s, n) == 0;
 }
 
+static int contains(const rdl_reply *r, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i + n <= r->len; i++)
+        if (memcmp(r->str + i, s, n) == 0) return 1;
+    return 0;
+}
+
 /* The server does not take the conditional command it was sent: it does
  * not have it after all (a proxy in between, a failover to an older
- * server), an ACL forbids it, or it lacks SET's IFEQ. */
+ * server), an ACL forbids the command (not a key: the script would be
+ * refused that too), or it lacks SET's IFEQ. */
 static int native_refused(const rdl_reply *r)
 {
     return r->type == RDL_REPLY_ERROR &&
-           (starts(r, "NOPERM") || starts(r, "ERR unknown command") || starts(r, "ERR syntax error") ||
-            starts(r, "ERR wrong number of arguments"));
+           ((starts(r, "NOPERM") && contains(r, "to run the")) || starts(r, "ERR unknown command") ||
+            starts(r, "ERR syntax error") || starts(r, "ERR wrong number of arguments"));
 }
 
 /* 1 when req was sent again (NOSCRIPT -> EVAL, a refused conditional

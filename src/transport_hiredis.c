@@ -283,19 +283,17 @@ static int hr_writes_nosignal(redisAsyncContext *ac)
 }
 #endif
 
-void redlease_async_handle_write(redisAsyncContext *ac)
+/* Runs handle(ac) with SIGPIPE blocked in this thread, and discards the
+ * SIGPIPE its failed write raised. */
+static void hr_without_sigpipe(redisAsyncContext *ac, void (*handle)(redisAsyncContext *))
 {
-    if (hr_writes_nosignal(ac)) { /* nothing hiredis writes can raise SIGPIPE */
-        redisAsyncHandleWrite(ac);
-        return;
-    }
     sigset_t pipe_set, old, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
     hr_io_failed = 0;
-    redisAsyncHandleWrite(ac); /* may run callbacks, the event hook among them */
+    handle(ac); /* may run callbacks, the event hook among them */
     /* Discard only a SIGPIPE our failed write raised: not one that was
      * pending before, nor one sent while no write failed. */
     if (hr_io_failed && !was_pending && sigpending(&pending) == 0 &&
@@ -307,6 +305,15 @@ void redlease_async_handle_write(redisAsyncContext *ac)
     if (!sigismember(&old, SIGPIPE)) pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL);
 }
 
+void redlease_async_handle_write(redisAsyncContext *ac)
+{
+    if (hr_writes_nosignal(ac)) { /* nothing hiredis writes can raise SIGPIPE */
+        redisAsyncHandleWrite(ac);
+        return;
+    }
+    hr_without_sigpipe(ac, redisAsyncHandleWrite);
+}
+
 /* -------------------------------------------------------------- reads */
 
 void redlease_async_handle_read(redisAsyncContext *ac)
@@ -314,7 +321,17 @@ void redlease_async_handle_read(redisAsyncContext *ac)
     /* The transport outlives ac (it is the connection's, freed with the
      * client, and the client is never freed from inside hiredis). */
     rdl_hiredis *t = (rdl_hiredis *)ac->data;
-    redisAsyncHandleRead(ac); /* may free ac */
+    /* OpenSSL writes while it reads (a TLS 1.3 key update, an alert): a
+     * TLS link reads under the guard. A plaintext one only reads. */
+#if HIREDIS_MAJOR >= 1
+    int tls = !(ac->c.funcs && ac->c.funcs->write == hr_write_nosignal);
+#else
+    int tls = 0;
+#endif
+    if (tls)
+        hr_without_sigpipe(ac, redisAsyncHandleRead); /* may free ac */
+    else
+        redisAsyncHandleRead(ac); /* may free ac */
     if (t != NULL) rdl_conn_on_read_done(t->conn);
 }
 

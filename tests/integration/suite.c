@@ -626,7 +626,8 @@ static int server_has(const char *command)
 static void test_conditional_commands_where_the_server_has_them(void)
 {
     int delifeq = server_has("DELIFEQ"), delex = server_has("DELEX");
-    printf("# server %s: DELIFEQ %s, DELEX %s\n", getenv("REDLEASE_TEST_REDIS_VERSION"),
+    const char *version = getenv("REDLEASE_TEST_REDIS_VERSION");
+    printf("# server %s: DELIFEQ %s, DELEX %s\n", version ? version : "?",
            delifeq ? "yes" : "no", delex ? "yes" : "no");
     redlease_client *c = client();
     CHECK(wait_connected(c));

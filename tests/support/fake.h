@@ -91,6 +91,9 @@ void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
 /* An array of n integers (WAITAOF's answer). */
 void fake_reply_ints(fake *f, int n, const long long *v);
+/* The transport has dispatched a read (what redlease_async_handle_read()
+ * does after hiredis's read): the callbacks the replies made due run now. */
+void fake_read_done(fake *f);
 /* The answer to the probe (COMMAND INFO DELIFEQ DELEX) of a server with
  * these RDL_NATIVE_* commands. */
 void fake_reply_probe(fake *f, int native);

@@ -224,14 +224,28 @@ typedef struct view {
     const char *key, *token, *px;
 } view;
 
+static int arg_is(const fake_cmd *c, int i, const char *s)
+{
+    return i < c->argc && strcmp(c->argv[i], s) == 0;
+}
+
 static view view_of(const fake_cmd *c)
 {
-    if (strcmp(c->argv[0], "DELIFEQ") == 0)
+    if (arg_is(c, 0, "DELIFEQ") && c->argc == 3)
         return (view){RDL_SCRIPT_RELEASE, 1, c->argv[1], c->argv[2], NULL};
-    if (strcmp(c->argv[0], "SET") == 0 && c->argc == 7 && strcmp(c->argv[3], "IFEQ") == 0)
-        return (view){RDL_SCRIPT_RENEW, 1, c->argv[1], c->argv[2], c->argv[6]};
+    if (arg_is(c, 0, "DELEX") && c->argc == 4 && arg_is(c, 2, "IFEQ"))
+        return (view){RDL_SCRIPT_RELEASE, 1, c->argv[1], c->argv[3], NULL};
+    if (arg_is(c, 0, "SET") && c->argc == 7 && arg_is(c, 3, "IFEQ") && arg_is(c, 5, "PX")) {
+        /* compared with IFEQ's operand; the library never changes the value */
+        if (strcmp(c->argv[2], c->argv[4]) != 0) abort();
+        return (view){RDL_SCRIPT_RENEW, 1, c->argv[1], c->argv[4], c->argv[6]};
+    }
     int s = script_of(c);
-    if (s < 0) return (view){-1, 0, c->argv[1], c->argv[2], c->argv[5]};
+    if (s < 0) {
+        if (!(arg_is(c, 0, "SET") && c->argc == 6 && arg_is(c, 3, "NX") && arg_is(c, 4, "PX")))
+            abort(); /* nothing else is sent after the handshake */
+        return (view){-1, 0, c->argv[1], c->argv[2], c->argv[5]};
+    }
     return (view){s, 0, c->argv[3], token_of(c, s),
                   s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
 }
@@ -358,7 +372,7 @@ static void reconnect(void)
     fake_cmd *c;
     /* Each link may reach another server: one with DELIFEQ and SET IFEQ
      * or not, one that says so and then refuses them. */
-    native = R(2) ? RDL_NATIVE_DELIFEQ : 0;
+    native = (int[]){0, RDL_NATIVE_DELIFEQ, RDL_NATIVE_DELEX}[R(3)];
     native_refused = native && R(4) == 0;
     while ((c = fake_peek(&F)) && (strcmp(c->argv[0], "PING") == 0 || strcmp(c->argv[0], "COMMAND") == 0)) {
         if (strcmp(c->argv[0], "PING") == 0)

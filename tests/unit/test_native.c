@@ -59,7 +59,7 @@ static void test_renew_and_release_with_delifeq(void)
 }
 
 /* SET IFEQ answers nil when the key is gone or holds another token: the
- * script's 0, the lease lost at once; DELIFEQ's 0 is ENOTHELD. */
+ * script's 0, the lease lost at once. */
 static void test_native_not_ours_is_lost(void)
 {
     fake f;
@@ -77,6 +77,66 @@ static void test_native_not_ours_is_lost(void)
     fake_run(&f);
     CHECK_EQ(r.rel_calls, 1);
     CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
+    end(&f);
+}
+
+/* DELIFEQ's 0 (the key holds another token, or none): ENOTHELD. */
+static void test_delifeq_zero_is_not_held(void)
+{
+    fake f;
+    start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
+    rec r = {0};
+    hold(&f, &r, "job", opts(3000));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
+    end(&f);
+}
+
+/* A NOPERM about a key, not the command: the script would be refused the
+ * same, so it is the release's answer, and the link keeps its commands. */
+static void test_key_noperm_is_an_answer(void)
+{
+    fake f;
+    start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
+    rec r = {0}, s = {0};
+    hold(&f, &r, "job", opts(3000));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    fake_reply_err(&f, "NOPERM No permissions to access a key");
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_EPERM);
+    hold(&f, &s, "job", opts(3000));
+    CHECK_EQ(release(&s), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    end(&f);
+}
+
+/* Some proxies close the connection on COMMAND: a link lost with the
+ * question unanswered makes the connection ask no more (scripts). */
+static void test_link_lost_on_the_question_stops_asking(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    fake_connect_raw(&f);
+    fake_reply_status(&f, "PONG");
+    CHECK(cmd_is(&f, "COMMAND", "INFO"));
+    fake_break(&f); /* the proxy hung up */
+    fake_advance(&f, 60);
+    CHECK(f.connecting);
+    fake_connect_raw(&f);
+    CHECK(cmd_is(&f, "PING", NULL));
+    fake_reply_status(&f, "PONG");
+    CHECK_EQ(fake_pending(&f), 0); /* not asked again */
+    fake_run(&f);
+    CHECK(redlease_client_connected(f.c));
     end(&f);
 }
 
@@ -232,6 +292,9 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_renew_and_release_with_delifeq),
         TEST_CASE(test_native_not_ours_is_lost),
+        TEST_CASE(test_delifeq_zero_is_not_held),
+        TEST_CASE(test_key_noperm_is_an_answer),
+        TEST_CASE(test_link_lost_on_the_question_stops_asking),
         TEST_CASE(test_release_with_delex),
         TEST_CASE(test_unknown_command_falls_back_to_the_script),
         TEST_CASE(test_noperm_falls_back_to_the_script),

@@ -2,8 +2,10 @@
 /* Unit tests of library calls from inside callbacks: a release from
  * on_acquire and on_lost; the client freed from on_acquire, on_lost,
  * on_release and the event hook (deferred when the hook runs inside a
- * transport callback); the callbacks a free runs. Terminal callbacks still
- * run exactly once and nothing leaks (tests/support/fake.h). */
+ * transport callback); the callbacks a free runs; callbacks run right after
+ * a read; a loop run from inside a callback that fires the library's timer.
+ * Terminal callbacks still run exactly once and nothing leaks
+ * (tests/support/fake.h). */
 #include "core_rig.h"
 #include "fake.h"
 #include "testutil.h"
@@ -193,6 +195,112 @@ static void test_calls_from_callbacks_during_free(void)
     end(&f);
 }
 
+/* After a read, the callbacks the replies made due run at once, without
+ * the timer (redlease_async_handle_read()); the timer is then armed for
+ * what comes next, not left at 0 ms. */
+static void test_callbacks_run_after_the_read(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_reply_status(&f, "OK");
+    CHECK_EQ(r.acq_calls, 0);          /* never inside the transport's callback */
+    CHECK_EQ(f.timer_at, f.now);       /* an immediate tick asked for */
+    fake_read_done(&f);
+    CHECK_EQ(r.acq_calls, 1);          /* run after the read, no tick */
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(f.timer_at, t0 + 1000);   /* armed for the renewal */
+    end(&f);
+}
+
+/* A loop run from inside the event hook fires the library's timer, which
+ * does nothing there (never re-entered): it must be armed again as the
+ * library leaves, or the next renewal is never sent and on_lost never
+ * comes. */
+static fake *nested_f;
+static int nested_done;
+static void nested_hook(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c, (void)arg;
+    if (ev->type == REDLEASE_EV_RENEWED && !nested_done) {
+        nested_done = 1;
+        nested_f->now += 100; /* the nested iteration takes a while: the timer is due */
+        fake_run(nested_f);   /* it fires inside the library */
+    }
+}
+
+static void test_timer_fired_by_a_nested_loop_is_armed_again(void)
+{
+    fake f;
+    nested_f = &f;
+    nested_done = 0;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 100;
+    fake_start(&f, &co);
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000);
+    int64_t t1 = f.now;
+    CHECK_EQ(f.timer_at, t1 + 100); /* the renewal's command timeout */
+    redlease_client_set_event_cb(f.c, nested_hook, NULL);
+    fake_advance(&f, 5);
+    fake_reply_int(&f, 1);
+    CHECK_EQ(nested_done, 1);
+    CHECK(f.timer_at >= 0);
+    fake_until(&f, t1 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* the next renewal */
+    end(&f);
+}
+
+/* The same inside a callback run after a read: closing with three leases,
+ * on_lost of the first runs a loop iteration that reads the second drop's
+ * answer and fires the tick; the third is never answered, and the close
+ * must still end by its deadline. */
+static int close_done;
+static int nested_lost;
+static void lost_nested(redlease_lock *lk, int reason, void *arg)
+{
+    (void)lk, (void)reason, (void)arg;
+    if (nested_lost++) return;
+    fake_reply_int(nested_f, 1);
+    fake_run(nested_f);
+}
+static void on_closed(redlease_client *c, void *arg)
+{
+    (void)c, (void)arg;
+    close_done++;
+}
+static void ignore_acq(redlease_lock *lk, int st, void *arg) { (void)lk, (void)st, (void)arg; }
+
+static void test_close_ends_after_a_nested_loop_in_a_drained_callback(void)
+{
+    fake f;
+    nested_f = &f;
+    nested_lost = close_done = 0;
+    fake_start(&f, NULL);
+    redlease_lock *lk[3];
+    const char *names[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(redlease_acquire(f.c, names[i], NULL, ignore_acq, lost_nested, NULL, &lk[i]), REDLEASE_OK);
+        fake_run(&f);
+        fake_reply_status(&f, "OK");
+        fake_run(&f);
+    }
+    redlease_client_close(f.c, on_closed, NULL); /* the deletes go out */
+    CHECK_EQ(fake_pending(&f), 3);
+    fake_reply_int(&f, 1); /* a read brings the first answer */
+    fake_read_done(&f);
+    CHECK(f.timer_at >= 0);
+    fake_until(&f, f.now + 60000); /* the third is never answered */
+    CHECK_EQ(close_done, 1);
+    CHECK_EQ(fake_alloc_live(), 0); /* the client went with its close */
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -204,6 +312,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_free_inside_event_hook_is_deferred),
         TEST_CASE(test_free_in_hook_during_release_of_acquiring),
         TEST_CASE(test_calls_from_callbacks_during_free),
+        TEST_CASE(test_callbacks_run_after_the_read),
+        TEST_CASE(test_timer_fired_by_a_nested_loop_is_armed_again),
+        TEST_CASE(test_close_ends_after_a_nested_loop_in_a_drained_callback),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
