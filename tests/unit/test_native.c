@@ -33,21 +33,35 @@ static int is_native_renew(fake *f, rec *r)
            strcmp(c->argv[6], "3000") == 0;
 }
 
+/* Holds "job" (TTL 3000) and runs to its first renewal; returns its send
+ * time. */
+static int64_t first_renewal(fake *f, rec *r)
+{
+    int64_t t0 = hold(f, r, "job", opts(3000));
+    fake_until(f, t0 + 1000);
+    return f->now;
+}
+
+/* Releases and lets the timer send the delete; the command is next. */
+static void release_sent(fake *f, rec *r)
+{
+    CHECK_EQ(release(r), REDLEASE_OK);
+    fake_run(f);
+}
+
 static void test_renew_and_release_with_delifeq(void)
 {
     fake f;
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
+    first_renewal(&f, &r);
     CHECK(is_native_renew(&f, &r));
     int64_t t1 = f.now;
     fake_advance(&f, 10);
     fake_reply_status(&f, "OK"); /* the script's 1 */
     fake_run(&f);
     CHECK_EQ(redlease_lock_remaining_ms(r.lk), t1 + 3000 - 32 - f.now); /* from its send */
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     fake_cmd *c = fake_peek(&f);
     CHECK(c && c->argc == 3 && cmd_is(&f, "DELIFEQ", "lock:{job}") &&
           strcmp(c->argv[2], redlease_lock_token(r.lk)) == 0);
@@ -65,16 +79,14 @@ static void test_native_not_ours_is_lost(void)
     fake f;
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
+    first_renewal(&f, &r);
     CHECK(is_native_renew(&f, &r));
     fake_reply_nil(&f);
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 1);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
     CHECK(!redlease_lock_held(r.lk));
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     CHECK_EQ(r.rel_calls, 1);
     CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
     end(&f);
@@ -87,8 +99,7 @@ static void test_delifeq_zero_is_not_held(void)
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0};
     hold(&f, &r, "job", opts(3000));
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
     fake_reply_int(&f, 0);
     fake_run(&f);
@@ -105,16 +116,14 @@ static void test_key_noperm_is_an_answer(void)
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0}, s = {0};
     hold(&f, &r, "job", opts(3000));
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
     fake_reply_err(&f, "NOPERM No permissions to access a key");
     fake_run(&f);
     CHECK_EQ(r.rel_calls, 1);
     CHECK_EQ(r.rel_status, REDLEASE_EPERM);
     hold(&f, &s, "job", opts(3000));
-    CHECK_EQ(release(&s), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &s);
     CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
     end(&f);
 }
@@ -146,8 +155,7 @@ static void test_release_with_delex(void)
     start_native(&f, RDL_NATIVE_DELEX, NULL);
     rec r = {0};
     hold(&f, &r, "job", opts(3000));
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     fake_cmd *c = fake_peek(&f);
     CHECK(c && c->argc == 4 && cmd_is(&f, "DELEX", "lock:{job}") && strcmp(c->argv[2], "IFEQ") == 0 &&
           strcmp(c->argv[3], redlease_lock_token(r.lk)) == 0);
@@ -165,9 +173,7 @@ static void refused_then_script(const char *refusal)
     fake f;
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
-    int64_t t1 = f.now;
+    int64_t t1 = first_renewal(&f, &r);
     CHECK(is_native_renew(&f, &r));
     fake_advance(&f, 5);
     fake_reply_err(&f, refusal);
@@ -177,8 +183,7 @@ static void refused_then_script(const char *refusal)
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 0);
     CHECK_EQ(redlease_lock_remaining_ms(r.lk), t1 + 3000 - 32 - f.now);
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
+    release_sent(&f, &r);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 1);
     fake_run(&f);
@@ -209,9 +214,7 @@ static void test_oom_renewal_goes_as_the_script(void)
     fake f;
     start_native(&f, RDL_NATIVE_DELIFEQ, NULL);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
-    int64_t t1 = f.now;
+    int64_t t1 = first_renewal(&f, &r);
     CHECK(is_native_renew(&f, &r));
     fake_reply_err(&f, "OOM command not allowed when used memory > 'maxmemory'.");
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
@@ -267,8 +270,7 @@ static void test_scripts_only_and_a_refused_probe(void)
     CHECK_EQ(fake_pending(&f), 0); /* nothing asked */
     fake_run(&f);
     rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
+    first_renewal(&f, &r);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     end(&f);
 
@@ -281,8 +283,7 @@ static void test_scripts_only_and_a_refused_probe(void)
     fake_run(&g);
     CHECK(redlease_client_connected(g.c));
     rec s = {0};
-    t0 = hold(&g, &s, "job", opts(3000));
-    fake_until(&g, t0 + 1000);
+    first_renewal(&g, &s);
     CHECK(cmd_is(&g, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
     end(&g);
 }
