@@ -268,6 +268,7 @@ static void on_closed(redlease_client *c, void *arg)
 {
     (void)c, (void)arg;
     close_done++;
+    nested_f->c = NULL; /* the client frees itself after this */
 }
 static void ignore_acq(redlease_lock *lk, int st, void *arg) { (void)lk, (void)st, (void)arg; }
 
