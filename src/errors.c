@@ -55,10 +55,34 @@ static int starts_with(const char *text, size_t n, const char *p)
     return n >= k && memcmp(text, p, k) == 0;
 }
 
+static int has(const char *text, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(text + i, p, k) == 0) return 1;
+    return 0;
+}
+
+/* Errors about the command, not its keys: another command may do. */
+static const char *const refusals[] = {
+    "ERR unknown command",
+    "ERR syntax error",
+    "ERR wrong number of arguments",
+};
+
+static int refused(const char *text, size_t n)
+{
+    if (starts_with(text, n, "NOPERM")) return has(text, n, "to run the");
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (starts_with(text, n, refusals[i])) return 1;
+    return 0;
+}
+
 rdl_error_class rdl_error_classify(const char *text, size_t n)
 {
-    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0};
+    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0};
     if (!text) return e;
+    e.refused = refused(text, n);
     size_t code_len = 0;
     while (code_len < n && text[code_len] != ' ') code_len++;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -67,6 +91,8 @@ rdl_error_class rdl_error_classify(const char *text, size_t n)
             e.transient = table[i].transient;
             e.reconnect = table[i].reconnect;
             e.wrongtype = strcmp(table[i].code, "WRONGTYPE") == 0;
+            e.noscript = strcmp(table[i].code, "NOSCRIPT") == 0;
+            e.oom = strcmp(table[i].code, "OOM") == 0;
             return e;
         }
     }

@@ -13,6 +13,11 @@ typedef struct rdl_error_class {
     int reconnect; /* 1: the connection is no use any more (a replica,
                       lost its authentication): drop it and reconnect */
     int wrongtype; /* 1: the key holds another type, so not our token */
+    int noscript;  /* 1: NOSCRIPT, the script cache lacks it (resent by EVAL) */
+    int oom;       /* 1: OOM, over maxmemory: a denyoom command (SET) is refused */
+    int refused;   /* 1: the server refuses the command itself: unknown to it,
+                      not allowed to this user (NOPERM to run it, not a key's),
+                      or its syntax (an option it lacks) */
 } rdl_error_class;
 
 /* Classifies an error reply by its code (first word): text of n bytes. */

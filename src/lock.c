@@ -531,7 +531,7 @@ static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const r
     *fence = 0;
     *definite = 0;
     if (r && req->script < 0) { /* SET NX PX */
-        if (r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) return 1;
+        if (rdl_reply_is_ok(r)) return 1;
         if (r->type == RDL_REPLY_NIL) return 0;
     } else if (r && r->type == RDL_REPLY_INTEGER) {
         if (r->integer > 0) {
@@ -914,59 +914,36 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
     }
 }
 
-static int starts(const rdl_reply *r, const char *s)
-{
-    size_t n = strlen(s);
-    return r->len >= n && memcmp(r->str, s, n) == 0;
-}
-
-static int contains(const rdl_reply *r, const char *s)
-{
-    size_t n = strlen(s);
-    for (size_t i = 0; i + n <= r->len; i++)
-        if (memcmp(r->str + i, s, n) == 0) return 1;
-    return 0;
-}
-
-/* The server does not take the conditional command it was sent: it does
- * not have it after all (a proxy in between, a failover to an older
- * server), an ACL forbids the command (not a key: the script would be
- * refused that too), or it lacks SET's IFEQ. */
-static int native_refused(const rdl_reply *r)
-{
-    return r->type == RDL_REPLY_ERROR &&
-           ((starts(r, "NOPERM") && contains(r, "to run the")) || starts(r, "ERR unknown command") ||
-            starts(r, "ERR syntax error") || starts(r, "ERR wrong number of arguments"));
-}
-
 /* 1 when req was sent again (NOSCRIPT -> EVAL, a refused conditional
  * command -> its script) and lives on. */
 static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
     rdl_reply as_script;
+    rdl_error_class e = {0};
+    if (r && r->type == RDL_REPLY_ERROR) e = rdl_error_classify(r->str, r->len);
     /* SET is refused over maxmemory (OOM), where the renewal script, which
-     * only reads and sets a TTL, runs: that renewal goes as the script. */
-    int oom = r && req->native && req->script == RDL_SCRIPT_RENEW && r->type == RDL_REPLY_ERROR &&
-              starts(r, "OOM");
-    if (r && req->native && (native_refused(r) || oom)) {
+     * only reads and sets a TTL, runs: that renewal goes as the script.
+     * A refused command (not the server's after all, an ACL, an option it
+     * lacks) makes the link send scripts. */
+    int oom = e.oom && req->script == RDL_SCRIPT_RENEW;
+    if (req->native && (e.refused || oom)) {
         /* Resent as the script, it lands behind whatever the handle sent
          * since, harmless as after NOSCRIPT (below). */
         if (!oom) rdl_conn_native_refused(&req->node->conn);
         req->no_native = 1;
         if (req_submit(req) == 0) return 1;
         r = NULL;
+        e = (rdl_error_class){0};
     } else if (r && req->native && req->script == RDL_SCRIPT_RENEW && r->type != RDL_REPLY_ERROR) {
         /* SET IFEQ's OK is the script's 1; its nil (not ours), 0 */
-        int ok = r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
-        int nil = r->type == RDL_REPLY_NIL;
-        if (ok || nil) {
+        int ok = rdl_reply_is_ok(r);
+        if (ok || r->type == RDL_REPLY_NIL) {
             as_script = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ok};
             r = &as_script;
         }
     }
-    if (r && r->type == RDL_REPLY_ERROR && req->script >= 0 && !req->sent_eval && r->len >= 8 &&
-        memcmp(r->str, "NOSCRIPT", 8) == 0) {
+    if (e.noscript && req->script >= 0 && !req->sent_eval) {
         /* A cold or flushed script cache: EVAL this once, which fills it,
          * and EVALSHA goes on working. Resent, it lands behind whatever the
          * handle sent since, which is harmless: a late acquire OK is handled

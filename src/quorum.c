@@ -381,7 +381,7 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             note_error(op, r, !e.transient);
         }
     } else if (op->kind == RDL_REQ_ACQUIRE && op->script < 0) { /* SET NX PX */
-        if (r->type == RDL_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+        if (rdl_reply_is_ok(r))
             said = SAID_YES, op->yes++;
         else if (r->type == RDL_REPLY_NIL)
             said = SAID_NO, op->no++;
@@ -527,7 +527,7 @@ void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
     }
     int64_t now = rdl_now(c);
     int deletes = op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP;
-    int noscript = r && r->type == RDL_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+    int noscript = r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).noscript;
     if (noscript && op->script >= 0 && !pt->req.sent_eval && (op->parent || deletes)) {
         /* This member's script cache is cold: EVAL once fills it. Not for
          * a decided acquire or renewal: it did nothing, and sent again it

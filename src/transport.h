@@ -64,6 +64,12 @@ typedef struct rdl_reply {
     const struct rdl_reply *element; /* ARRAY: all of them */
 } rdl_reply;
 
+/* The status reply OK. */
+static inline int rdl_reply_is_ok(const rdl_reply *r)
+{
+    return r->type == RDL_REPLY_STATUS && r->len == 2 && r->str[0] == 'O' && r->str[1] == 'K';
+}
+
 struct redlease_tls_options;
 
 typedef struct rdl_endpoint {

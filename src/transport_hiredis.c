@@ -324,9 +324,9 @@ void redlease_async_handle_read(redisAsyncContext *ac)
     /* OpenSSL writes while it reads (a TLS 1.3 key update, an alert): a
      * TLS link reads under the guard. A plaintext one only reads. */
 #if HIREDIS_MAJOR >= 1
-    int tls = !(ac->c.funcs && ac->c.funcs->write == hr_write_nosignal);
+    int tls = !hr_writes_nosignal(ac);
 #else
-    int tls = 0;
+    int tls = 0; /* no TLS on 0.14 */
 #endif
     if (tls)
         hr_without_sigpipe(ac, redisAsyncHandleRead); /* may free ac */

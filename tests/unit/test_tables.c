@@ -182,6 +182,36 @@ static void test_error_table(void)
     CHECK_EQ(rdl_error_classify(NULL, 0).status, REDLEASE_EREDIS);
 }
 
+/* What a conditional command's error says (src/lock.c): the command
+ * refused (unknown, not this user's, an option the server lacks) and not a
+ * key's error, OOM, NOSCRIPT. */
+static void test_error_flags(void)
+{
+    static const struct {
+        const char *text;
+        int refused, oom, noscript;
+    } rows[] = {
+        {"ERR unknown command 'DELIFEQ', with args beginning with: 'k' 'v' ", 1, 0, 0},
+        {"ERR syntax error", 1, 0, 0},
+        {"ERR wrong number of arguments for 'delex' command", 1, 0, 0},
+        {"NOPERM User app has no permissions to run the 'delifeq' command", 1, 0, 0},
+        {"NOPERM No permissions to access a key", 0, 0, 0},
+        {"OOM command not allowed when used memory > 'maxmemory'.", 0, 1, 0},
+        {"NOSCRIPT No matching script. Please use EVAL.", 0, 0, 1},
+        {"NOSCRIPTS no such code", 0, 0, 0},
+        {"WRONGTYPE Operation against a key holding the wrong kind of value", 0, 0, 0},
+        {"ERR Error running script (call to f_x): @user_script:1: oops", 0, 0, 0},
+        {"NOPERM", 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rdl_error_class e = rdl_error_classify(rows[i].text, strlen(rows[i].text));
+        if (e.refused != rows[i].refused || e.oom != rows[i].oom || e.noscript != rows[i].noscript)
+            printf("# \"%s\": refused %d oom %d noscript %d\n", rows[i].text, e.refused, e.oom,
+                   e.noscript),
+                t_fails++;
+    }
+}
+
 static void test_new_status_strings(void)
 {
     int codes[] = {REDLEASE_EAUTH, REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP,
@@ -289,6 +319,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_keys_of_a_resource_share_a_slot),
         TEST_CASE(test_key_scheme_as_documented),
         TEST_CASE(test_error_table),
+        TEST_CASE(test_error_flags),
         TEST_CASE(test_new_status_strings),
         TEST_CASE(test_address_list),
         TEST_CASE(test_sentinel_switch_message),
