@@ -27,9 +27,9 @@ static void answer_all(rdl_list *list, const rdl_reply *r)
     rdl_list_init(&batch);
     rdl_list_move_all(&batch, list);
     while (!rdl_list_empty(&batch)) {
-        rdl_req *t = RDL_CONTAINER(batch.next, rdl_req, link);
+        rdl_ack_ticket *t = RDL_CONTAINER(batch.next, rdl_ack_ticket, link);
         rdl_list_remove(&t->link);
-        rdl_lock_on_reply(t, r);
+        rdl_lock_on_reply(&t->req, r);
     }
 }
 
@@ -44,15 +44,16 @@ static void send_next(rdl_node *node, int k)
     int n = 0;
     int64_t ms = 0;
     for (rdl_list *i = a->queued[k].next; i != &a->queued[k];) {
-        rdl_req *t = RDL_CONTAINER(i, rdl_req, link);
+        rdl_ack_ticket *t = RDL_CONTAINER(i, rdl_ack_ticket, link);
         i = i->next;
-        if (!rdl_node_ready(node) || t->epoch != epoch) {
+        if (!rdl_node_ready(node) || t->req.epoch != epoch) {
             rdl_list_remove(&t->link);
-            rdl_lock_on_reply(t, NULL);
+            rdl_lock_on_reply(&t->req, NULL);
             continue;
         }
-        if (t->lk->min_replicas > n) n = t->lk->min_replicas;
-        if (!ms || t->lk->replica_timeout < ms) ms = t->lk->replica_timeout;
+        const struct redlease_lock *lk = t->req.lk;
+        if (rdl_lock_min_replicas(lk) > n) n = rdl_lock_min_replicas(lk);
+        if (!ms || rdl_lock_replica_timeout(lk) < ms) ms = rdl_lock_replica_timeout(lk);
     }
     if (rdl_list_empty(&a->queued[k])) return;
     rdl_req *w = rdl_calloc(1, sizeof *w);
@@ -80,9 +81,9 @@ static void send_next(rdl_node *node, int k)
     rdl_list_move_all(&a->covered[k], &a->queued[k]);
 }
 
-void rdl_acks_add(rdl_node *node, rdl_req *ticket)
+void rdl_acks_add(rdl_node *node, rdl_ack_ticket *ticket)
 {
-    int k = ticket->lk->wait_fsync;
+    int k = ticket->req.lk->wait_fsync;
     rdl_list_push_back(&node->acks.queued[k], &ticket->link);
     send_next(node, k);
 }

@@ -5,7 +5,7 @@
  * connection until its replicas answer or its timeout passes: every
  * command behind it waits too. So a node keeps at most one WAIT (and one
  * WAITAOF) in flight on its connection. A lock whose write needs an
- * acknowledgement hands in a ticket (an rdl_req of kind RDL_REQ_ACK, with
+ * acknowledgement hands in a ticket (an rdl_ack_ticket, of kind RDL_REQ_ACK, with
  * the write's send time, epoch and fence, never sent itself); the next
  * WAIT covers every ticket handed in before it, since WAIT counts the
  * replicas that have all of this connection's writes so far. Its answer
@@ -35,7 +35,7 @@ typedef struct rdl_acks {
 
 void rdl_acks_init(rdl_acks *a);
 /* A lock's ticket (lock.c), on the node its write went out on. */
-void rdl_acks_add(struct rdl_node *node, rdl_req *ticket);
+void rdl_acks_add(struct rdl_node *node, rdl_ack_ticket *ticket);
 /* 1 when req is a WAIT of node's: it came back (r NULL: the link took it),
  * and its answer went to every ticket it covered. */
 int rdl_acks_on_reply(struct rdl_node *node, rdl_req *req, const rdl_reply *r);

@@ -43,7 +43,7 @@ static int64_t wake_at(const struct redlease_lock *lk)
         at = lk->op_deadline;
     else
         at = lk->next_action;
-    if (lk->state == RDL_LOCK_HELD) at = min64(at, min64(lk->valid_until, lk->hold_until));
+    if (lk->state == RDL_LOCK_HELD) at = min64(at, min64(lk->valid_until, rdl_lock_hold_until(lk)));
     if (lk->drop_pending) at = min64(at, lk->drop_until);
     return at;
 }
@@ -106,7 +106,7 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
     if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
-                         .retry_in_ms = retry_in, .attempt = lk->attempts,
+                         .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
                          .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(c, status),
                          .key_len = lk->keylen};
     rdl_emit(c, &ev);
@@ -146,6 +146,8 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
     set_release_retry(lk, 0);
     c->stats.locks_now--;
+    rdl_free(lk->acq);
+    rdl_free(lk->opts);
     rdl_free(lk);
 }
 
@@ -198,7 +200,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
         /* Only a later attempt, or one sent again (a Cluster move), can
          * meet a key of its own making. */
-        return lk->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
+        return lk->acq->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
     default: return RDL_SCRIPT_RELEASE; /* the release and drops */
     }
@@ -281,7 +283,7 @@ static int req_submit(rdl_req *req)
         }
         ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
         ARG(lk->key, lk->keylen);
-        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(lk->fence_key, lk->fence_keylen);
+        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
         if (s != RDL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
         if (s == RDL_SCRIPT_ACQUIRE_FENCED) {
@@ -392,8 +394,9 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     if (!rdl_node_ready(write->node) || rdl_node_epoch(write->node) != write->epoch)
         return REDLEASE_ECONN;
     if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
-    rdl_req *t = rdl_calloc(1, sizeof *t);
-    if (!t) return REDLEASE_ENOMEM;
+    rdl_ack_ticket *ticket = rdl_calloc(1, sizeof *ticket);
+    if (!ticket) return REDLEASE_ENOMEM;
+    rdl_req *t = &ticket->req;
     t->lk = lk;
     t->kind = RDL_REQ_ACK;
     t->script = -1;
@@ -401,13 +404,13 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     t->epoch = write->epoch;
     t->node = write->node;
     t->moves = write->moves;
-    t->fence = fence;
-    rdl_list_init(&t->link);
+    ticket->fence = fence;
+    rdl_list_init(&ticket->link);
     lk->refs++;
     lk->req = t;
     lk->op = op;
     set_op_deadline(lk, now);
-    rdl_acks_add(write->node, t); /* may answer it at once, NULL: the link went */
+    rdl_acks_add(write->node, ticket); /* may answer it at once, NULL: the link went */
     return REDLEASE_OK;
 }
 
@@ -419,7 +422,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     lk->next_action = RDL_NEVER;
     set_release_retry(lk, 0);
     if (op == RDL_REQ_ACQUIRE) {
-        lk->attempts++;
+        lk->acq->attempts++;
         c->stats.attempts++;
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
@@ -435,7 +438,7 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 {
     set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
-    lk->acquire_status = status;
+    lk->acq->status = status;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     lk->c->stats.acquire_failed++;
     /* No attempt follows: a key an attempt of ours may have set (or may
@@ -448,9 +451,9 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
  * budget, going by the connection's shortest round trip (conn.c). */
 static int64_t last_start(const struct redlease_lock *lk)
 {
-    if (lk->budget_end == RDL_NEVER) return RDL_NEVER;
+    if (lk->acq->budget_end == RDL_NEVER) return RDL_NEVER;
     int64_t rtt = rdl_node_rtt_floor(lk->node);
-    return lk->budget_end - (rtt > 1 ? rtt : 1);
+    return lk->acq->budget_end - (rtt > 1 ? rtt : 1);
 }
 
 /* An attempt ended without the lease: contention (EBUSY) or a failure.
@@ -463,18 +466,21 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     redlease_client *c = lk->c;
     int busy = status == REDLEASE_EBUSY;
     int64_t latest = last_start(lk);
-    int out = definite || (lk->max_attempts && lk->attempts >= lk->max_attempts) || now >= latest;
+    const struct rdl_lock_acq *acq = lk->acq;
+    int capped = acq->max_attempts && acq->attempts >= (uint32_t)acq->max_attempts;
+    int out = definite || capped || now >= latest;
     int64_t next = RDL_NEVER;
     if (!out) {
-        int64_t d = rdl_backoff_next(&lk->backoff, &c->rng);
+        int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->rng);
         if (d < 1) d = 1; /* always progress in time */
         next = min64(now + d, latest);
     }
+    int report = cut && lk->acq->last_status ? lk->acq->last_status : status;
+    lk->acq->last_status = status;
     if (busy) c->stats.contended++;
+    /* the hook may end the handle, and its acquire part with it */
     emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
          out ? -1 : next - now, now);
-    int report = cut && lk->last_status ? lk->last_status : status;
-    lk->last_status = status;
     if (c->dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
     if (out)
         finish_acquire(lk, report, now);
@@ -498,13 +504,15 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     rdl_list_remove(&lk->wait_link);
     set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
-    lk->hold_until = lk->max_hold ? req->t0 + lk->max_hold : RDL_NEVER;
     lk->confirm_node = req->node;
     lk->confirm_epoch = req->epoch;
-    lk->fence = fence;
+    if (lk->opts) {
+        lk->opts->hold_until = lk->opts->max_hold ? req->t0 + lk->opts->max_hold : RDL_NEVER;
+        lk->opts->fence = fence; /* 0 unless fencing, which has opts */
+    }
     lk->op_limit = RDL_NEVER; /* renewals run to the validity deadline */
     lk->next_action = next_renewal(lk, req, now);
-    lk->acquire_status = REDLEASE_OK;
+    lk->acq->status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
     c->stats.acquired++;
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
@@ -555,7 +563,7 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         if (lk->state == RDL_LOCK_HELD) return; /* ours already */
         /* A late OK still worth having; not when replicas must acknowledge
          * it (nobody asked them): the next attempt reclaims the key. */
-        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !lk->replica_timeout &&
+        if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !rdl_lock_replica_timeout(lk) &&
             !from_elsewhere(lk, req)) {
             become_held(lk, req, fence, now);
         } else if (may_have_set) {
@@ -565,7 +573,7 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         return;
     }
     lk->op = 0;
-    if (res == 1 && fresh && lk->replica_timeout) {
+    if (res == 1 && fresh && rdl_lock_replica_timeout(lk)) {
         /* Ours in Redis, not a lease until replicas have it: an acquire
          * that ends without it deletes the key (maybe_set). */
         lk->maybe_set = 1;
@@ -624,7 +632,7 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
         return;
     }
     if (r && r->type == RDL_REPLY_INTEGER && r->integer == 1) {
-        if (!(lk->replica_timeout && lk->renewal_acks)) {
+        if (!(rdl_lock_replica_timeout(lk) && lk->renewal_acks)) {
             renew_confirmed(lk, req, current, now);
         } else if (current) { /* a stale one was never acknowledged: it counts for nothing */
             int rc = send_ack(lk, RDL_REQ_RENEW, req, 0, now);
@@ -657,15 +665,15 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
     } else {
         return reply_failure(lk->c, r, definite); /* refused (NOPERM, unknown command...) */
     }
-    if (local >= 1 && replicas >= lk->min_replicas) return 1;
+    if (local >= 1 && replicas >= rdl_lock_min_replicas(lk)) return 1;
     char text[128];
     if (lk->wait_fsync)
         snprintf(text, sizeof text, "WAITAOF: %s, %lld of %d replicas fsynced in %ld ms",
-                 local >= 1 ? "fsynced here" : "not fsynced here", replicas, lk->min_replicas,
-                 (long)lk->replica_timeout);
+                 local >= 1 ? "fsynced here" : "not fsynced here", replicas, rdl_lock_min_replicas(lk),
+                 (long)rdl_lock_replica_timeout(lk));
     else
         snprintf(text, sizeof text, "WAIT: %lld of %d replicas acknowledged in %ld ms", replicas,
-                 lk->min_replicas, (long)lk->replica_timeout);
+                 rdl_lock_min_replicas(lk), (long)rdl_lock_replica_timeout(lk));
     rdl_set_errstr(lk->c, text, strlen(text));
     return 0;
 }
@@ -683,7 +691,8 @@ static void ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_re
     int op = lk->op;
     lk->op = 0;
     if (op == RDL_REQ_ACQUIRE) {
-        acquire_confirmed(lk, req, req->fence, status, definite, now); /* maybe_set is on */
+        uint64_t fence = ((const rdl_ack_ticket *)req)->fence; /* an ACK's req is its ticket's */
+        acquire_confirmed(lk, req, fence, status, definite, now); /* maybe_set is on */
     } else if (op == RDL_REQ_RENEW && lk->state == RDL_LOCK_HELD) {
         if (now >= lk->valid_until)
             lose(lk, REDLEASE_LOST_EXPIRED, now);
@@ -784,7 +793,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         /* a renewal still unanswered when the lease ran out: watch the link */
         if (lk->req) rdl_node_note_timeout(lk->req->node, lk->req->t0, now);
         lose(lk, REDLEASE_LOST_EXPIRED, now);
-    } else if (lk->state == RDL_LOCK_HELD && now >= lk->hold_until) {
+    } else if (lk->state == RDL_LOCK_HELD && now >= rdl_lock_hold_until(lk)) {
         lose(lk, REDLEASE_LOST_MAX_HOLD, now);
     } else if (lk->op && now >= lk->op_deadline) {
         int op = lk->op;
@@ -1002,7 +1011,11 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
     while (lk->notify && (forced || !c->dead)) {
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             lk->notify &= ~RDL_NOTIFY_ACQUIRE;
-            lk->on_acquire(lk, lk->acquire_status, lk->arg);
+            /* the acquire's part goes with its last use */
+            struct rdl_lock_acq *acq = lk->acq;
+            lk->acq = NULL;
+            acq->on_acquire(lk, acq->status, lk->arg);
+            rdl_free(acq);
         } else if (lk->notify & RDL_NOTIFY_LOST) {
             lk->notify &= ~RDL_NOTIFY_LOST;
             if (lk->on_lost) lk->on_lost(lk, lk->lost_reason, lk->arg);
@@ -1029,7 +1042,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
 {
     lk->ended = 1;
     if (lk->state == RDL_LOCK_ACQUIRING || (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE))) {
-        lk->acquire_status = REDLEASE_ECANCELED;
+        lk->acq->status = REDLEASE_ECANCELED;
         owe(lk, RDL_NOTIFY_ACQUIRE);
     } else if (lk->state == RDL_LOCK_HELD) {
         lk->lost_reason = REDLEASE_LOST_CLOSED;
@@ -1055,7 +1068,7 @@ static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
 {
     if (lk->op) abandon_op(lk);
     set_state(lk, RDL_LOCK_DONE);
-    lk->acquire_status = REDLEASE_ECANCELED;
+    lk->acq->status = REDLEASE_ECANCELED;
     queue_drop(lk, now);
 }
 
@@ -1104,24 +1117,40 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
 
     size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     size_t fence_keylen = o->fencing ? rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
+    int rare = o->fencing || replica_timeout || o->max_hold_ms;
     struct redlease_lock *lk =
         rdl_calloc(1, sizeof *lk + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0));
-    if (!lk) return REDLEASE_ENOMEM;
-    if (rdl_token_new(lk->token) != 0) {
+    struct rdl_lock_acq *acq = rdl_calloc(1, sizeof *acq);
+    struct rdl_lock_opts *opts = rare ? rdl_calloc(1, sizeof *opts) : NULL;
+    if (!lk || !acq || (rare && !opts)) {
         rdl_free(lk);
-        return REDLEASE_ESYS;
-    }
-    int64_t now = rdl_now(c);
-    if (rdl_heap_insert(&c->heap, &lk->wake, now) != 0) {
-        rdl_free(lk);
+        rdl_free(acq);
+        rdl_free(opts);
         return REDLEASE_ENOMEM;
     }
+    int64_t now = rdl_now(c);
+    rc = rdl_token_new(lk->token) != 0                      ? REDLEASE_ESYS
+         : rdl_heap_insert(&c->heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
+                                                           : REDLEASE_OK;
+    if (rc) {
+        rdl_free(lk);
+        rdl_free(acq);
+        rdl_free(opts);
+        return rc;
+    }
+    lk->acq = acq;
+    lk->opts = opts;
     rdl_key_write(lk->key, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
-    lk->keylen = keylen;
+    lk->keylen = (uint16_t)keylen;
     if (o->fencing) {
-        lk->fence_key = lk->key + keylen + 1;
-        rdl_key_write(lk->fence_key, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE);
-        lk->fence_keylen = fence_keylen;
+        rdl_key_write(lk->key + keylen + 1, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE);
+        opts->fence_keylen = (uint32_t)fence_keylen;
+    }
+    if (opts) {
+        opts->max_hold = o->max_hold_ms;
+        opts->hold_until = RDL_NEVER;
+        opts->min_replicas = o->min_replicas;
+        opts->replica_timeout = (int32_t)replica_timeout;
     }
     lk->c = c;
     lk->node = c->cluster ? rdl_cluster_route(c, lk->key, lk->keylen) : &c->main;
@@ -1130,25 +1159,22 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
     set_state(lk, RDL_LOCK_ACQUIRING);
-    lk->on_acquire = on_acquire;
+    acq->on_acquire = on_acquire;
     lk->on_lost = on_lost;
     lk->arg = arg;
-    lk->ttl = o->ttl_ms;
-    lk->renew_interval = o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms;
-    lk->max_hold = o->max_hold_ms;
-    lk->max_attempts = o->max_attempts;
+    lk->ttl = (int32_t)o->ttl_ms;
+    lk->renew_interval = (int32_t)(o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms);
+    acq->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
-    lk->min_replicas = o->min_replicas;
-    lk->replica_timeout = (int32_t)replica_timeout;
     lk->wait_fsync = o->wait_fsync != 0;
     lk->renewal_acks = o->renewal_acks != 0;
-    rdl_backoff_init(&lk->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
-    lk->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
+    rdl_backoff_init(&acq->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
+    acq->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
     /* With a budget, on_acquire comes by its end whatever the timeouts;
      * a single attempt (wait_ms 0) keeps its command timeout. */
-    lk->op_limit = o->wait_ms > 0 ? lk->budget_end : RDL_NEVER;
+    lk->op_limit = o->wait_ms > 0 ? acq->budget_end : RDL_NEVER;
     lk->next_action = now; /* the first attempt goes out from the loop */
-    lk->valid_until = lk->hold_until = RDL_NEVER;
+    lk->valid_until = RDL_NEVER;
     rdl_list_push_back(&c->locks, &lk->link);
     c->stats.locks_now++;
     *out = lk;
@@ -1226,5 +1252,5 @@ int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 const char *redlease_lock_token(const redlease_lock *lk) { return lk ? lk->token : NULL; }
 const char *redlease_lock_key(const redlease_lock *lk) { return lk ? lk->key : NULL; }
 size_t redlease_lock_key_len(const redlease_lock *lk) { return lk ? lk->keylen : 0; }
-uint64_t redlease_lock_fence(const redlease_lock *lk) { return lk ? lk->fence : 0; }
+uint64_t redlease_lock_fence(const redlease_lock *lk) { return lk && lk->opts ? lk->opts->fence : 0; }
 redlease_client *redlease_lock_client(const redlease_lock *lk) { return lk ? lk->c : NULL; }

@@ -27,6 +27,31 @@ enum rdl_lock_state {
 /* Bits of lk->notify: callbacks owed to the user, run in this order. */
 enum { RDL_NOTIFY_ACQUIRE = 1, RDL_NOTIFY_LOST = 2, RDL_NOTIFY_RELEASE = 4 };
 
+/* What only the acquire needs: allocated with the handle, freed once
+ * on_acquire has run, so a held lease carries none of it (a client may
+ * hold a million; docs/design.md, section 5). */
+struct rdl_lock_acq {
+    redlease_acquire_cb on_acquire;
+    rdl_backoff backoff;
+    int64_t budget_end; /* no attempt starts after this */
+    int max_attempts;
+    uint32_t attempts;  /* attempts started */
+    int last_status;    /* outcome of the last attempt that ended, or 0 */
+    int status;         /* what on_acquire is told */
+};
+
+/* Options few handles use: allocated only when one is set (a fence,
+ * replicas to acknowledge, a hold cap), it lives as long as the handle. */
+struct rdl_lock_opts {
+    int64_t max_hold, hold_until; /* hold_until: RDL_NEVER until held */
+    uint64_t fence;               /* the fence minted, once held */
+    int32_t min_replicas;         /* acknowledgement (WAIT/WAITAOF) after each write */
+    int32_t replica_timeout;      /* its timeout, ms; 0: no acknowledgement */
+    uint32_t fence_keylen;        /* the fence key follows the lock key's NUL */
+};
+
+/* The handle itself holds what a held lease needs, each field as narrow
+ * as its range allows (REDLEASE_MAX_TTL_MS fits 32 bits). */
 struct redlease_lock {
     struct redlease_client *c;
     struct rdl_node *node; /* where its commands go (src/node.h) */
@@ -34,11 +59,36 @@ struct redlease_lock {
     rdl_list link;       /* c->locks */
     rdl_list wait_link;  /* node->waiting: has something to send, no connection */
     rdl_list notify_link; /* c->notify: callbacks owed */
-    unsigned refs;      /* requests in flight that point here */
-    int user_ref;       /* 1 until on_release has run (or the client ends) */
-    int state;          /* enum rdl_lock_state; set by lock.c's set_state() only */
-    unsigned notify;    /* RDL_NOTIFY_* bits owed */
-    /* flags, one word for all (a client may hold a million handles) */
+    struct rdl_req *req; /* the op's request on the wire, or NULL */
+    struct rdl_lock_acq *acq;   /* until on_acquire has run, then NULL */
+    struct rdl_lock_opts *opts; /* NULL when no rarely used option is set */
+    redlease_lost_cb on_lost;
+    redlease_release_cb on_release;
+    void *arg, *release_arg;
+
+    /* the operation in progress (acquire attempt, renewal, release) */
+    int64_t op_deadline;
+    int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
+                           acquire, the first deadline of a release */
+    int64_t drop_until; /* a pending drop: after this the key has expired by itself */
+    int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
+
+    /* held */
+    int64_t valid_until;
+    struct rdl_node *confirm_node; /* node whose connection last confirmed the lease */
+    uint64_t confirm_epoch;        /* that connection */
+
+    int32_t ttl;            /* ms, at most REDLEASE_MAX_TTL_MS */
+    int32_t renew_interval; /* ms, or REDLEASE_RENEW_OFF */
+    uint32_t refs;      /* requests in flight that point here */
+    uint32_t moves;     /* times a new Cluster map moved it (rdl_lock_move) */
+    uint16_t keylen;    /* keys may hold any byte, NUL included; at most
+                           REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 8 */
+    int8_t lost_reason, release_status; /* REDLEASE_LOST_*, REDLEASE_E* */
+    unsigned state : 2;  /* enum rdl_lock_state; set by lock.c's set_state() only */
+    unsigned op : 4;     /* RDL_REQ_ACQUIRE / RENEW / RELEASE / ACK or 0 */
+    unsigned notify : 3; /* RDL_NOTIFY_* bits owed */
+    unsigned user_ref : 1;      /* 1 until on_release has run (or the client ends) */
     unsigned release_called : 1;
     unsigned ended : 1;         /* ended by redlease_client_free() */
     unsigned fencing : 1;       /* option: mint a fence */
@@ -54,45 +104,29 @@ struct redlease_lock {
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
     unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
                                    goes there goes behind ASKING (lock.c) */
-    int acquire_status, lost_reason, release_status;
-    redlease_acquire_cb on_acquire;
-    redlease_lost_cb on_lost;
-    redlease_release_cb on_release;
-    void *arg, *release_arg;
-
-    /* options, validated */
-    int64_t ttl, renew_interval, max_hold;
-    int max_attempts;
-    int min_replicas;         /* acknowledgement (WAIT/WAITAOF) after each write */
-    int32_t replica_timeout;  /* its timeout, ms; 0: no acknowledgement */
-
-    /* acquiring */
-    rdl_backoff backoff;
-    int attempts;
-    int64_t budget_end; /* no attempt starts after this */
-    int last_status;    /* outcome of the last attempt that ended, or 0 */
-
-    /* the operation in progress (acquire attempt, renewal, release) */
-    int op;             /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
-    int64_t op_deadline;
-    int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
-                           acquire, the first deadline of a release */
-    struct rdl_req *req; /* the op's request on the wire, or NULL */
-    int64_t drop_until; /* a pending drop: after this the key has expired by itself */
-    int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
-
-    /* held */
-    int64_t valid_until, hold_until;
-    struct rdl_node *confirm_node; /* node whose connection last confirmed the lease */
-    uint32_t moves;                /* times a new Cluster map moved it (rdl_lock_move) */
-    uint64_t confirm_epoch;        /* that connection */
-    uint64_t fence;
 
     char token[RDL_TOKEN_LEN + 1];
-    char *fence_key;     /* points into key[] storage, or NULL */
-    uint32_t keylen, fence_keylen; /* keys may hold any byte, NUL included */
     char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */
 };
+
+/* The rarely used options, read through here (none set: their defaults). */
+static inline int64_t rdl_lock_hold_until(const struct redlease_lock *lk)
+{
+    return lk->opts ? lk->opts->hold_until : RDL_NEVER;
+}
+static inline int rdl_lock_min_replicas(const struct redlease_lock *lk)
+{
+    return lk->opts ? lk->opts->min_replicas : 0;
+}
+static inline int32_t rdl_lock_replica_timeout(const struct redlease_lock *lk)
+{
+    return lk->opts ? lk->opts->replica_timeout : 0;
+}
+/* The fence key (fencing handles only, which always have opts). */
+static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
+{
+    return lk->key + lk->keylen + 1;
+}
 
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);

@@ -305,8 +305,8 @@ static void raise_fences(rdl_quorum *q, const struct redlease_lock *lk, uint64_t
     char f[24], ttl[24];
     snprintf(f, sizeof f, "%llu", (unsigned long long)fence);
     snprintf(ttl, sizeof ttl, "%lld", (long long)(lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
-    const char *argv[6] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_FENCE_RAISE), "1", lk->fence_key, f, ttl};
-    size_t lens[6] = {7, 40, 1, lk->fence_keylen, strlen(f), strlen(ttl)};
+    const char *argv[6] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_FENCE_RAISE), "1", rdl_lock_fence_key(lk), f, ttl};
+    size_t lens[6] = {7, 40, 1, lk->opts->fence_keylen, strlen(f), strlen(ttl)};
     rdl_qop *op = op_new(q, RDL_REQ_FENCE_RAISE, RDL_SCRIPT_FENCE_RAISE, 6, argv, lens);
     if (!op) return; /* the fence stays the majority's largest */
     for (size_t i = 0; i < q->n; i++) {

@@ -41,23 +41,30 @@ enum rdl_req_kind {
 
 struct rdl_node;
 
+/* 40 bytes: a client renewing a million leases has many on the wire. */
 typedef struct rdl_req {
     struct redlease_lock *lk; /* holds a reference; NULL for handshake */
     struct rdl_node *node;    /* where a lock's (or the router's) went */
-    int kind;
-    int script;      /* RDL_SCRIPT_* or -1 (a plain command) */
-    int sent_eval;   /* resent as EVAL after NOSCRIPT */
-    int native;      /* sent as the server's own command (RDL_NATIVE_*), not a script */
-    int no_native;   /* the server refused that command: the script from now on */
-    int redirects;   /* times it followed MOVED or ASK */
-    int asking;      /* sent behind ASKING (an ASK redirect) */
-    uint32_t moves;  /* its lock's move count when sent: an older one is
-                        from a node the lock has left */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
     uint64_t epoch;  /* connection it went out on */
-    uint64_t fence;  /* an ACK's: the fence its acquire minted */
-    rdl_list link;   /* an ACK ticket's place in the client's acks (src/acks.h) */
+    uint32_t moves;  /* its lock's move count when sent: an older one is
+                        from a node the lock has left */
+    uint8_t kind;    /* enum rdl_req_kind */
+    int8_t script;   /* RDL_SCRIPT_* or -1 (a plain command) */
+    uint8_t redirects;     /* times it followed MOVED or ASK */
+    uint8_t native : 2;    /* sent as the server's own command (RDL_NATIVE_*), not a script */
+    uint8_t sent_eval : 1; /* resent as EVAL after NOSCRIPT */
+    uint8_t no_native : 1; /* the server refused that command: the script from now on */
+    uint8_t asking : 1;    /* sent behind ASKING (an ASK redirect) */
 } rdl_req;
+
+/* A lock's ticket for a WAIT (kind RDL_REQ_ACK, src/acks.h): the request
+ * the lock waits for, and what the WAIT's answer needs besides. */
+typedef struct rdl_ack_ticket {
+    rdl_req req;    /* first: the lock frees it as its request */
+    uint64_t fence; /* the fence its acquire minted */
+    rdl_list link;  /* its place in the node's acks */
+} rdl_ack_ticket;
 
 #endif

@@ -99,10 +99,37 @@ static void test_allocation_failure_everywhere(void)
            alloc_sweep(two_leases_and_close));
 }
 
+/* A held lease is one allocation: what only its acquire needs is freed
+ * once on_acquire has run, no request stays once answered, and only a
+ * handle with a rarely used option (here a fence) has a second one. */
+static void test_held_lease_is_one_allocation(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r[2] = {{0}, {0}};
+    long before = fake_alloc_live();
+    hold(&f, &r[0], "plain", opts(3000));
+    CHECK_EQ(fake_alloc_live() - before, 1);
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    hold(&f, &r[1], "fenced", o);
+    CHECK_EQ(redlease_lock_fence(r[1].lk), 7);
+    CHECK_EQ(fake_alloc_live() - before, 3);
+    /* a renewal on the wire is one more, until answered */
+    fake_until(&f, f.now + 1000);
+    CHECK_EQ(fake_alloc_live() - before, 5);
+    while (fake_peek(&f)) fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(fake_alloc_live() - before, 3);
+    CHECK(redlease_lock_held(r[0].lk) && redlease_lock_held(r[1].lk));
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
         TEST_CASE(test_allocation_failure_everywhere),
+        TEST_CASE(test_held_lease_is_one_allocation),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
