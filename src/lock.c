@@ -26,6 +26,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "cluster.h"
+#include "decimal.h"
 #include "lock.h"
 #include "errors.h"
 #include "keys.h"
@@ -238,8 +239,8 @@ static int req_submit(rdl_req *req)
         int rc = submit_asking(req->node, now);
         if (rc) return rc;
     }
-    char ttl[24], counter_ttl[24];
-    snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl);
+    char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX];
+    size_t ttl_len = rdl_decimal(ttl, lk->ttl);
     const char *argv[9];
     size_t lens[9];
     int n = 0;
@@ -256,7 +257,7 @@ static int req_submit(rdl_req *req)
         ARG("IFEQ", 4);
         ARG(lk->token, RDL_TOKEN_LEN);
         ARG("PX", 2);
-        ARG(ttl, strlen(ttl));
+        ARG(ttl, ttl_len);
     } else if (native & RDL_NATIVE_DELIFEQ) { /* 1 or 0, as the script */
         ARG("DELIFEQ", 7);
         ARG(lk->key, lk->keylen);
@@ -272,7 +273,7 @@ static int req_submit(rdl_req *req)
         ARG(lk->token, RDL_TOKEN_LEN);
         ARG("NX", 2);
         ARG("PX", 2);
-        ARG(ttl, strlen(ttl));
+        ARG(ttl, ttl_len);
     } else {
         if (req->sent_eval) {
             ARG("EVAL", 4);
@@ -285,11 +286,9 @@ static int req_submit(rdl_req *req)
         ARG(lk->key, lk->keylen);
         if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
-        if (s != RDL_SCRIPT_RELEASE) ARG(ttl, strlen(ttl));
+        if (s != RDL_SCRIPT_RELEASE) ARG(ttl, ttl_len);
         if (s == RDL_SCRIPT_ACQUIRE_FENCED) {
-            snprintf(counter_ttl, sizeof counter_ttl, "%lld",
-                     (long long)(lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
-            ARG(counter_ttl, strlen(counter_ttl));
+            ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
         }
     }
 #undef ARG

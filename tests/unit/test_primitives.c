@@ -8,6 +8,7 @@
 
 #include "backoff.h"
 #include "core_rig.h"
+#include "decimal.h"
 #include "fake.h"
 #include "heap.h"
 #include "lease_math.h"
@@ -85,6 +86,20 @@ static void test_backoff_decorrelated_bounds(void)
         int64_t hi = prev * 3 > 2000 ? 2000 : prev * 3;
         CHECK(d >= 50 && d <= hi);
         prev = d;
+    }
+}
+
+/* Command arguments in decimal, as snprintf("%lld") writes them. */
+static void test_decimal(void)
+{
+    const int64_t v[] = {0, 7, 10, 30000, 1000600000, -1, -10, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char want[32], got[RDL_DECIMAL_MAX + 8];
+        memset(got, 'x', sizeof got);
+        snprintf(want, sizeof want, "%lld", (long long)v[i]);
+        CHECK_EQ(rdl_decimal(got, v[i]), strlen(want));
+        CHECK_STR(got, want);
+        CHECK_EQ(got[RDL_DECIMAL_MAX], 'x'); /* never past its room */
     }
 }
 
@@ -281,6 +296,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_heap_orders_deadlines),
         TEST_CASE(test_backoff_full_jitter_sequence),
         TEST_CASE(test_backoff_decorrelated_bounds),
+        TEST_CASE(test_decimal),
         TEST_CASE(test_lease_math),
         TEST_CASE(test_invalid_arguments),
         TEST_CASE(test_accessors_in_every_state),
