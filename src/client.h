@@ -38,6 +38,8 @@ struct redlease_client {
 
     /* environment */
     rdl_clock clock;
+    int64_t now_hint; /* what rdl_now() answers while now_hinted (rdl_now_hint()) */
+    int now_hinted;
     rdl_xorshift xs;
     rdl_rng rng;
     const redlease_loop_ops *loop;
@@ -89,6 +91,17 @@ struct redlease_client {
  * what an immediate timer tick was asked for, unless inside the library. */
 void rdl_client_drain(redlease_client *c);
 int64_t rdl_now(const redlease_client *c);
+/* rdl_now(c) answers now, without reading the clock, until restored: the
+ * time the client's timer read for the locks it runs, or the time a reply
+ * came (its connection read it for the round trip). Only while no user
+ * code runs: rdl_emit() forgets it before the event hook. saved keeps
+ * what was set before (a reply reported inside a timer run). */
+typedef struct rdl_now_saved {
+    int64_t now;
+    int hinted;
+} rdl_now_saved;
+void rdl_now_hint(redlease_client *c, int64_t now, rdl_now_saved *saved);
+void rdl_now_restore(redlease_client *c, const rdl_now_saved *saved);
 /* A server refused us for good (node's connection, or with node NULL
  * every Sentinel): what the locks of node (all, for NULL) wait to send
  * fails with status. */

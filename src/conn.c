@@ -377,9 +377,9 @@ void rdl_conn_on_disconnected(rdl_conn *cn, int status, const char *detail)
 }
 
 /* How short a round trip can be on this connection: wait budgets end by it. */
-static void note_rtt(rdl_conn *cn, const rdl_req *req)
+static void note_rtt(rdl_conn *cn, const rdl_req *req, int64_t now)
 {
-    int64_t rtt = now_of(cn) - req->t0;
+    int64_t rtt = now - req->t0;
     if (req->epoch != cn->rtt_epoch || rtt < cn->rtt_floor) cn->rtt_floor = rtt;
     cn->rtt_epoch = req->epoch;
 }
@@ -387,6 +387,17 @@ static void note_rtt(rdl_conn *cn, const rdl_req *req)
 void rdl_conn_on_read_done(rdl_conn *cn)
 {
     if (cn->owner_ops->drain) cn->owner_ops->drain(cn->owner);
+}
+
+void rdl_conn_read_begin(rdl_conn *cn) { cn->owner_ops->enter(cn->owner); }
+
+void rdl_conn_read_end(rdl_conn *cn)
+{
+    /* leave never frees the owner (it arms a timer at most); drain may */
+    const rdl_conn_owner *ops = cn->owner_ops;
+    void *owner = cn->owner;
+    ops->leave(owner);
+    if (ops->drain) ops->drain(owner);
 }
 
 void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
@@ -397,7 +408,12 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
     /* A request comes back without a reply only when the link is gone: stop
      * calling it ready before the owner (or an event hook) looks at it. */
     if (!r && cn->state == RDL_CONN_READY) cn->state = RDL_CONN_DOWN;
-    if (r) note_rtt(cn, req);
+    if (r) {
+        /* read once: the owner's reply handler reads it too (node.c) */
+        int64_t now = now_of(cn);
+        note_rtt(cn, req, now);
+        cn->reply_now = now;
+    }
     if (r && cn->state == RDL_CONN_READY && cn->stall_since >= 0) { /* the link is alive */
         cn->stall_since = -1;
         schedule(cn, RDL_NEVER);

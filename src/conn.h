@@ -76,6 +76,10 @@ typedef struct rdl_conn_owner {
     /* Optional: rdl_conn_on_read_done(). What the replies put off to the
      * timer (callbacks owed) may run now. */
     void (*drain)(void *owner);
+    /* Optional: req (the owner's, or one of the connection's own) is
+     * reported soon (rdl_conn_prefetch): its memory may be fetched ahead.
+     * Reads req; changes nothing. */
+    void (*prefetch)(void *owner, void *req);
 } rdl_conn_owner;
 
 /* What to connect to and how. The connection keeps copies of the strings. */
@@ -138,6 +142,9 @@ typedef struct rdl_conn {
     int error;          /* why the last connection failed; 0 once one is ready */
     int definite;       /* that failure will not heal by retrying (EAUTH...) */
     int drop_status;    /* a reply said this connection is no use: drop it */
+    int64_t reply_now;  /* the clock when the reply being reported to the
+                           owner came (read once, for its round trip); set
+                           before every owner reply with a reply, r != NULL */
 
     /* for redlease_client_stats() */
     uint64_t connects, disconnects, commands_sent;
@@ -189,6 +196,19 @@ static inline void rdl_conn_native_refused(rdl_conn *cn) { cn->native = 0; }
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* The same for a SUBSCRIBE: its messages come to the owner's push. */
 int rdl_conn_subscribe(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
+/* The transport's reads, bracketed (rdl_conn_on_read_done() stays for a
+ * transport that does not bracket them): the owner is entered once for
+ * the whole batch of replies a read dispatches, so what it does as it
+ * leaves (arming its timer) is done once per read, not once per reply.
+ * After read_end the connection may be gone (the owner drained). */
+void rdl_conn_read_begin(rdl_conn *cn);
+/* The transport knows req is reported after the reply being read: the
+ * owner may prefetch what it will touch then. */
+static inline void rdl_conn_prefetch(rdl_conn *cn, void *req)
+{
+    if (cn->owner_ops->prefetch) cn->owner_ops->prefetch(cn->owner, req);
+}
+void rdl_conn_read_end(rdl_conn *cn);
 /* The stall rule: a command sent at sent_at is still unanswered at now,
  * past its timeout (or past the lease it was renewing). */
 void rdl_conn_note_timeout(rdl_conn *cn, int64_t sent_at, int64_t now);

@@ -113,15 +113,27 @@ static void on_refused(void *owner, int status, int64_t now)
     if (q) rdl_client_refused(n->c, &n->c->main, q, now);
 }
 
-static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
+static void reply_to(rdl_node *n, rdl_req *req, const rdl_reply *r)
 {
-    rdl_node *n = owner;
     redlease_client *c = n->c;
     if (req && c->quorum)
         rdl_quorum_on_reply(c->quorum, req, r); /* a member's part of a lock's */
     else if (req && !rdl_cluster_on_reply(c, n, req, r) && !rdl_acks_on_reply(n, req, r))
         rdl_lock_on_reply(req, r); /* a lock's */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
+}
+
+static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
+{
+    rdl_node *n = owner;
+    if (req && r) { /* what handles it reads the time its connection read */
+        rdl_now_saved saved;
+        rdl_now_hint(n->c, n->conn.reply_now, &saved);
+        reply_to(n, req, r);
+        rdl_now_restore(n->c, &saved);
+    } else {
+        reply_to(n, req, r);
+    }
 }
 
 /* Connection events; every one but EV_CONNECTED is about the failure
@@ -164,6 +176,21 @@ static void on_deadline(void *owner, int64_t at)
 
 static void on_drain(void *owner) { rdl_client_drain(((rdl_node *)owner)->c); }
 
+/* A lock's reply comes soon: fetch the handle (its state, deadlines and
+ * options span it) while the replies before it are handled. */
+static void on_prefetch(void *owner, void *p)
+{
+    (void)owner;
+#if defined(__GNUC__) || defined(__clang__)
+    const rdl_req *req = p;
+    const char *lk = (const char *)req->lk; /* NULL: the connection's own */
+    if (!lk) return;
+    for (size_t off = 0; off < sizeof(struct redlease_lock); off += 64) __builtin_prefetch(lk + off, 1, 3);
+#else
+    (void)p;
+#endif
+}
+
 static const rdl_conn_owner node_owner = {
     .enter = on_enter,
     .leave = on_leave,
@@ -175,4 +202,5 @@ static const rdl_conn_owner node_owner = {
     .error = on_error,
     .deadline = on_deadline,
     .drain = on_drain,
+    .prefetch = on_prefetch,
 };

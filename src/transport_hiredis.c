@@ -42,6 +42,7 @@
 #endif
 
 #include "alloc.h"
+#include "conn.h"
 #include "redlease.h"
 #include "transport_hiredis.h"
 #include "transport_tls.h"
@@ -157,6 +158,24 @@ static int hr_link_status(rdl_hiredis *t, const redisAsyncContext *ac, const cha
 
 /* ---------------------------------------------------- hiredis callbacks */
 
+static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req);
+
+/* Replies come in the order sent, and hiredis has taken this reply's
+ * callback off its list: the head is the next reply's. With many commands
+ * in flight each request (and what it points to) went cold since its send;
+ * the next one's owner data is fetched now, and the one after that's
+ * request itself, so both are at hand when their turn comes. */
+static void hr_prefetch_next(rdl_hiredis *t, const redisAsyncContext *ac)
+{
+    const redisCallback *cb = ac->replies.head;
+    if (cb == NULL || cb->fn != hr_on_reply || cb->privdata == NULL) return;
+    rdl_conn_prefetch(t->conn, cb->privdata);
+#if defined(__GNUC__) || defined(__clang__)
+    cb = cb->next;
+    if (cb != NULL && cb->privdata != NULL) __builtin_prefetch(cb->privdata, 0, 3);
+#endif
+}
+
 static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
 {
     rdl_hiredis *t = (rdl_hiredis *)ac->data;
@@ -165,6 +184,7 @@ static void hr_on_reply(redisAsyncContext *ac, void *reply, void *req)
         rdl_conn_on_reply(t->conn, req, NULL);
         return;
     }
+    hr_prefetch_next(t, ac);
     rdl_reply r;
     rdl_reply_buf buf;
     rdl_hiredis_convert_reply((const redisReply *)reply, &r, &buf);
@@ -260,6 +280,8 @@ static void hr_no_sigpipe(rdl_hiredis *t, redisContext *c) { (void)t, (void)c; }
  * then finds nothing to write. Only an empty buffer is safe: what is left
  * (a partial send, EAGAIN, an error hiredis must see for itself) is
  * written by hiredis under the guard. */
+#define HR_OBUF_KEEP (4u << 20)
+
 static int hr_writes_nosignal(redisAsyncContext *ac)
 {
     redisContext *c = &ac->c;
@@ -272,7 +294,15 @@ static int hr_writes_nosignal(redisAsyncContext *ac)
         sdsrange(c->obuf, n, -1);
         return 0;
     }
-    sds empty = sdsempty(); /* hiredis's way: the buffer's memory goes */
+    /* hiredis's way is to free the buffer and start a new one; a client
+     * that sends in bursts (many leases renewed on one tick) would then
+     * grow it again, a realloc per doubling, every burst. One of bounded
+     * size is kept. */
+    if (sdsalloc(c->obuf) <= HR_OBUF_KEEP) {
+        sdsclear(c->obuf);
+        return 1;
+    }
+    sds empty = sdsempty();
     if (empty) {
         sdsfree(c->obuf);
         c->obuf = empty;
@@ -328,11 +358,14 @@ void redlease_async_handle_read(redisAsyncContext *ac)
 #else
     int tls = 0; /* no TLS on 0.14 */
 #endif
+    /* The replies of one read are one batch for the core (one timer
+     * arming after them, not one per reply). */
+    if (t != NULL) rdl_conn_read_begin(t->conn);
     if (tls)
         hr_without_sigpipe(ac, redisAsyncHandleRead); /* may free ac */
     else
         redisAsyncHandleRead(ac); /* may free ac */
-    if (t != NULL) rdl_conn_on_read_done(t->conn);
+    if (t != NULL) rdl_conn_read_end(t->conn); /* t may be gone after */
 }
 
 /* -------------------------------------------------------------- the ops */

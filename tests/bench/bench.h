@@ -9,6 +9,18 @@
 
 #include <stdint.h>
 
+/* The held window of d, for callgrind: run it with --collect-atstart=no and
+ * only the seconds measured are counted. Nothing without valgrind's header. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define BENCH_COLLECT() CALLGRIND_TOGGLE_COLLECT
+#endif
+#endif
+#ifndef BENCH_COLLECT
+#define BENCH_COLLECT() ((void)0)
+#endif
+
 struct ev_loop;
 
 /* Where the private server listens (the harness's REDLEASE_TEST_PORT). */

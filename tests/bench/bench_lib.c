@@ -183,11 +183,15 @@ int bench_lib_hold(const bench_hold_spec *s, bench_held *out)
     hold_next();
     while (H.acquired < s->n) ev_run(L.loop, EVRUN_ONCE);
     out->rss_held = bench_rss_bytes();
+    redlease_stats st0;
+    redlease_client_stats(L.c, &st0);
     double cpu0 = bench_cpu_us(), t0 = bench_now_us();
     ev_timer stop;
     ev_timer_init(&stop, hold_stop, s->seconds, 0);
     ev_timer_start(L.loop, &stop);
+    BENCH_COLLECT();
     ev_run(L.loop, 0);
+    BENCH_COLLECT();
     out->cpu_us = bench_cpu_us() - cpu0;
     out->seconds = (bench_now_us() - t0) / 1e6;
     out->rss_end = bench_rss_bytes();
@@ -198,6 +202,12 @@ int bench_lib_hold(const bench_hold_spec *s, bench_held *out)
     out->disconnects = (long)st.disconnects;
     out->timeouts = (long)st.timeouts;
     out->lost = H.lost;
+    if (getenv("BENCH_VERBOSE"))
+        fprintf(stderr, "lib window: renewed %llu commands %llu wakeups %llu timeouts %llu\n",
+                (unsigned long long)(st.renewed - st0.renewed),
+                (unsigned long long)(st.commands_sent - st0.commands_sent),
+                (unsigned long long)(st.wakeups - st0.wakeups),
+                (unsigned long long)(st.timeouts - st0.timeouts));
     if (H.n_late) {
         qsort(H.late, (size_t)H.n_late, sizeof *H.late, bench_cmp_double);
         out->late_p50_ms = bench_quantile(H.late, H.n_late, 0.5);

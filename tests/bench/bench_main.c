@@ -14,8 +14,12 @@
  *   BENCH_LOST     1000     lost: samples
  *   BENCH_MILLION  1000000  million: leases held on one client
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
- *   BENCH_ONLY     (unset)  a, b: "raw" or "lib" runs that side alone (for a
- *                           profiler; no ratio)
+ *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
+ *                           a profiler; no ratio; d runs it in this process)
+ *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
+ *                           window did (renewals, commands, timer wakeups).
+ *                           Under valgrind --tool=callgrind
+ *                           --collect-atstart=no only that window counts.
  *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server
  *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
  *                           does); REDIS_SERVER=valkey-server compares them
@@ -176,6 +180,14 @@ static void held(void)
                          .renew_ms = 10000, .seconds = env_num("BENCH_HOLD_SECONDS", 30)};
     bench_held raw, lib;
     if (bench_redis_flush()) bench_die("FLUSHALL");
+    const char *only = getenv("BENCH_ONLY");
+    if (only && *only) { /* one side alone, in this process (for a profiler) */
+        int one_rc = strcmp(only, "raw") ? bench_lib_hold(&s, &lib) : bench_raw_hold(&s, &raw);
+        const bench_held *h = strcmp(only, "raw") ? &lib : &raw;
+        if (one_rc || h->lost || h->leases != s.n) failures++;
+        held_json("d", strcmp(only, "raw") ? "lib" : "raw", h);
+        return;
+    }
     /* side by side: both see the same machine over the same seconds */
     int rfd, lfd;
     pid_t rp = hold_child(bench_raw_hold, &s, &rfd);

@@ -132,7 +132,7 @@ typedef struct lease {
 static struct {
     const bench_hold_spec *s;
     lease **all;
-    long next, acquired, in_flight, renewals, lost;
+    long next, acquired, in_flight, renewals, lost, sent;
 } H;
 
 #define IN_FLIGHT 10000 /* acquires on the wire at once while taking them */
@@ -156,6 +156,7 @@ static void renew_due(struct ev_loop *loop, ev_timer *t, int revents)
     lease *l = (lease *)t;
     char ttl[24];
     (void)loop, (void)revents;
+    H.sent++;
     int n = snprintf(ttl, sizeof ttl, "%lld", (long long)H.s->ttl_ms);
     const char *argv[6] = {"EVALSHA", R.renew_sha, "1", l->key, l->tok, ttl};
     size_t len[6] = {7, 40, 1, l->keylen, 32, (size_t)n};
@@ -218,7 +219,12 @@ int bench_raw_hold(const bench_hold_spec *s, bench_held *out)
     ev_timer stop;
     ev_timer_init(&stop, hold_stop, s->seconds, 0);
     ev_timer_start(R.loop, &stop);
+    BENCH_COLLECT();
+    long sent0 = H.sent, renewed0 = H.renewals;
     ev_run(R.loop, 0);
+    BENCH_COLLECT();
+    if (getenv("BENCH_VERBOSE"))
+        fprintf(stderr, "raw window: renewed %ld commands %ld\n", H.renewals - renewed0, H.sent - sent0);
     out->cpu_us = bench_cpu_us() - cpu0;
     out->seconds = (bench_now_us() - t0) / 1e6;
     out->rss_end = bench_rss_bytes();

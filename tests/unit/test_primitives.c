@@ -49,6 +49,117 @@ static void test_heap_orders_deadlines(void)
     rdl_heap_free(&h);
 }
 
+/* An allocator that refuses while asked to (the heap's tests install it,
+ * then the counting one again, with nothing of theirs left). */
+static int refusing;
+static void *refusing_malloc(size_t n) { return refusing ? NULL : malloc(n); }
+static void *refusing_realloc(void *p, size_t n) { return refusing ? NULL : realloc(p, n); }
+
+static uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* The deadlines against a plain list of them: whatever order they come
+ * in (streams of fixed delays, which fill the runs, random ones, never),
+ * the top is the earliest, and moving one never fails, also while no
+ * allocation succeeds (what no run can take goes to the heap, which keeps
+ * room for every node). */
+static void test_heap_runs_against_a_model(void)
+{
+    enum { N = 400 };
+    static rdl_heap_node n[N];
+    int in[N] = {0};
+    rdl_heap h;
+    rdl_heap_init(&h);
+    redlease_set_allocator(refusing_malloc, refusing_realloc, free);
+    uint64_t x = 88172645463325252ull;
+    int64_t t = 0;
+    long checked = 0;
+    for (long step = 0; step < 300000; step++) {
+        uint64_t r = xorshift(&x);
+        int i = (int)(r % N), kind = (int)((r >> 20) % 5);
+        int64_t at = kind == 0   ? t + 2000
+                     : kind == 1 ? t + 10000
+                     : kind == 2 ? t + (int64_t)((r >> 32) % 20000)
+                     : kind == 3 ? t + 5
+                                 : RDL_NEVER;
+        refusing = step >= 150000 && step < 220000;
+        if (!in[i]) {
+            int rc = rdl_heap_insert(&h, &n[i], at);
+            if (rc == 0) in[i] = 1;
+            CHECK(rc == 0 || (refusing && rc == REDLEASE_ENOMEM));
+        } else if ((r >> 40) % 8 == 0) {
+            rdl_heap_remove(&h, &n[i]);
+            in[i] = 0;
+            CHECK_EQ(n[i].idx, RDL_HEAP_OUT);
+        } else {
+            rdl_heap_update(&h, &n[i], at);
+            CHECK_EQ(n[i].at, at);
+        }
+        if (step % 3 == 0) t += (int64_t)((r >> 48) % 40);
+        if (step % 61 == 0) {
+            int64_t min = RDL_NEVER;
+            int any = 0;
+            for (int k = 0; k < N; k++)
+                if (in[k]) {
+                    any = 1;
+                    if (n[k].at < min) min = n[k].at;
+                }
+            rdl_heap_node *top = rdl_heap_top(&h);
+            CHECK_EQ(top != NULL, any);
+            if (top) CHECK_EQ(top->at, min);
+            checked++;
+        }
+        if (step % 5000 == 0) { /* what is due runs: the next deadline comes later */
+            rdl_heap_node *top;
+            while ((top = rdl_heap_top(&h)) && top->at <= t)
+                rdl_heap_update(&h, top, t + 1 + (int64_t)(xorshift(&x) % 15000));
+        }
+    }
+    refusing = 0;
+    CHECK(checked > 4000);
+    int64_t last = INT64_MIN;
+    int popped = 0, want = 0;
+    for (int k = 0; k < N; k++) want += in[k];
+    for (rdl_heap_node *top; (top = rdl_heap_top(&h)) != NULL; popped++) {
+        CHECK(top->at >= last);
+        last = top->at;
+        rdl_heap_remove(&h, top);
+    }
+    CHECK_EQ(popped, want);
+    rdl_heap_free(&h);
+    fake_alloc_install();
+}
+
+/* A node that moves within a run leaves its slot behind: a run whose
+ * oldest stays put while others come and go is made over in place, not
+ * grown, however often they do. */
+static void test_heap_run_reuses_slots_left_behind(void)
+{
+    rdl_heap h;
+    rdl_heap_node old, a, b;
+    rdl_heap_init(&h);
+    redlease_set_allocator(refusing_malloc, refusing_realloc, free);
+    CHECK_EQ(rdl_heap_insert(&h, &old, 1000), 0);
+    CHECK_EQ(rdl_heap_insert(&h, &a, 1001), 0);
+    CHECK_EQ(rdl_heap_insert(&h, &b, 1002), 0);
+    for (int64_t at = 1003; at < 200000; at += 2) {
+        rdl_heap_update(&h, &a, at);
+        rdl_heap_update(&h, &b, at + 1);
+    }
+    CHECK_EQ(rdl_heap_top(&h), &old);
+    uint32_t most = 0;
+    for (int r = 0; r < RDL_HEAP_RUNS; r++)
+        if (h.run[r].cap > most) most = h.run[r].cap;
+    CHECK(most > 0 && most <= 64);
+    rdl_heap_free(&h);
+    fake_alloc_install();
+}
+
 /* x = 0x80000000_80000000: a draw in [lo, hi] lands just past the middle. */
 static uint32_t rng_mid(void *arg)
 {
@@ -294,6 +405,8 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_status_strings),
         TEST_CASE(test_heap_orders_deadlines),
+        TEST_CASE(test_heap_runs_against_a_model),
+        TEST_CASE(test_heap_run_reuses_slots_left_behind),
         TEST_CASE(test_backoff_full_jitter_sequence),
         TEST_CASE(test_backoff_decorrelated_bounds),
         TEST_CASE(test_decimal),
