@@ -256,7 +256,7 @@ typedef struct redlease_event {
     int64_t rtt_ms;       /* round trip of the confirming command, or -1 */
     int64_t remaining_ms; /* local validity left, or -1 */
     int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
-    int attempt;          /* acquire attempt number (events of the acquire), or 0 */
+    int attempt;          /* acquire attempt number until on_acquire has run, then 0 */
     const char *detail;   /* this failure's Redis/connection error text, or NULL */
     size_t key_len;       /* length of key in bytes (it may contain NUL), or 0 */
 } redlease_event;

@@ -247,6 +247,8 @@ static rdl_reply *probe_answer(int native, rdl_reply elem[2], rdl_reply name[2],
 static int is_probe(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "COMMAND") == 0; }
 
 void fake_read_done(fake *f) { rdl_conn_on_read_done(&f->tc->main.conn); }
+void fake_read_begin(fake *f) { rdl_conn_read_begin(&f->tc->main.conn); }
+void fake_read_end(fake *f) { rdl_conn_read_end(&f->tc->main.conn); }
 
 void fake_reply_probe(fake *f, int native)
 {

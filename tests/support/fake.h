@@ -94,6 +94,10 @@ void fake_reply_ints(fake *f, int n, const long long *v);
 /* The transport has dispatched a read (what redlease_async_handle_read()
  * does after hiredis's read): the callbacks the replies made due run now. */
 void fake_read_done(fake *f);
+/* A read as redlease_async_handle_read() brackets it: the replies given
+ * between begin and end are one batch (the client entered once). */
+void fake_read_begin(fake *f);
+void fake_read_end(fake *f);
 /* The answer to the probe (COMMAND INFO DELIFEQ DELEX) of a server with
  * these RDL_NATIVE_* commands. */
 void fake_reply_probe(fake *f, int native);

@@ -217,6 +217,59 @@ static void test_callbacks_run_after_the_read(void)
     end(&f);
 }
 
+/* A read's replies are one batch: the timer is armed once, after the
+ * last, and the callbacks run then, in order. */
+static void test_a_read_is_one_batch(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r[3] = {{0}, {0}, {0}};
+    redlease_lock_options o = opts(3000);
+    for (int i = 0; i < 3; i++) CHECK_EQ(start_lock(&f, &r[i], i == 0 ? "a" : i == 1 ? "b" : "c", &o), 0);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    int sets = f.timer_sets;
+    fake_read_begin(&f);
+    for (int i = 0; i < 3; i++) fake_reply_status(&f, "OK");
+    CHECK_EQ(f.timer_sets, sets); /* not per reply */
+    CHECK_EQ(r[0].acq_calls + r[1].acq_calls + r[2].acq_calls, 0);
+    fake_read_end(&f);
+    for (int i = 0; i < 3; i++) CHECK_EQ(r[i].acq_status, REDLEASE_OK);
+    CHECK_EQ(f.timer_at, t0 + 1000); /* armed for the renewals */
+    CHECK(f.timer_sets - sets <= 2);
+    end(&f);
+}
+
+/* The event hook frees the client in the middle of a read's batch: the
+ * client ends as the read does, every handle told once. */
+static void test_free_in_the_middle_of_a_read(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    free_on_event_type = REDLEASE_EV_ACQUIRED;
+    redlease_client_set_event_cb(f.c, on_event_free, &f);
+    rec a = {0}, b = {0}, d = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1; /* the handle's options part goes too */
+    o.max_hold_ms = 10000;
+    start_lock(&f, &a, "a", &o);
+    start_lock(&f, &b, "b", &o);
+    start_lock(&f, &d, "d", &o);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 3);
+    fake_read_begin(&f);
+    fake_reply_int(&f, 7); /* a is held; the hook frees the client (deferred) */
+    CHECK(f.c == NULL);
+    fake_reply_nil(&f);
+    fake_reply_int(&f, 9);
+    fake_read_end(&f); /* it ends here */
+    CHECK_EQ(a.acq_calls, 1);
+    CHECK_EQ(b.acq_calls, 1);
+    CHECK_EQ(d.acq_calls, 1);
+    CHECK_EQ(f.detached, 1);
+    end(&f);
+}
+
 /* A loop run from inside the event hook fires the library's timer, which
  * does nothing there (never re-entered): it must be armed again as the
  * library leaves, or the next renewal is never sent and on_lost never
@@ -308,6 +361,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_free_in_hook_during_release_of_acquiring),
         TEST_CASE(test_calls_from_callbacks_during_free),
         TEST_CASE(test_callbacks_run_after_the_read),
+        TEST_CASE(test_a_read_is_one_batch),
+        TEST_CASE(test_free_in_the_middle_of_a_read),
         TEST_CASE(test_timer_fired_by_a_nested_loop_is_armed_again),
         TEST_CASE(test_close_ends_after_a_nested_loop_in_a_drained_callback),
     };

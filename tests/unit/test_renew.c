@@ -279,7 +279,7 @@ static void test_events_carry_lease_facts(void)
     CHECK_EQ(seen[2].remaining_ms, 3000 - 32 - 12);
     CHECK_EQ(seen[0].attempt, 1);
     CHECK_EQ(seen[1].attempt, 1); /* ACQUIRED: the attempt that took it */
-    CHECK_EQ(seen[2].attempt, 0); /* after the acquire: none */
+    CHECK_EQ(seen[2].attempt, 0); /* on_acquire has run: none */
     end(&f);
 }
 
