@@ -86,7 +86,7 @@ struct redlease_lock {
                            REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 8 */
     int8_t lost_reason, release_status; /* REDLEASE_LOST_*, REDLEASE_E* */
     unsigned state : 2;  /* enum rdl_lock_state; set by lock.c's set_state() only */
-    unsigned op : 4;     /* RDL_REQ_ACQUIRE / RENEW / RELEASE / ACK or 0 */
+    unsigned op : 4;     /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
     unsigned notify : 3; /* RDL_NOTIFY_* bits owed */
     unsigned user_ref : 1;      /* 1 until on_release has run (or the client ends) */
     unsigned release_called : 1;
