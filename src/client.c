@@ -365,20 +365,6 @@ static int close_finished(redlease_client *c, int64_t now)
     return c->release_retries == 0;
 }
 
-/* Asks the CPU for a lock's memory ahead of its use: a client holding many
- * leases touches each once per renewal interval, long out of cache by then,
- * and its fields (the state, the op, the deadlines, the token and key) span
- * the whole handle. */
-static void prefetch_lock(const struct redlease_lock *lk)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    const char *p = (const char *)lk;
-    for (size_t off = 0; off < sizeof *lk + 32; off += 64) __builtin_prefetch(p + off, 1, 3);
-#else
-    (void)lk;
-#endif
-}
-
 /* Runs everything due now, then arms the timer for what comes next.
  * fired: the loop timer has fired (else it may still be armed). */
 static void run_due(redlease_client *c, int fired)
@@ -408,7 +394,7 @@ static void run_due(redlease_client *c, int fired)
                 int64_t next_at;
                 rdl_heap_node *next = rdl_heap_second(&c->heap, &next_at);
                 /* (not read: a node's or the close's would be a harmless guess) */
-                if (next && next_at <= now) prefetch_lock(RDL_CONTAINER(next, struct redlease_lock, wake));
+                if (next && next_at <= now) rdl_lock_prefetch(RDL_CONTAINER(next, struct redlease_lock, wake));
                 /* the lock reads the time read above (no user code runs) */
                 rdl_now_saved saved;
                 rdl_now_hint(c, now, &saved);

@@ -393,11 +393,8 @@ void rdl_conn_read_begin(rdl_conn *cn) { cn->owner_ops->enter(cn->owner); }
 
 void rdl_conn_read_end(rdl_conn *cn)
 {
-    /* leave never frees the owner (it arms a timer at most); drain may */
-    const rdl_conn_owner *ops = cn->owner_ops;
-    void *owner = cn->owner;
-    ops->leave(owner);
-    if (ops->drain) ops->drain(owner);
+    cn->owner_ops->leave(cn->owner); /* never frees it (arms a timer at most) */
+    rdl_conn_on_read_done(cn);       /* may */
 }
 
 void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)

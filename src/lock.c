@@ -1121,14 +1121,9 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         rdl_calloc(1, sizeof *lk + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0));
     struct rdl_lock_acq *acq = rdl_calloc(1, sizeof *acq);
     struct rdl_lock_opts *opts = rare ? rdl_calloc(1, sizeof *opts) : NULL;
-    if (!lk || !acq || (rare && !opts)) {
-        rdl_free(lk);
-        rdl_free(acq);
-        rdl_free(opts);
-        return REDLEASE_ENOMEM;
-    }
     int64_t now = rdl_now(c);
-    rc = rdl_token_new(lk->token) != 0                      ? REDLEASE_ESYS
+    rc = !lk || !acq || (rare && !opts)                      ? REDLEASE_ENOMEM
+         : rdl_token_new(lk->token) != 0                    ? REDLEASE_ESYS
          : rdl_heap_insert(&c->heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
                                                            : REDLEASE_OK;
     if (rc) {

@@ -176,19 +176,13 @@ static void on_deadline(void *owner, int64_t at)
 
 static void on_drain(void *owner) { rdl_client_drain(((rdl_node *)owner)->c); }
 
-/* A lock's reply comes soon: fetch the handle (its state, deadlines and
- * options span it) while the replies before it are handled. */
+/* A lock's reply comes soon: fetch its handle while the replies before
+ * it are handled. */
 static void on_prefetch(void *owner, void *p)
 {
-    (void)owner;
-#if defined(__GNUC__) || defined(__clang__)
     const rdl_req *req = p;
-    const char *lk = (const char *)req->lk; /* NULL: the connection's own */
-    if (!lk) return;
-    for (size_t off = 0; off < sizeof(struct redlease_lock); off += 64) __builtin_prefetch(lk + off, 1, 3);
-#else
-    (void)p;
-#endif
+    (void)owner;
+    if (req->lk) rdl_lock_prefetch(req->lk); /* NULL: the connection's own */
 }
 
 static const rdl_conn_owner node_owner = {

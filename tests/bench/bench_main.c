@@ -182,10 +182,11 @@ static void held(void)
     if (bench_redis_flush()) bench_die("FLUSHALL");
     const char *only = getenv("BENCH_ONLY");
     if (only && *only) { /* one side alone, in this process (for a profiler) */
-        int one_rc = strcmp(only, "raw") ? bench_lib_hold(&s, &lib) : bench_raw_hold(&s, &raw);
-        const bench_held *h = strcmp(only, "raw") ? &lib : &raw;
+        int raw_only = strcmp(only, "raw") == 0;
+        const bench_held *h = raw_only ? &raw : &lib;
+        int one_rc = raw_only ? bench_raw_hold(&s, &raw) : bench_lib_hold(&s, &lib);
         if (one_rc || h->lost || h->leases != s.n) failures++;
-        held_json("d", strcmp(only, "raw") ? "lib" : "raw", h);
+        held_json("d", raw_only ? "raw" : "lib", h);
         return;
     }
     /* side by side: both see the same machine over the same seconds */
