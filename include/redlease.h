@@ -280,6 +280,16 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 #define REDLEASE_RENEW_OFF (-1)   /* renew_interval_ms: never renew */
 #define REDLEASE_WAIT_FOREVER (-1) /* wait_ms: retry until acquired or released */
 
+/* How an acquire with a wait budget (wait_ms != 0) waits while another
+ * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
+enum redlease_wait_mode {
+    REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: REDLEASE_WAIT_POLL in this version */
+    REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
+                                  to the queue's head and wakes it (one Redis or Sentinel;
+                                  under a Cluster or a quorum it polls for now) */
+    REDLEASE_WAIT_POLL = 2     /* retries after a jittered backoff (retry_*_ms), in no order */
+};
+
 enum redlease_jitter {
     REDLEASE_JITTER_FULL = 0,        /* delay = U[0, min(max, base * 2^n)] */
     REDLEASE_JITTER_DECORRELATED = 1 /* delay = U[base, min(max, 3 * previous)] */
@@ -296,6 +306,7 @@ typedef struct redlease_lock_options {
     int64_t max_hold_ms;       /* 0: no cap; renewals stop and on_lost(MAX_HOLD) fires */
     int fencing;               /* nonzero: mint a fencing token with the lease */
     int jitter;                /* enum redlease_jitter */
+    int wait_mode;             /* enum redlease_wait_mode */
     /* Replication acknowledgement (man 3 redlease, REPLICATION): the lease
      * counts as acquired only once the write reached min_replicas replicas
      * (WAIT), so a failover to one of them cannot lose it. Too few in
@@ -330,15 +341,23 @@ REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
 /* min_replicas */
 #define REDLEASE_MAX_REPLICAS 1000
 
-/* The Redis keys of a resource (man 3 redlease, KEYS): one lock key and,
- * with fencing, one counter key, every key of a resource in one hash slot
+/* The Redis keys of a resource (man 3 redlease, KEYS): one lock key, with
+ * fencing one counter key, and with queued waiters (REDLEASE_WAIT_QUEUE)
+ * their order and their entries, every key of a resource in one hash slot
  * and no two resources sharing a key:
- *   REDLEASE_KEY_LOCK   prefix "{" name "}"         e.g. lock:{job:42}
- *   REDLEASE_KEY_FENCE  prefix "{" name "}:fence"   e.g. lock:{job:42}:fence
+ *   REDLEASE_KEY_LOCK     prefix "{" name "}"           e.g. lock:{job:42}
+ *   REDLEASE_KEY_FENCE    prefix "{" name "}:fence"     e.g. lock:{job:42}:fence
+ *   REDLEASE_KEY_QUEUE    prefix "{" name "}:queue"     (a sorted set)
+ *   REDLEASE_KEY_WAITERS  prefix "{" name "}:waiters"   (a hash)
  * where name is the resource, with a backslash put in front when it starts
  * with "}" or "\" (so the hash tag is never empty, and the map stays
  * one-to-one). The prefix may not contain "{" or "}" (at most REDLEASE_MAX_PREFIX bytes). */
-enum redlease_key_kind { REDLEASE_KEY_LOCK = 1, REDLEASE_KEY_FENCE = 2 };
+enum redlease_key_kind {
+    REDLEASE_KEY_LOCK = 1,
+    REDLEASE_KEY_FENCE = 2,
+    REDLEASE_KEY_QUEUE = 3,
+    REDLEASE_KEY_WAITERS = 4
+};
 /* Writes the key of resource (resource_len bytes) under prefix (NULL: none,
  * as key_prefix NULL in the client options) into buf, NUL-terminated, when size > its length; *len
  * gets the length either way (buf may be NULL when size is 0). REDLEASE_OK,

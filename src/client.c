@@ -63,6 +63,7 @@ void rdl_emit(redlease_client *c, const redlease_event *ev)
 /* ------------------------------------------------------------- creation */
 
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
+static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
 
 int redlease_client_new(redlease_client **out, const redlease_client_options *o)
 {
@@ -121,6 +122,12 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                                               &c->clock, &c->rng) == REDLEASE_OK;
     }
     ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
+    if (!o->cluster.addrs && !o->quorum.addrs && ok) {
+        const char *prefix = o->key_prefix ? o->key_prefix : "";
+        c->waker = rdl_calloc(1, sizeof *c->waker);
+        ok = c->waker && rdl_waker_init(c->waker, &cc, prefix, strlen(prefix), &waker_owner, c,
+                                        &c->clock, &c->rng) == REDLEASE_OK;
+    }
     c->nodes = rdl_malloc(4 * sizeof *c->nodes);
     if (c->nodes) {
         c->nodes[0] = &c->main;
@@ -247,18 +254,32 @@ void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory 
 
 /* ----------------------------------------------------------- the timer */
 
-/* The Sentinel link's timer work, as conn_run's. */
+/* A link of the client's own (a Sentinel's, the wake-up channel's) has
+ * run its timer work: its deadline goes in the heap, a past one as never
+ * (due work is found by its _due(), not by the heap). */
+static void link_ran(redlease_client *c, rdl_heap_node *wake, int64_t at, int64_t now)
+{
+    rdl_heap_update(&c->heap, wake, at <= now ? RDL_NEVER : at);
+}
+
 static void sentinel_run(redlease_client *c, int64_t now)
 {
     rdl_sentinel_run(c->sentinel, now);
-    int64_t at = rdl_sentinel_deadline(c->sentinel);
-    rdl_heap_update(&c->heap, &c->sentinel->wake, at <= now ? RDL_NEVER : at);
+    link_ran(c, &c->sentinel->wake, rdl_sentinel_deadline(c->sentinel), now);
+}
+
+static void waker_run(redlease_client *c, int64_t now)
+{
+    rdl_waker_run(c->waker, now);
+    link_ran(c, &c->waker->wake, rdl_waker_deadline(c->waker), now);
 }
 
 static int sentinel_due(const redlease_client *c)
 {
     return c->sentinel && rdl_sentinel_due(c->sentinel);
 }
+
+static int waker_due(const redlease_client *c) { return c->waker && rdl_waker_due(c->waker); }
 
 static int nodes_due(const redlease_client *c)
 {
@@ -281,7 +302,8 @@ static int nodes_due(const redlease_client *c)
 static void arm(redlease_client *c)
 {
     if (!c->loop) return;
-    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || c->dead || c->close_check) {
+    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->dead ||
+        c->close_check) {
         if (c->armed_at == ARMED_NOW) return;
         c->armed_at = ARMED_NOW; /* due now */
         c->loop->timer_set(c->loop_data, 0);
@@ -325,6 +347,7 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     c->loop_data = loop_data;
     int rc = rdl_heap_insert(&c->heap, &c->close_wake, RDL_NEVER);
     if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
+    if (!rc && c->waker) rc = rdl_heap_insert(&c->heap, &c->waker->wake, RDL_NEVER);
     if (!rc && c->cluster) rc = rdl_heap_insert(&c->heap, &c->cluster->wake, 0);
     if (!rc && c->quorum) {
         rdl_conn_config cc;
@@ -334,11 +357,13 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     }
     for (size_t i = 0; i < c->nnodes && !rc; i++) rc = rdl_node_attach(c->nodes[i]);
     if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
+    if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->transport_new, ops, loop_data);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
         rdl_heap_remove(&c->heap, &c->close_wake);
         for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->heap, &c->nodes[i]->wake);
         if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
+        if (c->waker) rdl_heap_remove(&c->heap, &c->waker->wake);
         if (c->cluster) rdl_heap_remove(&c->heap, &c->cluster->wake);
         if (c->quorum) rdl_heap_remove(&c->heap, &c->quorum->wake);
         c->loop = NULL;
@@ -377,11 +402,13 @@ static void run_due(redlease_client *c, int fired)
         for (size_t i = 0; i < c->nnodes; i++)
             if (rdl_node_due(c->nodes[i])) rdl_node_run(c->nodes[i], now);
         if (sentinel_due(c)) sentinel_run(c, now);
+        if (waker_due(c)) waker_run(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->heap);
         if (top && top->at <= now) {
             switch (top->kind) {
             case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
             case RDL_WAKE_SENTINEL: sentinel_run(c, now); break;
+            case RDL_WAKE_WAKER: waker_run(c, now); break;
             case RDL_WAKE_CLUSTER: rdl_cluster_run(c, now); break;
             case RDL_WAKE_QUORUM: rdl_quorum_run(c->quorum, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
@@ -462,12 +489,14 @@ static void teardown(redlease_client *c)
     rdl_node_free(&c->main);
     for (size_t i = 1; i < c->nnodes; i++) rdl_node_free(c->nodes[i]);
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
+    if (c->waker) rdl_waker_free(c->waker); /* its waiters leave it */
     if (c->loop) c->loop->detach(c->loop_data);
     while (!rdl_list_empty(&c->locks))
         rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
     /* After the locks: taking each off the heap moves the other nodes,
      * the Sentinel's among them. */
     rdl_free(c->sentinel);
+    rdl_free(c->waker);
     for (size_t i = 1; i < c->nnodes; i++) rdl_free(c->nodes[i]);
     rdl_free(c->nodes);
     if (c->cluster) rdl_cluster_free(c->cluster);
@@ -547,7 +576,11 @@ void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, in
 static void on_sentinel_primary(void *owner, const char *host, int port)
 {
     redlease_client *c = owner;
-    int moved = rdl_conn_set_endpoint(&c->main.conn, host, port, rdl_now(c));
+    int64_t now = rdl_now(c);
+    /* the wake-up channel listens where the locks are (an idle one waits
+     * for its first waiter; no memory: its link goes on, timers cover it) */
+    if (c->waker) rdl_conn_set_endpoint(&c->waker->conn, host, port, now);
+    int moved = rdl_conn_set_endpoint(&c->main.conn, host, port, now);
     if (moved <= 0) return; /* the same, or no memory: the next answer tries again */
     c->main.moving = moved == 2; /* the disconnect that follows is ours */
     char where[300];
@@ -571,9 +604,9 @@ static void on_sentinel_error(void *owner, const char *text, size_t len)
     if (!rdl_node_ready(&c->main)) rdl_set_errstr(c, text, len);
 }
 
-static void on_sentinel_enter(void *owner) { rdl_enter(owner); }
-static void on_sentinel_leave(void *owner) { rdl_leave(owner); }
-static int on_sentinel_ending(void *owner) { return ((redlease_client *)owner)->dead; }
+static void on_link_enter(void *owner) { rdl_enter(owner); }
+static void on_link_leave(void *owner) { rdl_leave(owner); }
+static int on_link_ending(void *owner) { return ((redlease_client *)owner)->dead; }
 
 static void on_sentinel_refused(void *owner, int status, int64_t now)
 {
@@ -581,11 +614,33 @@ static void on_sentinel_refused(void *owner, int status, int64_t now)
 }
 
 static const rdl_sentinel_owner sentinel_owner = {
-    .enter = on_sentinel_enter,
-    .leave = on_sentinel_leave,
-    .ending = on_sentinel_ending,
+    .enter = on_link_enter,
+    .leave = on_link_leave,
+    .ending = on_link_ending,
     .primary = on_sentinel_primary,
     .error = on_sentinel_error,
     .refused = on_sentinel_refused,
     .deadline = on_sentinel_deadline,
+};
+
+/* ------------------------------------- what the wake-up channel tells the client */
+
+static void on_waker_word(void *owner, rdl_waiter *w, int kind, int64_t ms)
+{
+    redlease_client *c = owner;
+    rdl_lock_word(w, kind, ms, rdl_now(c));
+}
+
+static void on_waker_deadline(void *owner, int64_t at)
+{
+    redlease_client *c = owner;
+    if (c->waker->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->waker->wake, at);
+}
+
+static const rdl_waker_owner waker_owner = {
+    .enter = on_link_enter,
+    .leave = on_link_leave,
+    .ending = on_link_ending,
+    .word = on_waker_word,
+    .deadline = on_waker_deadline,
 };

@@ -29,6 +29,7 @@
 #include "req.h"
 #include "sentinel.h"
 #include "transport.h"
+#include "waker.h"
 
 struct redlease_client {
     /* options (the connection keeps its own: rdl_conn_config) */
@@ -64,6 +65,10 @@ struct redlease_client {
     /* With Sentinel (client options): where the primary is; its link's
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
+    /* The wake-up channel of queued handles (src/waker.h): its link's
+     * deadline is its own heap node (waker->wake). NULL under a Cluster or
+     * a quorum, whose handles do not queue (docs/design.md, section 11). */
+    rdl_waker *waker;
 
     /* locks */
     rdl_heap heap;

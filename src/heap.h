@@ -31,6 +31,7 @@ enum rdl_wake_kind {
     RDL_WAKE_SENTINEL,
     RDL_WAKE_CLUSTER,
     RDL_WAKE_QUORUM,
+    RDL_WAKE_WAKER,
     RDL_WAKE_CLOSE
 };
 

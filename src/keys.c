@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Keys of a resource:  prefix "{" name "}" [":fence"]
+/* Keys of a resource:  prefix "{" name "}" [":fence" | ":queue" | ":waiters"]
  *
  * One hash slot: Redis hashes only the text between the first "{" and the
  * first "}" after it when that text is not empty. The prefix has no brace,
@@ -7,17 +7,28 @@
  * the same for every key of one resource. The tag is empty only if name
  * starts with "}": such a name gets a backslash in front.
  *
- * One-to-one: the lock key ends with "}", the counter with ":fence", so
- * they never meet; within one kind, name is recovered by dropping the
- * fixed text and, if name then starts with a backslash, that backslash
- * (which is why a name starting with a backslash gets one more). */
+ * One-to-one: the lock key ends with "}", each other kind with its own
+ * suffix (no suffix is the end of another), so kinds never meet; within
+ * one kind, name is recovered by dropping the fixed text and, if name
+ * then starts with a backslash, that backslash (which is why a name
+ * starting with a backslash gets one more). */
 #include <string.h>
 
 #include "keys.h"
 #include "redlease.h"
 
-static const char fence_suffix[] = ":fence";
-#define FENCE_SUFFIX_LEN (sizeof fence_suffix - 1)
+/* After the closing brace, by kind (REDLEASE_KEY_*). */
+static const struct {
+    const char *text;
+    size_t len;
+} suffix[] = {
+    [REDLEASE_KEY_LOCK] = {"", 0},
+    [REDLEASE_KEY_FENCE] = {":fence", 6},
+    [REDLEASE_KEY_QUEUE] = {":queue", 6},
+    [REDLEASE_KEY_WAITERS] = {":waiters", 8},
+};
+
+static int kind_ok(int kind) { return kind >= REDLEASE_KEY_LOCK && kind <= REDLEASE_KEY_WAITERS; }
 
 static int needs_escape(const char *resource, size_t len)
 {
@@ -31,8 +42,7 @@ int rdl_key_prefix_ok(const char *prefix, size_t len)
 
 size_t rdl_key_len(size_t prefix_len, const char *resource, size_t resource_len, int kind)
 {
-    size_t n = prefix_len + 1 + needs_escape(resource, resource_len) + resource_len + 1;
-    return kind == REDLEASE_KEY_FENCE ? n + FENCE_SUFFIX_LEN : n;
+    return prefix_len + 1 + needs_escape(resource, resource_len) + resource_len + 1 + suffix[kind].len;
 }
 
 void rdl_key_write(char *out, const char *prefix, size_t prefix_len, const char *resource,
@@ -45,7 +55,15 @@ void rdl_key_write(char *out, const char *prefix, size_t prefix_len, const char 
     memcpy(out, resource, resource_len);
     out += resource_len;
     *out++ = '}';
-    if (kind == REDLEASE_KEY_FENCE) memcpy(out, fence_suffix, FENCE_SUFFIX_LEN);
+    memcpy(out, suffix[kind].text, suffix[kind].len);
+}
+
+size_t rdl_key_derived_len(size_t keylen, int kind) { return keylen + suffix[kind].len; }
+
+void rdl_key_derive(char *out, const char *lock_key, size_t keylen, int kind)
+{
+    memcpy(out, lock_key, keylen);
+    memcpy(out + keylen, suffix[kind].text, suffix[kind].len);
 }
 
 int redlease_key(const char *prefix, const char *resource, size_t resource_len, int kind,
@@ -55,7 +73,7 @@ int redlease_key(const char *prefix, const char *resource, size_t resource_len, 
     if (!prefix) prefix = "";
     size_t plen = strnlen(prefix, REDLEASE_MAX_PREFIX + 1);
     if (!resource || resource_len == 0 || resource_len > REDLEASE_MAX_RESOURCE || !len ||
-        (kind != REDLEASE_KEY_LOCK && kind != REDLEASE_KEY_FENCE) || !rdl_key_prefix_ok(prefix, plen) ||
+        !kind_ok(kind) || !rdl_key_prefix_ok(prefix, plen) ||
         (size && !buf))
         return REDLEASE_EINVAL;
     *len = rdl_key_len(plen, resource, resource_len, kind);

@@ -18,4 +18,10 @@ size_t rdl_key_len(size_t prefix_len, const char *resource, size_t resource_len,
 void rdl_key_write(char *out, const char *prefix, size_t prefix_len, const char *resource,
                    size_t resource_len, int kind);
 
+/* The key of that kind for the resource whose lock key is lock_key
+ * (keylen bytes), written into out (rdl_key_derived_len() bytes, no NUL):
+ * the lock key with the kind's suffix. */
+size_t rdl_key_derived_len(size_t keylen, int kind);
+void rdl_key_derive(char *out, const char *lock_key, size_t keylen, int kind);
+
 #endif

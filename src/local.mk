@@ -24,6 +24,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/cluster.c %reldir%/cluster.h \
 	%reldir%/quorum.c %reldir%/quorum.h \
 	%reldir%/sentinel.c %reldir%/sentinel.h \
+	%reldir%/waker.c %reldir%/waker.h \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/lock.c %reldir%/lock.h \
 	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \

@@ -19,6 +19,7 @@
  * attempts. A drop is only ever queued once no attempt of the handle will
  * follow it, so it can never delete a key the handle reports as held.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -131,6 +132,12 @@ static void abandon_op(struct redlease_lock *lk)
     }
 }
 
+/* The handle waits in no queue any more: words for it are not its. */
+static void unqueue(struct redlease_lock *lk)
+{
+    if (lk->acq) rdl_waker_remove(&lk->acq->waiter);
+}
+
 static void maybe_free(struct redlease_lock *lk)
 {
     if (lk->user_ref || lk->refs || lk->drop_pending || rdl_list_linked(&lk->notify_link)) return;
@@ -147,6 +154,7 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
     set_release_retry(lk, 0);
     c->stats.locks_now--;
+    unqueue(lk);
     rdl_free(lk->acq);
     rdl_free(lk->opts);
     rdl_free(lk);
@@ -198,12 +206,85 @@ static int script_for(const struct redlease_lock *lk, int kind)
 {
     switch (kind) {
     case RDL_REQ_ACQUIRE:
+        if (lk->queued) return RDL_SCRIPT_QUEUE_ACQUIRE;
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
         /* Only a later attempt, or one sent again (a Cluster move), can
          * meet a key of its own making. */
         return lk->acq->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
-    default: return RDL_SCRIPT_RELEASE; /* the release and drops */
+    default: /* the release and drops */
+        return lk->queued ? RDL_SCRIPT_QUEUE_RELEASE : RDL_SCRIPT_RELEASE;
+    }
+}
+
+/* ------------------------------------------------------------ queueing */
+
+/* A queued waiter's entry lives this long from each check (which comes at
+ * least every third of it): a waiter that died leaves the queue by then.
+ * At least a second, so a short lease does not make waiters poll. */
+#define RDL_QUEUE_LIFE_MIN_MS 1000
+
+static int64_t queue_life(const struct redlease_lock *lk)
+{
+    return lk->ttl > RDL_QUEUE_LIFE_MIN_MS ? lk->ttl : RDL_QUEUE_LIFE_MIN_MS;
+}
+
+/* How long a lock handed to this waiter waits for its confirmation: one
+ * command's time, the lease's at most. A waiter that never confirms costs
+ * the queue this much. */
+static int64_t queue_claim(const struct redlease_lock *lk)
+{
+    return min64(lk->ttl, lk->c->command_timeout);
+}
+
+/* The channel the queue tells this waiter on, or "" while no word could
+ * reach it (the waker not subscribed): it then does not join the queue. */
+static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
+{
+    const rdl_waker *k = lk->c->waker;
+    if (rdl_waker_has(&lk->acq->waiter) && rdl_waker_listening(k)) {
+        *len = k->channel_len;
+        return k->channel;
+    }
+    *len = 0;
+    return "";
+}
+
+/* When a queued waiter told "busy" checks again: when the holder's lease
+ * would end (a lock that expired without a release is handed over then),
+ * when a word said to, and at least every third of its entry's life, which
+ * keeps the entry alive. Out of the queue (no word could reach it) it
+ * backs off as a poller does, never past the holder's end. */
+static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
+{
+    struct rdl_lock_acq *acq = lk->acq;
+    int64_t d;
+    if (rdl_waker_has(&acq->waiter) && rdl_waker_listening(lk->c->waker))
+        d = queue_life(lk) / 3;
+    else
+        d = rdl_backoff_next(&acq->backoff, &lk->c->rng);
+    if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
+    if (d < 1) d = 1;
+    int64_t at = min64(now + d, acq->recheck_at);
+    acq->recheck_at = RDL_NEVER;
+    return at;
+}
+
+void rdl_lock_word(rdl_waiter *w, int kind, int64_t ms, int64_t now)
+{
+    /* w->token is the handle's own token array */
+    struct redlease_lock *lk =
+        (struct redlease_lock *)(void *)((char *)(uintptr_t)w->token - offsetof(struct redlease_lock, token));
+    if (lk->state != RDL_LOCK_ACQUIRING) return;
+    (void)kind; /* handed over or not, the answer is the key's: the next attempt asks */
+    int64_t at = now + (ms > 0 ? ms : 0);
+    if (lk->op) { /* the attempt out may have run before the word: check after it */
+        if (at < lk->acq->recheck_at) lk->acq->recheck_at = at;
+        return;
+    }
+    if (at < lk->next_action) {
+        lk->next_action = at;
+        reschedule(lk);
     }
 }
 
@@ -239,10 +320,13 @@ static int req_submit(rdl_req *req)
         int rc = submit_asking(req->node, now);
         if (rc) return rc;
     }
-    char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX];
+    char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
+        claim[RDL_DECIMAL_MAX];
+    char queue_key[REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16];
+    char waiters_key[sizeof queue_key];
     size_t ttl_len = rdl_decimal(ttl, lk->ttl);
-    const char *argv[9];
-    size_t lens[9];
+    const char *argv[13];
+    size_t lens[13];
     int n = 0;
     int s = req->script;
     int native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
@@ -274,6 +358,34 @@ static int req_submit(rdl_req *req)
         ARG("NX", 2);
         ARG("PX", 2);
         ARG(ttl, ttl_len);
+    } else if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) {
+        int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
+        int fenced = acq && lk->fencing;
+        rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
+        rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
+        if (req->sent_eval) {
+            ARG("EVAL", 4);
+            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
+        } else {
+            ARG("EVALSHA", 7);
+            ARG(rdl_script_sha(s), 40);
+        }
+        ARG(fenced ? "4" : "3", 1);
+        ARG(lk->key, lk->keylen);
+        ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
+        ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
+        if (fenced) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
+        ARG(lk->token, RDL_TOKEN_LEN);
+        if (acq) {
+            size_t chlen;
+            const char *ch = queue_channel(lk, &chlen);
+            ARG(ttl, ttl_len);
+            ARG(life, rdl_decimal(life, queue_life(lk)));
+            ARG(claim, rdl_decimal(claim, queue_claim(lk)));
+            ARG(ch, chlen);
+            if (fenced)
+                ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
+        }
     } else {
         if (req->sent_eval) {
             ARG("EVAL", 4);
@@ -423,6 +535,13 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     if (op == RDL_REQ_ACQUIRE) {
         lk->acq->attempts++;
         c->stats.attempts++;
+        if (lk->acq->joins) {
+            /* words reach it from now on (no table: it goes by timers); a
+             * lock may be handed to it whenever it is in the queue, so an
+             * acquire that ends without it leaves by a drop (maybe_set) */
+            rdl_waker_add(c->waker, &lk->acq->waiter, now);
+            lk->maybe_set = 1;
+        }
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
     pump(lk, now);
@@ -435,6 +554,7 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
 
 static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 {
+    unqueue(lk);
     set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->acq->status = status;
@@ -469,7 +589,9 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     int capped = acq->max_attempts && acq->attempts >= (uint32_t)acq->max_attempts;
     int out = definite || capped || now >= latest;
     int64_t next = RDL_NEVER;
-    if (!out) {
+    if (!out && busy && lk->queued) {
+        next = min64(queue_next_check(lk, now), latest);
+    } else if (!out) {
         int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->rng);
         if (d < 1) d = 1; /* always progress in time */
         next = min64(now + d, latest);
@@ -501,6 +623,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     rdl_list_remove(&lk->wait_link);
+    unqueue(lk);
     set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->confirm_node = req->node;
@@ -531,11 +654,14 @@ static void acquire_confirmed(struct redlease_lock *lk, const rdl_req *req, uint
     attempt_ended(lk, status == REDLEASE_OK ? REDLEASE_ETIMEDOUT : status, definite, 0, now);
 }
 
-/* 1 acquired (*fence set), 0 held by someone else, or a negative status. */
+/* 1 acquired (*fence set), 0 held by someone else (*holder_left: its
+ * remaining TTL in ms when a queued attempt learnt it, else 0), or a
+ * negative status. */
 static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
-                           uint64_t *fence, int *definite)
+                           uint64_t *fence, int64_t *holder_left, int *definite)
 {
     *fence = 0;
+    *holder_left = 0;
     *definite = 0;
     if (r && req->script < 0) { /* SET NX PX */
         if (rdl_reply_is_ok(r)) return 1;
@@ -546,6 +672,10 @@ static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const r
             return 1;
         }
         if (r->integer == 0) return 0;
+        if (req->script == RDL_SCRIPT_QUEUE_ACQUIRE) { /* waiting: -n is the holder's TTL left */
+            *holder_left = r->integer < -REDLEASE_MAX_TTL_MS ? REDLEASE_MAX_TTL_MS : -r->integer;
+            return 0;
+        }
     }
     return reply_failure(lk->c, r, definite);
 }
@@ -554,8 +684,9 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
                           int current, int64_t now)
 {
     uint64_t fence;
+    int64_t holder_left;
     int definite;
-    int res = acquire_outcome(lk, req, r, &fence, &definite);
+    int res = acquire_outcome(lk, req, r, &fence, &holder_left, &definite);
     int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
     int may_have_set = res == 1 || res == REDLEASE_ECONN; /* NULL: the link broke */
     if (!current) {
@@ -572,6 +703,7 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         return;
     }
     lk->op = 0;
+    lk->acq->holder_left = holder_left;
     if (res == 1 && fresh && rdl_lock_replica_timeout(lk)) {
         /* Ours in Redis, not a lease until replicas have it: an acquire
          * that ends without it deletes the key (maybe_set). */
@@ -1012,6 +1144,7 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
             lk->notify &= ~RDL_NOTIFY_ACQUIRE;
             /* the acquire's part goes with its last use */
             struct rdl_lock_acq *acq = lk->acq;
+            unqueue(lk);
             lk->acq = NULL;
             acq->on_acquire(lk, acq->status, lk->arg);
             rdl_free(acq);
@@ -1160,6 +1293,14 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->renew_interval = (int32_t)(o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms);
     acq->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
+    /* A client without a wake-up channel (Cluster, quorum) has no queue
+     * yet. A single attempt (wait_ms 0) does not join the queue, and does
+     * not pass those in it either; its release hands the lock over too. */
+    lk->queued = o->wait_mode == REDLEASE_WAIT_QUEUE && c->waker;
+    acq->joins = lk->queued && o->wait_ms != 0;
+    rdl_list_init(&acq->waiter.link);
+    acq->waiter.token = lk->token;
+    acq->recheck_at = RDL_NEVER;
     lk->wait_fsync = o->wait_fsync != 0;
     lk->renewal_acks = o->renewal_acks != 0;
     rdl_backoff_init(&acq->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);

@@ -12,6 +12,7 @@
 #include "list.h"
 #include "redlease.h"
 #include "token.h"
+#include "waker.h"
 
 struct rdl_node;
 struct rdl_req;
@@ -38,6 +39,11 @@ struct rdl_lock_acq {
     uint32_t attempts;  /* attempts started */
     int last_status;    /* outcome of the last attempt that ended, or 0 */
     int status;         /* what on_acquire is told */
+    /* queued (lk->queued): docs/design.md, section 11 */
+    int joins;           /* waits in the queue (a wait budget); else one attempt */
+    rdl_waiter waiter;   /* its place in the client's waker: words reach it */
+    int64_t recheck_at;  /* a word came while an attempt was out: check by then */
+    int64_t holder_left; /* the holder's remaining TTL the last attempt learnt, ms (0: unknown) */
 };
 
 /* Options few handles use: allocated only when one is set (a fence,
@@ -104,6 +110,9 @@ struct redlease_lock {
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
     unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
                                    goes there goes behind ASKING (lock.c) */
+    unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE: its commands keep to the
+                                   resource's queue, its release and drops hand
+                                   the lock over (acq->joins: it waits in it) */
 
     char token[RDL_TOKEN_LEN + 1];
     char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */
@@ -142,6 +151,9 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
     return lk->key + lk->keylen + 1;
 }
 
+/* A word from the wake-up channel for a waiting handle (src/waker.h):
+ * schedules its next attempt, runs nothing else. */
+void rdl_lock_word(rdl_waiter *w, int kind, int64_t ms, int64_t now);
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 /* The lock still waits for req (its op's request, not a stale one). */

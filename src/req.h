@@ -35,8 +35,9 @@ enum rdl_req_kind {
     RDL_REQ_CLUSTER_SLOTS,  /* the Cluster router's map query (src/cluster.c) */
     RDL_REQ_ASKING,         /* ASKING before a command an ASK redirect sends */
     RDL_REQ_FENCE_RAISE,    /* a quorum's: every member's counter up to the fence */
-    RDL_REQ_PROBE           /* the connection's own, once ready: which conditional
+    RDL_REQ_PROBE,          /* the connection's own, once ready: which conditional
                                commands the server has (COMMAND INFO) */
+    RDL_REQ_WAKE_SUB        /* SUBSCRIBE to the client's wake-up channel (src/waker.c) */
 };
 
 struct rdl_node;

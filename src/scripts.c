@@ -1,6 +1,64 @@
 /* SPDX-License-Identifier: MIT */
 #include "scripts.h"
 
+/* Pieces more than one script is made of (docs/design.md, section 11). */
+
+/* The server's clock in ms: entries' deadlines are the server's, one
+ * clock for every client of a queue, never a client's own. */
+#define LUA_NOW \
+    "local t = redis.call('TIME')\n" \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* A resource's fence: its counter (key k) incremented and kept for cttl
+ * ms. A missing counter (first use, expired, or a restart without
+ * persistence lost it) starts from the server clock in microseconds, so
+ * a fence never goes backwards across that. */
+#define LUA_MINT \
+    "local function mint(k, cttl)\n" \
+    "  if redis.call('EXISTS', k) == 0 then\n" \
+    "    local t = redis.call('TIME')\n" \
+    "    redis.call('SET', k, t[1] .. string.format('%06d', tonumber(t[2])))\n" \
+    "  end\n" \
+    "  local fence = redis.call('INCR', k)\n" \
+    "  redis.call('PEXPIRE', k, cttl)\n" \
+    "  return fence\n" \
+    "end\n"
+
+/* The queue of a resource: KEYS[2] orders the waiting tokens (a sorted
+ * set, scores counting up), KEYS[3] holds each one's entry, "deadline
+ * claim channel": until when it is alive (server ms), how long it may
+ * take to confirm a lock handed to it, and where it is told. head() is
+ * the first live waiter (the dead met on the way are dropped); hand_over()
+ * gives a free lock to it for its claim time and tells it ("g TOKEN"),
+ * and tells the one behind it to check once that claim ends ("c TOKEN
+ * MS"): a head that never confirms costs the queue one claim time. */
+#define LUA_QUEUE \
+    "local function leave(tok)\n" \
+    "  redis.call('ZREM', KEYS[2], tok)\n" \
+    "  redis.call('HDEL', KEYS[3], tok)\n" \
+    "end\n" \
+    "local function head(now)\n" \
+    "  while true do\n" \
+    "    local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n" \
+    "    if not h then return nil end\n" \
+    "    local e = redis.call('HGET', KEYS[3], h)\n" \
+    "    if e then\n" \
+    "      local d, c, ch = string.match(e, '^(%d+) (%d+) (.*)$')\n" \
+    "      if d and tonumber(d) > now then return h, c, ch end\n" \
+    "    end\n" \
+    "    leave(h)\n" \
+    "  end\n" \
+    "end\n" \
+    "local function hand_over(now)\n" \
+    "  local h, c, ch = head(now)\n" \
+    "  if not h then return end\n" \
+    "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
+    "  leave(h)\n" \
+    "  redis.call('PUBLISH', ch, 'g ' .. h)\n" \
+    "  local n, _, nch = head(now)\n" \
+    "  if n then redis.call('PUBLISH', nch, 'c ' .. n .. ' ' .. c) end\n" \
+    "end\n"
+
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
     /* Every attempt after an acquire's first (the first is a plain SET NX
      * PX). An earlier attempt of this handle may have set the key after all
@@ -19,23 +77,17 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "return 1\n",
     /* Acquire with a fencing token; a key holding our own token is
      * reclaimed as above, with a new fence. The counter shares the key's
-     * hash slot. If it is missing (first use, expired, or a restart without
-     * persistence lost it), it starts from the server clock in
-     * microseconds, so a fence never goes backwards across that; it is
-     * kept for the lease's TTL plus RDL_FENCE_COUNTER_EXTRA_MS after each
-     * acquire, so counters of names used once do not pile up. The counter
+     * hash slot; it is kept for the lease's TTL plus
+     * RDL_FENCE_COUNTER_EXTRA_MS after each acquire, so counters of names
+     * used once do not pile up. The counter
      * is minted before the lock key is written: a script error (a foreign
      * value at the counter: WRONGTYPE) must not leave a lock key nobody was
      * told about, since Redis does not undo a script's writes. */
     [RDL_SCRIPT_ACQUIRE_FENCED] =
+        LUA_MINT
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
-        "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-        "  local t = redis.call('TIME')\n"
-        "  redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))\n"
-        "end\n"
-        "local fence = redis.call('INCR', KEYS[2])\n"
-        "redis.call('PEXPIRE', KEYS[2], ARGV[3])\n"
+        "local fence = mint(KEYS[2], ARGV[3])\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return fence\n",
     /* Strict compare-and-pexpire: never re-creates a missing key. */
@@ -59,6 +111,58 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "if v and (not string.match(v, '^%d+$') or tonumber(v) >= tonumber(ARGV[1])) then return 0 end\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return 1\n",
+    /* A waiting acquire (docs/design.md, section 11). Ours when the key
+     * holds our token (handed to us, or set by an earlier attempt: the
+     * fence is minted now, by the holder's own command), or when it is
+     * free and nobody alive is ahead of us; a free lock with a live head
+     * that is not us goes to that head (it may sleep on a timer). Else we
+     * join the tail (a channel of "" does not: no wake-up could reach
+     * us), or keep our place with a new deadline, and learn the holder's
+     * remaining TTL. The queue's keys live as long as their last entry. */
+    [RDL_SCRIPT_QUEUE_ACQUIRE] =
+        LUA_NOW LUA_MINT LUA_QUEUE
+        "local tok = ARGV[1]\n"
+        "local function take()\n"
+        "  local fence = 1\n"
+        "  if KEYS[4] then fence = mint(KEYS[4], ARGV[6]) end\n"
+        "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
+        "  leave(tok)\n"
+        "  return fence\n"
+        "end\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v == tok then return take() end\n"
+        "if not v then\n"
+        "  local h = head(now)\n"
+        "  if not h or h == tok then return take() end\n"
+        "  hand_over(now)\n"
+        "end\n"
+        "if ARGV[5] ~= '' then\n"
+        "  if not redis.call('ZSCORE', KEYS[2], tok) then\n"
+        "    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+        "    redis.call('ZADD', KEYS[2], last[2] and last[2] + 1 or 1, tok)\n"
+        "  end\n"
+        "  local life = tonumber(ARGV[3])\n"
+        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', now + life, ARGV[4], ARGV[5]))\n"
+        "  for i = 2, 3 do\n"
+        "    if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end\n"
+        "  end\n"
+        "end\n"
+        "local p = redis.call('PTTL', KEYS[1])\n"
+        "if p >= 0 then return -(p + 1) end\n"
+        "return 0\n",
+    /* Compare-and-delete for a handle that queued, which also takes its
+     * entry out of the queue (a release, a drop, an acquire given up). A
+     * lock left free goes to the live head of the queue: a lock that
+     * expired without a release is handed over here too. */
+    [RDL_SCRIPT_QUEUE_RELEASE] =
+        LUA_NOW LUA_QUEUE
+        "leave(ARGV[1])\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v and v ~= ARGV[1] then return 0 end\n"
+        "if v then redis.call('DEL', KEYS[1]) end\n"
+        "hand_over(now)\n"
+        "if v then return 1 end\n"
+        "return 0\n",
 };
 
 /* The digests are constants of the texts above, written out rather than
@@ -67,10 +171,12 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_ACQUIRE] = "16d1a6d8593804583971483283e5c6c1e35b557a",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "b57ccfdb18fbcb68febe19d8cd4ed29623a2f475",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "4aecf399dad395b7288ce7917fd5cbbfb0dad4b6",
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "0c15ae7bb4a08f3bbb4463b2448405cc19317d01",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "6d3f65ec3f56bffe9424e14335e7252356139535",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -46,10 +46,10 @@ endif
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
 	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster \
-	%reldir%/test_quorum
+	%reldir%/test_quorum %reldir%/test_queue
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
 	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest
+	%reldir%/quorum.itest %reldir%/queue.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -57,6 +57,11 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_hostile_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
 %canon_reldir%_test_hostile_CFLAGS = $(AM_CFLAGS) -pthread
 %canon_reldir%_test_hostile_LDADD = $(INTEGRATION_LDADD) -lpthread
+# test_queue: queued waiting (REDLEASE_WAIT_QUEUE) on the harness's server:
+# handover in order, a dead head, a lost word, an expired holder.
+%canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(RIG_SOURCES)
+%canon_reldir%_test_queue_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_queue_LDADD = $(INTEGRATION_LDADD)
 %canon_reldir%_test_real_SOURCES = %reldir%/test_real.c $(RIG_SOURCES)
 %canon_reldir%_test_real_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)

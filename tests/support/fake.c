@@ -17,7 +17,7 @@ static void record(fake_cmd *cmd, int argc, const char **argv, const size_t *len
 {
     memset(cmd, 0, sizeof *cmd);
     cmd->argc = argc;
-    for (int i = 0; i < argc && i < 8; i++) {
+    for (int i = 0; i < argc && i < FAKE_MAX_ARGS; i++) {
         cmd->argv[i] = malloc(lens[i] + 1);
         memcpy(cmd->argv[i], argv[i], lens[i]);
         cmd->argv[i][lens[i]] = '\0';
@@ -374,12 +374,12 @@ void fake_free(fake *f)
     if (f->c) redlease_client_free(f->c);
     f->c = NULL;
     for (int i = 0; i < f->ncmds; i++)
-        for (int j = 0; j < f->cmds[i].argc && j < 8; j++) free(f->cmds[i].argv[j]);
+        for (int j = 0; j < f->cmds[i].argc && j < FAKE_MAX_ARGS; j++) free(f->cmds[i].argv[j]);
     f->ncmds = f->head = 0;
     for (int k = -1; k < FAKE_PEERS; k++) {
         fake_side *s = k < 0 ? &f->side : &f->peers[k];
         for (int i = 0; i < s->ncmds; i++)
-            for (int j = 0; j < s->cmds[i].argc && j < 8; j++) free(s->cmds[i].argv[j]);
+            for (int j = 0; j < s->cmds[i].argc && j < FAKE_MAX_ARGS; j++) free(s->cmds[i].argv[j]);
         s->ncmds = s->head = 0;
     }
 }
@@ -534,18 +534,39 @@ void fake_side_reply_nil(fake *f)
 
 void fake_side_reply_err(fake *f, const char *s) { fake_link_reply_err(&f->side, s); }
 
-void fake_side_push(fake *f, const char *channel, const char *text)
+/* Pushes [kind, channel, third] on the link's first open subscription. */
+static void link_push(fake_side *s, const char *kind, const char *channel, const rdl_reply *third)
 {
-    fake_side *s = &f->side;
     for (int i = 0; i < s->ncmds; i++) {
         if (!s->cmds[i].subscribed || s->cmds[i].answered) continue;
-        rdl_reply elem[3] = {{.type = RDL_REPLY_STRING, .str = "message", .len = 7},
+        rdl_reply elem[3] = {{.type = RDL_REPLY_STRING, .str = kind, .len = strlen(kind)},
                              {.type = RDL_REPLY_STRING, .str = channel, .len = strlen(channel)},
-                             {.type = RDL_REPLY_STRING, .str = text, .len = strlen(text)}};
+                             *third};
         rdl_reply r = {.type = RDL_REPLY_ARRAY, .elements = 3, .element = elem};
         rdl_conn_on_push(s->cn, s->cmds[i].req, &r);
         return;
     }
+}
+
+void fake_link_message(fake_side *s, const char *channel, const char *text)
+{
+    rdl_reply t = {.type = RDL_REPLY_STRING, .str = text, .len = strlen(text)};
+    link_push(s, "message", channel, &t);
+}
+
+void fake_link_subscribed(fake_side *s)
+{
+    for (int i = 0; i < s->ncmds; i++) {
+        if (!s->cmds[i].subscribed || s->cmds[i].answered) continue;
+        rdl_reply one = {.type = RDL_REPLY_INTEGER, .integer = 1};
+        link_push(s, "subscribe", s->cmds[i].argv[1], &one);
+        return;
+    }
+}
+
+void fake_side_push(fake *f, const char *channel, const char *text)
+{
+    fake_link_message(&f->side, channel, text);
 }
 
 void fake_side_break(fake *f) { fake_link_break(&f->side); }

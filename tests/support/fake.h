@@ -10,10 +10,11 @@
 #include "redlease.h"
 
 #define FAKE_MAX_CMDS 8192
+#define FAKE_MAX_ARGS 16 /* arguments kept of each command */
 
 typedef struct fake_cmd {
     int argc;
-    char *argv[8];
+    char *argv[FAKE_MAX_ARGS];
     void *req;
     int answered;
     int subscribed;  /* a SUBSCRIBE: answered by pushes, ended by the link */
@@ -136,6 +137,10 @@ void fake_link_reply_int(fake_side *s, long long v);
 void fake_link_reply_err(fake_side *s, const char *text);
 void fake_link_connect(fake *f, fake_side *s);
 void fake_link_break(fake_side *s);
+/* On the link's open subscription: its confirmation ["subscribe", channel,
+ * 1], or a message ["message", channel, text]. */
+void fake_link_subscribed(fake_side *s);
+void fake_link_message(fake_side *s, const char *channel, const char *text);
 fake_side *fake_link_at(fake *f, int port);
 
 /* The SHA-1 EVALSHA names script i by. */

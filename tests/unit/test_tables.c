@@ -51,29 +51,37 @@ static int build(const char *prefix, const char *res, size_t rlen, int kind, bui
     return redlease_key(prefix, res, rlen, kind, b->key, sizeof b->key, &b->len);
 }
 
-/* Names built to collide: with the fence suffix, with braces that move
- * the hash tag or empty it, with the escape character itself. */
+/* Names built to collide: with the suffixes, with braces that move the
+ * hash tag or empty it, with the escape character itself. */
 static const char *const names[] = {
     "a", "a:fence", "a}:fence", "a}", "}", "}a", "\\}a", "\\\\}a", "\\", "\\a", "{a}", "a{",
-    "{", "{}", "}{", "x}y", "}:fence", "a:fence:fence", "\\}", ":fence",
+    "{", "{}", "}{", "x}y", "}:fence", "a:fence:fence", "\\}", ":fence", "a}:queue", "}:waiters",
+    "a:queue", "a}:waiters:queue", "a}:fence}:queue",
 };
 #define NNAMES (sizeof names / sizeof names[0])
+#define NKINDS REDLEASE_KEY_WAITERS /* kinds are 1..NKINDS */
+
+static const char *kind_name(int k)
+{
+    static const char *const n[] = {"?", "lock", "fence", "queue", "waiters"};
+    return n[k];
+}
 
 static void test_keys_are_one_to_one(void)
 {
     static const char *const prefixes[] = {"lock:", "", "app:"};
     for (size_t p = 0; p < 3; p++) {
-        built all[2 * NNAMES];
+        built all[NKINDS * NNAMES];
         for (size_t i = 0; i < NNAMES; i++)
-            for (int k = 0; k < 2; k++)
-                CHECK_EQ(build(prefixes[p], names[i], strlen(names[i]),
-                               k ? REDLEASE_KEY_FENCE : REDLEASE_KEY_LOCK, &all[2 * i + k]),
+            for (int k = 0; k < NKINDS; k++)
+                CHECK_EQ(build(prefixes[p], names[i], strlen(names[i]), k + 1, &all[NKINDS * i + k]),
                          REDLEASE_OK);
-        for (size_t i = 0; i < 2 * NNAMES; i++)
-            for (size_t j = i + 1; j < 2 * NNAMES; j++)
+        for (size_t i = 0; i < NKINDS * NNAMES; i++)
+            for (size_t j = i + 1; j < NKINDS * NNAMES; j++)
                 if (all[i].len == all[j].len && memcmp(all[i].key, all[j].key, all[i].len) == 0)
-                    printf("# collision: %s (%s) and %s (%s)\n", names[i / 2], i % 2 ? "fence" : "lock",
-                           names[j / 2], j % 2 ? "fence" : "lock"),
+                    printf("# collision: %s (%s) and %s (%s)\n", names[i / NKINDS],
+                           kind_name((int)(i % NKINDS) + 1), names[j / NKINDS],
+                           kind_name((int)(j % NKINDS) + 1)),
                         t_fails++;
     }
 }
@@ -81,21 +89,26 @@ static void test_keys_are_one_to_one(void)
 static void test_keys_of_a_resource_share_a_slot(void)
 {
     for (size_t i = 0; i < NNAMES; i++) {
-        built lock, fence;
+        built lock, other;
         build("lock:", names[i], strlen(names[i]), REDLEASE_KEY_LOCK, &lock);
-        build("lock:", names[i], strlen(names[i]), REDLEASE_KEY_FENCE, &fence);
-        if (slot(lock.key, lock.len) != slot(fence.key, fence.len))
-            printf("# %s: lock %s and counter %s in different slots\n", names[i], lock.key, fence.key),
-                t_fails++;
+        for (int k = REDLEASE_KEY_FENCE; k <= NKINDS; k++) {
+            build("lock:", names[i], strlen(names[i]), k, &other);
+            if (slot(lock.key, lock.len) != slot(other.key, other.len))
+                printf("# %s: lock %s and %s %s in different slots\n", names[i], lock.key, kind_name(k),
+                       other.key),
+                    t_fails++;
+        }
         /* the tag is never empty: the first "{" is ours, not followed by "}" */
         CHECK(lock.key[5] == '{' && lock.key[6] != '}');
     }
     /* binary names too */
     static const char bin[] = "}\0\r\n\xff{";
-    built lock, fence;
+    built lock, other;
     build("lock:", bin, sizeof bin - 1, REDLEASE_KEY_LOCK, &lock);
-    build("lock:", bin, sizeof bin - 1, REDLEASE_KEY_FENCE, &fence);
-    CHECK_EQ(slot(lock.key, lock.len), slot(fence.key, fence.len));
+    for (int k = REDLEASE_KEY_FENCE; k <= NKINDS; k++) {
+        build("lock:", bin, sizeof bin - 1, k, &other);
+        CHECK_EQ(slot(lock.key, lock.len), slot(other.key, other.len));
+    }
 }
 
 static void test_key_scheme_as_documented(void)
@@ -106,6 +119,10 @@ static void test_key_scheme_as_documented(void)
     CHECK_EQ(b.len, 13);
     CHECK_EQ(build("lock:", "job:42", 6, REDLEASE_KEY_FENCE, &b), REDLEASE_OK);
     CHECK_STR(b.key, "lock:{job:42}:fence");
+    CHECK_EQ(build("lock:", "job:42", 6, REDLEASE_KEY_QUEUE, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "lock:{job:42}:queue");
+    CHECK_EQ(build("lock:", "job:42", 6, REDLEASE_KEY_WAITERS, &b), REDLEASE_OK);
+    CHECK_STR(b.key, "lock:{job:42}:waiters");
     CHECK_EQ(build("lock:", "}x", 2, REDLEASE_KEY_LOCK, &b), REDLEASE_OK);
     CHECK_STR(b.key, "lock:{\\}x}");
     CHECK_EQ(build(NULL, "a", 1, REDLEASE_KEY_LOCK, &b), REDLEASE_OK);
@@ -122,7 +139,8 @@ static void test_key_scheme_as_documented(void)
     CHECK_EQ(redlease_key("lock}", "a", 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
     CHECK_EQ(redlease_key("lock:", "a", 0, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
     CHECK_EQ(redlease_key("lock:", NULL, 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
-    CHECK_EQ(redlease_key("lock:", "a", 1, 3, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", 1, 0, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
+    CHECK_EQ(redlease_key("lock:", "a", 1, NKINDS + 1, b.key, sizeof b.key, &len), REDLEASE_EINVAL);
     CHECK_EQ(redlease_key("lock:", "a", 1, REDLEASE_KEY_LOCK, b.key, sizeof b.key, NULL), REDLEASE_EINVAL);
     CHECK_EQ(redlease_key("lock:", "a", REDLEASE_MAX_RESOURCE + 1, REDLEASE_KEY_LOCK, NULL, 0, &len),
              REDLEASE_EINVAL);

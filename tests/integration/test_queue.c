@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* Queued waiting (REDLEASE_WAIT_QUEUE, docs/design.md section 11) against
+ * the harness's real redis-server: the lock handed over in FIFO order and
+ * the next waiter woken; what happens when a waiter dies, a word is lost,
+ * a holder expires without a release, a budget ends in the queue.
+ *
+ * The waiters' fallbacks are made slow on purpose (a long TTL for the
+ * holder, backoff of seconds), so a case that ends fast shows that a
+ * word, not a timer, moved it. */
+#define _GNU_SOURCE /* memmem, in rig.h */
+#include "rig.h"
+
+#define FAR_MS 10000 /* a holder's TTL: a waiter's timer never fires in a case */
+
+static redlease_lock_options qopts(int64_t ttl, int64_t wait, int fencing)
+{
+    redlease_lock_options o = lopts(ttl, wait, fencing);
+    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    o.retry_base_ms = o.retry_max_ms = 5000 * S; /* polling would be seen */
+    return o;
+}
+
+static void key_of(const char *res, int kind, char *out, size_t size)
+{
+    size_t len;
+    CHECK_EQ(redlease_key("lock:", res, strlen(res), kind, out, size, &len), REDLEASE_OK);
+}
+
+/* The place of token in the resource's queue (0 first), or -1. */
+static long long queue_rank(const char *res, const char *token)
+{
+    char q[64];
+    key_of(res, REDLEASE_KEY_QUEUE, q, sizeof q);
+    redisReply *r = adm("ZRANK %s %s", q, token);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* finish() for clients that share the loop: each is freed, then the loop
+ * must hold nothing of any. */
+static void finish_all(redlease_client **c, obs *o, int n)
+{
+    for (int i = 1; i < n; i++) redlease_client_free(c[i]);
+    finish(c[0], &o[0]);
+    for (int i = 1; i < n; i++) CHECK(o[i].acq <= 1 && o[i].lost <= 1 && o[i].rel <= 1);
+}
+
+/* Runs the loop until o waits in the queue at rank (or 2 s pass). */
+static void wait_queued(obs *o, const char *res, long long rank)
+{
+    int64_t end = mono_ms() + 2000 * S;
+    while (queue_rank(res, redlease_lock_token(o->lk)) != rank && mono_ms() < end)
+        testloop_run_once(5);
+    CHECK_EQ(queue_rank(res, redlease_lock_token(o->lk)), rank);
+}
+
+/* A holder and three queued waiters, each a client of its own: every
+ * release hands the lock to the next in arrival order, which is told at
+ * once (far sooner than any timer of its), and confirms with a command of
+ * its own (its lease is then measured from that send). */
+static void test_queue_hands_over_in_order(void)
+{
+    enum { N = 4 };
+    obs o[N] = {{0}};
+    redlease_client *c[N];
+    const char *res = "q-order";
+    for (int i = 0; i < N; i++) c[i] = real_client(&o[i], NULL);
+    hold_real(c[0], &o[0], res, qopts(FAR_MS, 0, 0));
+    for (int i = 1; i < N; i++) {
+        acquire(c[i], &o[i], res, qopts(FAR_MS, 5000, 0));
+        wait_queued(&o[i], res, i - 1);
+    }
+    for (int i = 1; i < N; i++) {
+        int64_t t0 = mono_ms();
+        release(&o[i - 1], NULL);
+        run_until(&o[i].acq, 1000, NULL);
+        int64_t took = mono_ms() - t0;
+        printf("# waiter %d held %lld ms after the release\n", i, (long long)took);
+        CHECK_EQ(o[i].acq_st, REDLEASE_OK);
+        CHECK(took < 1000 * S); /* its timer was FAR_MS away */
+        CHECK_EQ(redlease_lock_held(o[i].lk), 1);
+        CHECK(redlease_lock_remaining_ms(o[i].lk) > FAR_MS * S - 1000 * S); /* confirmed, not the claim */
+        for (int j = i + 1; j < N; j++) CHECK_EQ(o[j].acq, 0);
+    }
+    release(&o[N - 1], NULL);
+    char q[64], w[64];
+    key_of(res, REDLEASE_KEY_QUEUE, q, sizeof q);
+    key_of(res, REDLEASE_KEY_WAITERS, w, sizeof w);
+    CHECK_EQ(admin_int("EXISTS %s", q), 0); /* the queue's keys go with their last entry */
+    CHECK_EQ(admin_int("EXISTS %s", w), 0);
+    finish_all(c, o, N);
+}
+
+/* Fences are minted by each holder's own confirmation, so they rise in
+ * the order the lock was held. */
+static void test_queue_fences_rise_in_handover_order(void)
+{
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)}, *ca = c[0], *cb = c[1];
+    hold_real(ca, a, "q-fence", qopts(FAR_MS, 0, 1));
+    acquire(cb, b, "q-fence", qopts(FAR_MS, 5000, 1));
+    wait_queued(b, "q-fence", 0);
+    uint64_t fa = redlease_lock_fence(a->lk);
+    release(a, NULL);
+    run_until(&b->acq, 1000, NULL);
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(redlease_lock_fence(b->lk) > fa);
+    release(b, NULL);
+    finish_all(c, o, 2);
+}
+
+/* A dead waiter at the head (an entry still alive, a channel nobody
+ * listens on) is handed the lock and never confirms: the waiter behind it
+ * is told to check when the claim ends, and gets the lock then. */
+static void test_queue_dead_head_costs_one_claim(void)
+{
+    const char *res = "q-dead";
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)}, *ca = c[0], *cb = c[1];
+    hold_real(ca, a, res, qopts(FAR_MS, 0, 0));
+    char q[64], w[64];
+    key_of(res, REDLEASE_KEY_QUEUE, q, sizeof q);
+    key_of(res, REDLEASE_KEY_WAITERS, w, sizeof w);
+    const char *ghost = "0123456789abcdef0123456789abcdef";
+    char entry[96];
+    snprintf(entry, sizeof entry, "99999999999999 %lld nobody-listens", (long long)(300 * S));
+    ADM("ZADD %s 0 %s", q, ghost);
+    ADM("HSET %s %s %s", w, ghost, entry);
+    acquire(cb, b, res, qopts(FAR_MS, 5000, 0));
+    wait_queued(b, res, 1);
+    int64_t t0 = mono_ms();
+    release(a, NULL);
+    run_until(&b->acq, 2000, NULL);
+    int64_t took = mono_ms() - t0;
+    printf("# behind a dead head: held after %lld ms (claim %lld)\n", (long long)took, (long long)(300 * S));
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(took >= 300 * S - 20); /* not before the claim ran out */
+    CHECK(took < 1300 * S);
+    release(b, NULL);
+    finish_all(c, o, 2);
+}
+
+/* A holder that neither renews nor releases: its key expires, and the
+ * waiter's timer, set to the holder's remaining TTL, finds it free. */
+static void test_queue_expired_holder_is_found_by_the_timer(void)
+{
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)}, *ca = c[0], *cb = c[1];
+    redlease_lock_options ho = qopts(400, 0, 0);
+    ho.renew_interval_ms = REDLEASE_RENEW_OFF;
+    hold_real(ca, a, "q-expire", ho);
+    int64_t t0 = mono_ms();
+    acquire(cb, b, "q-expire", qopts(FAR_MS, 5000, 0));
+    run_until(&b->acq, 2000, NULL);
+    int64_t took = mono_ms() - t0;
+    printf("# after an expiry: held after %lld ms\n", (long long)took);
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(took < 1000 * S); /* the holder's TTL, not the 5 s backoff */
+    CHECK_EQ(a->lost, 1);
+    release(b, NULL);
+    release(a, NULL);
+    finish_all(c, o, 2);
+}
+
+/* The wake-up channel's link is cut while a waiter waits, and the word of
+ * the release is published to nobody: the new subscription has every
+ * waiter check, and it finds the lock handed to it. */
+static void test_queue_lost_word_is_made_up_on_resubscribe(void)
+{
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)}, *ca = c[0], *cb = c[1];
+    hold_real(ca, a, "q-lost", qopts(FAR_MS, 0, 0));
+    acquire(cb, b, "q-lost", qopts(FAR_MS, 5000, 0));
+    wait_queued(b, "q-lost", 0);
+    ADM("CLIENT KILL TYPE pubsub");
+    int64_t t0 = mono_ms();
+    CHECK_EQ(redlease_release(a->lk, o_rel, a), REDLEASE_OK);
+    run_until(&b->acq, 2000, NULL);
+    printf("# word lost: held after %lld ms\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 1500 * S);
+    run_until(&a->rel, 1000, NULL);
+    release(b, NULL);
+    finish_all(c, o, 2);
+}
+
+/* A waiter whose budget ends leaves the queue; one released (cancelled)
+ * while waiting too, and a lock handed to it meanwhile goes on. */
+static void test_queue_leaving_the_queue(void)
+{
+    const char *res = "q-leave";
+    obs o[3] = {{0}}, *a = &o[0], *b = &o[1], *d = &o[2];
+    redlease_client *c[3] = {real_client(a, NULL), real_client(b, NULL), real_client(d, NULL)};
+    redlease_client *ca = c[0], *cb = c[1], *cd = c[2];
+    hold_real(ca, a, res, qopts(FAR_MS, 0, 0));
+    acquire(cb, b, res, qopts(FAR_MS, 300, 0));
+    wait_queued(b, res, 0);
+    char token[40];
+    snprintf(token, sizeof token, "%s", redlease_lock_token(b->lk));
+    run_until(&b->acq, 2000, NULL);
+    CHECK_EQ(b->acq_st, REDLEASE_EBUSY);
+    release(b, NULL);
+    run_for(100, NULL);
+    CHECK_EQ(queue_rank(res, token), -1);
+    /* d waits, is cancelled just as the lock is handed to it: the drop
+     * behind its attempts deletes the key, and nobody is left holding */
+    acquire(cd, d, res, qopts(FAR_MS, 5000, 0));
+    wait_queued(d, res, 0);
+    CHECK_EQ(redlease_release(a->lk, o_rel, a), REDLEASE_OK);
+    CHECK_EQ(redlease_release(d->lk, o_rel, d), REDLEASE_OK);
+    run_until(&a->rel, 1000, NULL);
+    run_until(&d->rel, 1000, NULL);
+    run_for(200, NULL);
+    char k[64];
+    key_of(res, REDLEASE_KEY_LOCK, k, sizeof k);
+    CHECK_EQ(admin_int("EXISTS %s", k), 0);
+    finish_all(c, o, 3);
+}
+
+int main(int argc, char **argv)
+{
+    if (rig_start()) return 1;
+    static const test_case tests[] = {
+        TEST_CASE(test_queue_hands_over_in_order),
+        TEST_CASE(test_queue_fences_rise_in_handover_order),
+        TEST_CASE(test_queue_dead_head_costs_one_claim),
+        TEST_CASE(test_queue_expired_holder_is_found_by_the_timer),
+        TEST_CASE(test_queue_lost_word_is_made_up_on_resubscribe),
+        TEST_CASE(test_queue_leaving_the_queue),
+    };
+    int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+    rig_stop();
+    return rc;
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of queued waiting (REDLEASE_WAIT_QUEUE, docs/design.md
+ * section 11) on the fake transport and virtual clock: what a queued
+ * attempt sends, when a waiter told "busy" checks again (the holder's
+ * TTL left, a third of its entry's life, a word), the client's wake-up
+ * channel (joining the queue only while subscribed, every waiter checking
+ * after a new subscription, words for strangers), and the scripts that
+ * leave the queue and hand the lock over. The scripts themselves run
+ * against a real server in tests/integration/test_queue.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core_rig.h"
+#include "fake.h"
+#include "testutil.h"
+
+#define TTL 30000 /* a waiter's entry lives as long; it checks every 10000 ms */
+
+static redlease_lock_options qopts(int64_t wait)
+{
+    redlease_lock_options o = opts(TTL);
+    o.wait_ms = wait;
+    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    return o;
+}
+
+/* The pending command is a queued attempt of r's handle; *channel gets
+ * the channel it asks to be told on ("" when it does not join). */
+static int is_queued_attempt(fake *f, const rec *r, const char **channel)
+{
+    fake_cmd *c = fake_peek(f);
+    int ok = c && c->argc == 11 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) &&
+             strcmp(c->argv[2], "3") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
+             strcmp(c->argv[4], "lock:{job}:queue") == 0 && strcmp(c->argv[5], "lock:{job}:waiters") == 0 &&
+             strcmp(c->argv[6], redlease_lock_token(r->lk)) == 0 && strcmp(c->argv[7], "30000") == 0 &&
+             strcmp(c->argv[8], "30000") == 0 /* the entry's life */ &&
+             strcmp(c->argv[9], "2000") == 0 /* the claim: the command timeout */;
+    if (ok && channel) *channel = c->argv[10];
+    return ok;
+}
+
+static int is_queue_release(fake *f, const rec *r)
+{
+    fake_cmd *c = fake_peek(f);
+    return c && c->argc == 7 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_RELEASE)) &&
+           strcmp(c->argv[2], "3") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
+           strcmp(c->argv[4], "lock:{job}:queue") == 0 && strcmp(c->argv[5], "lock:{job}:waiters") == 0 &&
+           strcmp(c->argv[6], redlease_lock_token(r->lk)) == 0;
+}
+
+/* The waker's link (the first beside the client's own) connects and
+ * subscribes; returns its channel. */
+static const char *subscribe(fake *f)
+{
+    fake_link_connect(f, &f->side);
+    fake_cmd *sub = &f->side.cmds[f->side.ncmds - 1];
+    CHECK(sub->subscribed && strcmp(sub->argv[0], "SUBSCRIBE") == 0);
+    CHECK(strncmp(sub->argv[1], "lock:wake:", 10) == 0 && strlen(sub->argv[1]) == 10 + 32);
+    fake_link_subscribed(&f->side);
+    fake_run(f);
+    return sub->argv[1];
+}
+
+static void word(fake *f, const char *channel, const char *kind, const rec *r, const char *ms)
+{
+    char text[80];
+    snprintf(text, sizeof text, "%s %s%s%s", kind, redlease_lock_token(r->lk), ms ? " " : "", ms ? ms : "");
+    fake_link_message(&f->side, channel, text);
+    fake_run(f);
+}
+
+/* A waiter in the queue: its first attempt went before the channel was
+ * subscribed (channel ""), the subscription had it check again at once,
+ * now joining; that attempt is pending. Returns the channel. */
+static const char *queued(fake *f, rec *r, int64_t wait)
+{
+    redlease_lock_options o = qopts(wait);
+    CHECK_EQ(start_lock(f, r, "job", &o), REDLEASE_OK);
+    fake_run(f);
+    const char *ch = NULL;
+    CHECK(is_queued_attempt(f, r, &ch) && ch && ch[0] == '\0');
+    CHECK_EQ(f->side.connects, 1); /* the first waiter opened the channel */
+    fake_reply_int(f, -20000);
+    fake_run(f);
+    CHECK_EQ(r->acq_calls, 0);
+    const char *channel = subscribe(f);
+    CHECK(is_queued_attempt(f, r, &ch) && ch && strcmp(ch, channel) == 0);
+    return channel;
+}
+
+static void test_word_parsing(void)
+{
+    char tok[RDL_TOKEN_LEN + 1];
+    int64_t ms;
+    const char *t = "0123456789abcdef0123456789abcdef";
+    char buf[96];
+    snprintf(buf, sizeof buf, "g %s", t);
+    CHECK_EQ(rdl_waker_parse_word(buf, strlen(buf), tok, &ms), RDL_WORD_GRANTED);
+    CHECK_STR(tok, t);
+    CHECK_EQ(ms, 0);
+    snprintf(buf, sizeof buf, "c %s 2000", t);
+    CHECK_EQ(rdl_waker_parse_word(buf, strlen(buf), tok, &ms), RDL_WORD_CHECK);
+    CHECK_EQ(ms, 2000);
+    static const char *const bad[] = {
+        "", "g", "g ", "x 0123456789abcdef0123456789abcdef", "g 0123456789abcdef0123456789abcde",
+        "g 0123456789ABCDEF0123456789abcdef", "g 0123456789abcdef0123456789abcdef ",
+        "c 0123456789abcdef0123456789abcdef", "c 0123456789abcdef0123456789abcdef ",
+        "c 0123456789abcdef0123456789abcdef 1x", "c 0123456789abcdef0123456789abcdef 99999999999999999999",
+        "g0123456789abcdef0123456789abcdef",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rdl_waker_parse_word(bad[i], strlen(bad[i]), tok, &ms) != 0)
+            printf("# accepted: \"%s\"\n", bad[i]), t_fails++;
+}
+
+/* A waiter checks again by the holder's TTL left (the key may expire
+ * without a release) or a third of its entry's life, whichever is first;
+ * never by the backoff of a poller. */
+static void test_busy_waiter_checks_by_holder_ttl_or_entry_life(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    fake_reply_int(&f, -700); /* the holder has 700 ms left (rounded up) */
+    fake_run(&f);
+    int64_t t = f.now;
+    fake_advance(&f, 699);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, 1);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    CHECK_EQ(f.now, t + 700);
+    fake_reply_int(&f, 0); /* a holder without a TTL: the entry's life decides */
+    fake_run(&f);
+    t = f.now;
+    fake_advance(&f, TTL / 3 - 1);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, 1);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    fake_reply_int(&f, 1); /* ours */
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* "g TOKEN": the lock was handed over; the waiter confirms at once with
+ * its own command, and its lease counts from that command's send. */
+static void test_granted_word_confirms_at_once(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    fake_advance(&f, 50);
+    CHECK_EQ(fake_pending(&f), 0);
+    word(&f, channel, "g", &r, NULL);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    int64_t t0 = f.now;
+    fake_advance(&f, 3);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_remaining_ms(r.lk), t0 + TTL - 302 - f.now); /* drift: 1% + 2 ms */
+    CHECK_EQ(f.c->waker->words, 1);
+    end(&f);
+}
+
+/* A word that comes while an attempt is out may be newer than what that
+ * attempt saw: a "busy" answer is checked again at once after a grant,
+ * and by the word's time after a "check". */
+static void test_word_during_an_attempt_is_kept_for_after_it(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    word(&f, channel, "g", &r, NULL);
+    CHECK_EQ(fake_pending(&f), 1); /* no second attempt beside the first */
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    CHECK(is_queued_attempt(&f, &r, NULL)); /* at once */
+    word(&f, channel, "c", &r, "300");
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    int64_t t = f.now;
+    fake_advance(&f, 299);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, 1);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    CHECK_EQ(f.now, t + 300);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* "c TOKEN MS": the waiter ahead was handed the lock and may never
+ * confirm; check once its claim ends, not at the holder's TTL. Words for
+ * another token, of another shape, or for a handle that holds, change
+ * nothing. */
+static void test_check_word_and_strangers(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    fake_link_message(&f.side, channel, "g 0123456789abcdef0123456789abcdef");
+    fake_link_message(&f.side, channel, "hello");
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    CHECK_EQ(f.c->waker->words, 0);
+    int64_t t = f.now;
+    word(&f, channel, "c", &r, "2000");
+    fake_advance(&f, 1999);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, 1);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    CHECK_EQ(f.now, t + 2000);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    word(&f, channel, "g", &r, NULL); /* held: it waits in no queue */
+    CHECK_EQ(fake_pending(&f), 0);
+    CHECK_EQ(f.c->waker->words, 1);
+    end(&f);
+}
+
+/* The channel's link breaks while a waiter waits: words published
+ * meanwhile are lost, so the new subscription has it check at once;
+ * while unsubscribed its attempts do not join (channel ""). */
+static void test_resubscription_has_every_waiter_check(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    fake_link_break(&f.side);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_advance(&f, 2000); /* the reconnect backoff at most */
+    CHECK(f.side.connecting);
+    const char *channel = subscribe(&f);
+    const char *ch = NULL;
+    CHECK(is_queued_attempt(&f, &r, &ch) && strcmp(ch, channel) == 0);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* A waiter whose budget ends leaves the queue: the drop behind its
+ * attempts is the queue's release script (which also hands over a lock
+ * handed to it meanwhile). A held queued handle releases with it too,
+ * never with the server's own DELIFEQ, which would hand nothing over. */
+static void test_leaving_and_releasing_go_through_the_queue(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    rec r = {0};
+    queued(&f, &r, 3000);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    fake_advance(&f, 3000);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
+    /* the last attempt, sent just before the budget's end, then the drop */
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    CHECK(is_queue_release(&f, &r));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+
+    rec h = {0};
+    redlease_lock_options o = qopts(0); /* one attempt: not in the queue, no pass either */
+    CHECK_EQ(start_lock(&f, &h, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    const char *ch = NULL;
+    CHECK(is_queued_attempt(&f, &h, &ch) && ch[0] == '\0');
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(h.acq_status, REDLEASE_OK);
+    CHECK_EQ(release(&h), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_queue_release(&f, &h));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(h.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* One attempt of a client that never waited opens no channel. */
+static void test_single_attempt_opens_no_channel(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = qopts(0);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_queued_attempt(&f, &r, NULL));
+    fake_reply_int(&f, -500);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
+    CHECK_EQ(f.side.connects, 0);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    end(&f);
+}
+
+/* Many waiters of one client share its channel; each word finds its own
+ * (the table grows past its first buckets). */
+static void test_many_waiters_share_one_channel(void)
+{
+    enum { N = 100 };
+    fake f;
+    fake_start(&f, NULL);
+    static rec r[N];
+    memset(r, 0, sizeof r);
+    char res[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(res[i], sizeof res[i], "job%d", i);
+        redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+        CHECK_EQ(start_lock(&f, &r[i], res[i], &o), REDLEASE_OK);
+    }
+    fake_run(&f);
+    for (int i = 0; i < N; i++) fake_reply_int(&f, -20000);
+    fake_run(&f);
+    const char *channel = subscribe(&f); /* all check again, joining */
+    CHECK_EQ(f.side.connects, 1);
+    CHECK_EQ(fake_pending(&f), N);
+    for (int i = 0; i < N; i++) fake_reply_int(&f, -20000);
+    fake_run(&f);
+    for (int i = N - 1; i >= 0; i--) word(&f, channel, "g", &r[i], NULL);
+    CHECK_EQ(fake_pending(&f), N);
+    CHECK_EQ(f.c->waker->words, N);
+    for (int i = N - 1; i >= 0; i--) { /* the attempts went in the words' order */
+        fake_cmd *c = fake_peek(&f);
+        CHECK(c && strcmp(c->argv[6], redlease_lock_token(r[i].lk)) == 0);
+        fake_reply_int(&f, 1);
+    }
+    fake_run(&f);
+    for (int i = 0; i < N; i++) CHECK_EQ(r[i].acq_status, REDLEASE_OK);
+    CHECK(f.c->waker->nbuckets > 16);
+    end(&f);
+}
+
+/* Cluster and quorum clients have no channel yet: their handles poll. */
+static void test_no_channel_under_cluster_or_quorum(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.cluster.addrs = "127.0.0.1:7000";
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    CHECK(c && c->waker == NULL);
+    redlease_client_free(c);
+    redlease_client_options_init(&co);
+    co.quorum.addrs = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    CHECK(c && c->waker == NULL);
+    redlease_client_free(c);
+    redlease_client_options_init(&co);
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
+    CHECK(c && c->waker != NULL);
+    redlease_client_free(c);
+}
+
+static void test_wait_mode_is_checked(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = qopts(100);
+    o.wait_mode = 3;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
+    o.wait_mode = -1;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
+    redlease_lock_options d;
+    redlease_lock_options_init(&d);
+    CHECK_EQ(d.wait_mode, REDLEASE_WAIT_DEFAULT);
+    end(&f);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_word_parsing),
+        TEST_CASE(test_busy_waiter_checks_by_holder_ttl_or_entry_life),
+        TEST_CASE(test_granted_word_confirms_at_once),
+        TEST_CASE(test_word_during_an_attempt_is_kept_for_after_it),
+        TEST_CASE(test_check_word_and_strangers),
+        TEST_CASE(test_resubscription_has_every_waiter_check),
+        TEST_CASE(test_leaving_and_releasing_go_through_the_queue),
+        TEST_CASE(test_single_attempt_opens_no_channel),
+        TEST_CASE(test_many_waiters_share_one_channel),
+        TEST_CASE(test_no_channel_under_cluster_or_quorum),
+        TEST_CASE(test_wait_mode_is_checked),
+    };
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
