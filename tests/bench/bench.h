@@ -3,7 +3,8 @@
  * hand on hiredis and libev, in one run against one private redis-server.
  * bench_main.c runs the scenarios and prints the table, bench_raw.c is the
  * floor, bench_lib.c the same work through redlease, bench_util.c what
- * both measure with. Results are JSON lines; nothing here asserts a speed. */
+ * both measure with; bench_contended.c has no floor (N processes on one
+ * key). Results are JSON lines; nothing here asserts a speed. */
 #ifndef REDLEASE_BENCH_H
 #define REDLEASE_BENCH_H
 
@@ -59,6 +60,26 @@ int bench_lib_hold(const bench_hold_spec *s, bench_held *out);
 /* How late on_lost runs after the local deadline (µs), samples sorted. */
 int bench_lib_lost_latency(int samples, double *lat_us);
 
+/* contended: `workers` processes contend for one key, each with its own
+ * loop and client, holding it hold_us per turn (bench_contended.c). Modes
+ * are rows of lock options; bench_contended_mode(i) names the i-th, NULL
+ * past the last. */
+typedef struct bench_contended_spec {
+    int workers;
+    double hold_us, seconds, warmup_s;
+} bench_contended_spec;
+typedef struct bench_contended {
+    long cs, give_ups, overlaps, lost, errors; /* in the window; overlaps, lost, errors: in all */
+    double cs_per_s, hold_mean_us;
+    double handoff_p50_us, handoff_p99_us; /* next holder's acquired - release call */
+    double self_reacquire, jain, wait_p99_ms;
+    double cpu_percent;     /* the workers' user + sys, % of one core */
+    double commands_per_cs; /* commands the clients sent, a script counting as one */
+    double redis_calls_per_cs; /* the server's count: a script's own calls included */
+} bench_contended;
+const char *bench_contended_mode(int i);
+int bench_contended_run(const char *mode, const bench_contended_spec *s, bench_contended *out);
+
 /* bench_util.c */
 double bench_now_us(void);
 int64_t bench_clock_ms(void); /* the clock redlease is given in the bench */
@@ -67,6 +88,7 @@ double bench_cpu_us(void);
 double bench_redis_cpu_us(void); /* the server's used_cpu_sys + used_cpu_user */
 int bench_redis_flush(void);
 char *bench_redis_script_load(const char *src); /* malloc'd SHA1, or NULL */
+double bench_redis_commands(void); /* INFO stats total_commands_processed */
 void bench_token(char out[33]);  /* a unique token, the floor's way */
 int bench_cmp_double(const void *a, const void *b);
 double bench_quantile(double *sorted, long n, double q);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* make bench: every scenario runs the floor (bench_raw.c) and redlease
  * (bench_lib.c) in the same run against the same private server, prints
- * one JSON line per measurement, then a table of ratios and goals.
+ * one JSON line per measurement, then a table of ratios and goals;
+ * contended has no floor (bench_contended.c: N processes on one key).
  *
- *   bench [a] [b] [d] [lost] [million]       (default: all of them)
+ *   bench [a] [b] [d] [lost] [million] [contended]   (default: all of them)
  *
  * Environment (run-bench.sh passes the server's port):
  *   REDLEASE_TEST_PORT      the private redis-server, 127.0.0.1
@@ -23,9 +24,17 @@
  *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server
  *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
  *                           does); REDIS_SERVER=valkey-server compares them
+ *   BENCH_CONTENDED_N 8     contended: worker processes on the one key
+ *   BENCH_CS_US    1000     contended: µs each holds the lease (asleep)
+ *   BENCH_CONTENDED_SECONDS 10  contended: seconds measured per mode
+ *                           (after 0.5 s of warm-up)
+ *   BENCH_CONTENDED_MODES (all)  contended: modes to run, comma-separated
+ *                           (bench_contended.c's table: defaults,
+ *                           backoff-1-10ms)
  * Ratios of a and b are medians of each round's ratio, so a slow moment
  * of the machine weighs on both sides. Nothing is asserted: the exit
- * status is nonzero only when a scenario could not run or lost a lease. */
+ * status is nonzero only when a scenario could not run, lost a lease or,
+ * in contended, had two holders at once. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +53,7 @@ static double env_num(const char *name, double dflt)
 static int failures;
 
 /* ------------------------------------------------ table rows */
-#define MAX_ROWS 16
+#define MAX_ROWS 64
 static struct row {
     char what[64], raw[24], lib[24], ratio[16], goal[24];
 } rows[MAX_ROWS];
@@ -244,6 +253,70 @@ static void lost(void)
     free(lat);
 }
 
+/* ------------------------------------------------ contended */
+/* The goals for N workers holding h: each turn costs h plus a handoff of
+ * at most 0.15 ms, the lease goes round the workers in turn (so a waiter
+ * waits for the N - 1 others, plus 2 ms of slack), nobody gives up, and a
+ * turn takes at most 3 commands. */
+static void contended_rows(const char *mode, const bench_contended_spec *s,
+                           const bench_contended *c)
+{
+    double h_ms = s->hold_us / 1e3, turn_ms = h_ms + 0.15;
+    char what[64], label[48], b1[24], b2[24];
+#define WHAT(label) (snprintf(what, sizeof what, "contended %s: %s", mode, label), what)
+    snprintf(label, sizeof label, "CS/s (%d x %g ms)", s->workers, h_ms);
+    snprintf(b2, sizeof b2, ">= %.0f", 0.9 / turn_ms * 1e3);
+    row(WHAT(label), "-", fmt(b1, "%.0f", c->cs_per_s), "-", b2);
+    snprintf(b1, sizeof b1, "%.0f / %.0f", c->handoff_p50_us, c->handoff_p99_us);
+    row(WHAT("handoff p50/p99 (us)"), "-", b1, "-", "p50 <= 150");
+    snprintf(b2, sizeof b2, "<= %.3f", 1.0 / s->workers);
+    row(WHAT("self re-acquire"), "-", fmt(b1, "%.3f", c->self_reacquire), "-", b2);
+    row(WHAT("Jain fairness"), "-", fmt(b1, "%.3f", c->jain), "-", ">= 0.99");
+    snprintf(b2, sizeof b2, "<= %.2f", (s->workers - 1) * turn_ms + 2);
+    row(WHAT("wait p99 (ms)"), "-", fmt(b1, "%.2f", c->wait_p99_ms), "-", b2);
+    snprintf(b1, sizeof b1, "%ld / %ld", c->give_ups, c->overlaps);
+    row(WHAT("give-ups / overlaps"), "-", b1, "-", "0 / 0");
+    row(WHAT("Redis cmds per CS"), "-", fmt(b1, "%.2f", c->commands_per_cs), "-", "<= 3");
+    row(WHAT("client CPU (%)"), "-", fmt(b1, "%.1f", c->cpu_percent), "-", "-");
+#undef WHAT
+}
+
+static void contended_mode(const char *mode, const bench_contended_spec *s)
+{
+    bench_contended c;
+    if (bench_redis_flush()) bench_die("FLUSHALL");
+    if (bench_contended_run(mode, s, &c) || c.overlaps || c.lost) failures++;
+    printf("{\"scenario\":\"contended\",\"mode\":\"%s\",\"workers\":%d,\"hold_us\":%.0f,"
+           "\"seconds\":%.1f,\"cs\":%ld,\"cs_per_s\":%.1f,\"hold_mean_us\":%.0f,"
+           "\"handoff_p50_us\":%.0f,\"handoff_p99_us\":%.0f,\"self_reacquire\":%.4f,"
+           "\"jain\":%.4f,\"wait_p99_ms\":%.2f,\"give_ups\":%ld,\"client_cpu_percent\":%.2f,"
+           "\"redis_commands_per_cs\":%.3f,\"redis_calls_per_cs\":%.3f,\"overlaps\":%ld,\"lost\":%ld,"
+           "\"errors\":%ld}\n",
+           mode, s->workers, s->hold_us, s->seconds, c.cs, c.cs_per_s, c.hold_mean_us,
+           c.handoff_p50_us, c.handoff_p99_us, c.self_reacquire, c.jain, c.wait_p99_ms,
+           c.give_ups, c.cpu_percent, c.commands_per_cs, c.redis_calls_per_cs, c.overlaps, c.lost,
+           c.errors);
+    if (c.overlaps) fprintf(stderr, "bench: contended %s: %ld double holders\n", mode, c.overlaps);
+    contended_rows(mode, s, &c);
+}
+
+static void contended(void)
+{
+    bench_contended_spec s = {.workers = (int)env_num("BENCH_CONTENDED_N", 8),
+                              .hold_us = env_num("BENCH_CS_US", 1000),
+                              .seconds = env_num("BENCH_CONTENDED_SECONDS", 10), .warmup_s = 0.5};
+    if (s.workers < 1) bench_die("BENCH_CONTENDED_N must be at least 1");
+    const char *pick = getenv("BENCH_CONTENDED_MODES");
+    if (!pick || !*pick) {
+        for (int i = 0; bench_contended_mode(i); i++) contended_mode(bench_contended_mode(i), &s);
+        return;
+    }
+    char *list = strdup(pick), *save = NULL;
+    for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save))
+        contended_mode(m, &s);
+    free(list);
+}
+
 int main(int argc, char **argv)
 {
     bench_port = (int)env_num("REDLEASE_TEST_PORT", 0);
@@ -251,9 +324,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* As a server does: the floor has no SIGPIPE guard of its own. */
     signal(SIGPIPE, SIG_IGN);
-    const char *all[] = {"a", "b", "d", "lost", "million"};
+    const char *all[] = {"a", "b", "d", "lost", "million", "contended"};
     const char **which = argc > 1 ? (const char **)argv + 1 : all;
-    int n = argc > 1 ? argc - 1 : 5;
+    int n = argc > 1 ? argc - 1 : 6;
     for (int i = 0; i < n; i++) {
         if (!strcmp(which[i], "a"))
             cycles("a", 1, "a. one key, acquire -> release", 0.95);
@@ -265,12 +338,14 @@ int main(int argc, char **argv)
             lost();
         else if (!strcmp(which[i], "million"))
             million();
+        else if (!strcmp(which[i], "contended"))
+            contended();
         else
-            bench_die("unknown scenario (a, b, d, lost, million)");
+            bench_die("unknown scenario (a, b, d, lost, million, contended)");
     }
-    printf("\n%-42s %14s %16s %7s %9s\n", "scenario", "raw floor", "redlease", "ratio", "goal");
+    printf("\n%-46s %14s %16s %7s %10s\n", "scenario", "raw floor", "redlease", "ratio", "goal");
     for (int i = 0; i < n_rows; i++)
-        printf("%-42s %14s %16s %7s %9s\n", rows[i].what, rows[i].raw, rows[i].lib, rows[i].ratio,
+        printf("%-46s %14s %16s %7s %10s\n", rows[i].what, rows[i].raw, rows[i].lib, rows[i].ratio,
                rows[i].goal);
     return failures ? 1 : 0;
 }

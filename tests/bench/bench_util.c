@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the floor and redlease are measured with: clocks, RSS, CPU, the
- * server's own CPU, and a synchronous connection for set-up. */
+ * server's own CPU and command count, and a synchronous connection for
+ * set-up. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,19 @@ char *bench_redis_script_load(const char *src)
     freeReplyObject(r);
     redisFree(rc);
     return sha;
+}
+
+/* Every command the server ran, those a script calls included (Redis
+ * 7.0 counts them; bench_contended.c says why that matters). */
+double bench_redis_commands(void)
+{
+    redisContext *rc = sync_connect();
+    redisReply *r = redisCommand(rc, "INFO stats");
+    double n = 0;
+    if (r && r->type == REDIS_REPLY_STRING) n = info_field(r->str, "total_commands_processed:");
+    freeReplyObject(r);
+    redisFree(rc);
+    return n;
 }
 
 /* What careful hand-written code does for a token without a CSPRNG call
