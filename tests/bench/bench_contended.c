@@ -24,8 +24,9 @@
  * other lines over this scenario's window equalled the clients' sum
  * exactly; but a monitored server is slower at every command (here the
  * handoff p50 rose by 10-40 us, with more self re-acquires, whether the
- * stream was read meanwhile or not), so the bench does not run one. The server's own total is in the JSON too
- * (redis_calls_per_cs: a script's calls included). */
+ * stream was read meanwhile or not), so the bench does not run one. The
+ * server's own total is in the JSON too (redis_calls_per_cs: a script's
+ * calls included). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,12 @@ static void backoff_1_10ms(redlease_lock_options *o)
     o->retry_max_ms = 10;
 }
 
+static void queued(redlease_lock_options *o) { o->wait_mode = REDLEASE_WAIT_QUEUE; }
+
 static const mode modes[] = {
     {"defaults", library_defaults},
     {"backoff-1-10ms", backoff_1_10ms},
+    {"queue", queued},
 };
 #define N_MODES ((int)(sizeof modes / sizeof modes[0]))
 
