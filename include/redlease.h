@@ -283,7 +283,7 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 /* How an acquire with a wait budget (wait_ms != 0) waits while another
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
 enum redlease_wait_mode {
-    REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: REDLEASE_WAIT_POLL in this version */
+    REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: REDLEASE_WAIT_QUEUE in this version */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it (one Redis or Sentinel;
                                   under a Cluster or a quorum it polls for now) */

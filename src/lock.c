@@ -206,7 +206,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
 {
     switch (kind) {
     case RDL_REQ_ACQUIRE:
-        if (lk->queued) return RDL_SCRIPT_QUEUE_ACQUIRE;
+        if (lk->acq->joins) return RDL_SCRIPT_QUEUE_ACQUIRE;
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
         /* Only a later attempt, or one sent again (a Cluster move), can
          * meet a key of its own making. */
@@ -1293,10 +1293,12 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->renew_interval = (int32_t)(o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms);
     acq->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
-    /* A client without a wake-up channel (Cluster, quorum) has no queue
-     * yet. A single attempt (wait_ms 0) does not join the queue, and does
-     * not pass those in it either; its release hands the lock over too. */
-    lk->queued = o->wait_mode == REDLEASE_WAIT_QUEUE && c->waker;
+    /* The default is the queue (docs/design.md, section 11), where the
+     * client has a wake-up channel: a Cluster's or a quorum's has none yet.
+     * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
+     * NX, which finds a lock handed to a waiter taken; its release hands
+     * the lock over too. */
+    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && c->waker;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;

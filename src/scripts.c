@@ -3,11 +3,18 @@
 
 /* Pieces more than one script is made of (docs/design.md, section 11). */
 
-/* The server's clock in ms: entries' deadlines are the server's, one
- * clock for every client of a queue, never a client's own. */
-#define LUA_NOW \
-    "local t = redis.call('TIME')\n" \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+/* The server's clock in ms, read once and only when needed (a release
+ * with nobody waiting never reads it): entries' deadlines are the
+ * server's, one clock for every client of a queue, never a client's own. */
+#define LUA_CLOCK \
+    "local now\n" \
+    "local function clock()\n" \
+    "  if not now then\n" \
+    "    local t = redis.call('TIME')\n" \
+    "    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "  end\n" \
+    "  return now\n" \
+    "end\n"
 
 /* A resource's fence: its counter (key k) incremented and kept for cttl
  * ms. A missing counter (first use, expired, or a restart without
@@ -37,25 +44,25 @@
     "  redis.call('ZREM', KEYS[2], tok)\n" \
     "  redis.call('HDEL', KEYS[3], tok)\n" \
     "end\n" \
-    "local function head(now)\n" \
+    "local function head()\n" \
     "  while true do\n" \
     "    local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n" \
     "    if not h then return nil end\n" \
     "    local e = redis.call('HGET', KEYS[3], h)\n" \
     "    if e then\n" \
     "      local d, c, ch = string.match(e, '^(%d+) (%d+) (.*)$')\n" \
-    "      if d and tonumber(d) > now then return h, c, ch end\n" \
+    "      if d and tonumber(d) > clock() then return h, c, ch end\n" \
     "    end\n" \
     "    leave(h)\n" \
     "  end\n" \
     "end\n" \
-    "local function hand_over(now)\n" \
-    "  local h, c, ch = head(now)\n" \
+    "local function hand_over()\n" \
+    "  local h, c, ch = head()\n" \
     "  if not h then return end\n" \
     "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
     "  leave(h)\n" \
     "  redis.call('PUBLISH', ch, 'g ' .. h)\n" \
-    "  local n, _, nch = head(now)\n" \
+    "  local n, _, nch = head()\n" \
     "  if n then redis.call('PUBLISH', nch, 'c ' .. n .. ' ' .. c) end\n" \
     "end\n"
 
@@ -120,7 +127,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * us), or keep our place with a new deadline, and learn the holder's
      * remaining TTL. The queue's keys live as long as their last entry. */
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
-        LUA_NOW LUA_MINT LUA_QUEUE
+        LUA_CLOCK LUA_MINT LUA_QUEUE
         "local tok = ARGV[1]\n"
         "local function take()\n"
         "  local fence = 1\n"
@@ -132,9 +139,9 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local v = redis.call('GET', KEYS[1])\n"
         "if v == tok then return take() end\n"
         "if not v then\n"
-        "  local h = head(now)\n"
+        "  local h = head()\n"
         "  if not h or h == tok then return take() end\n"
-        "  hand_over(now)\n"
+        "  hand_over()\n"
         "end\n"
         "if ARGV[5] ~= '' then\n"
         "  if not redis.call('ZSCORE', KEYS[2], tok) then\n"
@@ -142,7 +149,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "    redis.call('ZADD', KEYS[2], last[2] and last[2] + 1 or 1, tok)\n"
         "  end\n"
         "  local life = tonumber(ARGV[3])\n"
-        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', now + life, ARGV[4], ARGV[5]))\n"
+        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', clock() + life, ARGV[4], ARGV[5]))\n"
         "  for i = 2, 3 do\n"
         "    if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end\n"
         "  end\n"
@@ -150,17 +157,23 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local p = redis.call('PTTL', KEYS[1])\n"
         "if p >= 0 then return -(p + 1) end\n"
         "return 0\n",
-    /* Compare-and-delete for a handle that queued, which also takes its
+    /* Compare-and-delete for a handle in queue mode, which also takes its
      * entry out of the queue (a release, a drop, an acquire given up). A
      * lock left free goes to the live head of the queue: a lock that
-     * expired without a release is handed over here too. */
+     * expired without a release is handed over here too. With nobody
+     * queued (no queue key) it is the plain compare-and-delete, at one
+     * command more: what an uncontended release costs. */
     [RDL_SCRIPT_QUEUE_RELEASE] =
-        LUA_NOW LUA_QUEUE
-        "leave(ARGV[1])\n"
         "local v = redis.call('GET', KEYS[1])\n"
+        "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+        "  if v == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
+        "  return 0\n"
+        "end\n"
+        LUA_CLOCK LUA_QUEUE
+        "leave(ARGV[1])\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
-        "hand_over(now)\n"
+        "hand_over()\n"
         "if v then return 1 end\n"
         "return 0\n",
 };
@@ -175,8 +188,8 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "0c15ae7bb4a08f3bbb4463b2448405cc19317d01",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "6d3f65ec3f56bffe9424e14335e7252356139535",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "d6c689b8b92a3c4c5888e6b6b8552ef8b028dcc1",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "528d751e17867bd410fdb2fee3017a12ae9a75a7",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

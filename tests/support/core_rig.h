@@ -86,11 +86,14 @@ static inline int release(rec *r)
     return rc;
 }
 
+/* Options of the polling acquire, which most cases are about (queued
+ * waiting has tests/unit/test_queue.c). */
 static inline redlease_lock_options opts(int64_t ttl)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
     o.ttl_ms = ttl;
+    o.wait_mode = REDLEASE_WAIT_POLL;
     return o;
 }
 

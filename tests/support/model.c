@@ -632,6 +632,7 @@ static void start_one(lease *l)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
+    o.wait_mode = REDLEASE_WAIT_POLL; /* the model's Redis has no queue yet */
     o.ttl_ms = 100 + R(2000);
     int rr = R(4);
     o.renew_interval_ms = rr == 0 ? REDLEASE_RENEW_OFF : rr == 1 ? 0 : R((int)o.ttl_ms - 1) + 1;

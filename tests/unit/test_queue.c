@@ -284,12 +284,11 @@ static void test_leaving_and_releasing_go_through_the_queue(void)
     CHECK_EQ(r.rel_calls, 1);
 
     rec h = {0};
-    redlease_lock_options o = qopts(0); /* one attempt: not in the queue, no pass either */
+    redlease_lock_options o = qopts(0); /* one attempt: a plain SET NX, in no queue */
     CHECK_EQ(start_lock(&f, &h, "job", &o), REDLEASE_OK);
     fake_run(&f);
-    const char *ch = NULL;
-    CHECK(is_queued_attempt(&f, &h, &ch) && ch[0] == '\0');
-    fake_reply_int(&f, 1);
+    CHECK(cmd_is(&f, "SET", "lock:{job}"));
+    fake_reply_status(&f, "OK");
     fake_run(&f);
     CHECK_EQ(h.acq_status, REDLEASE_OK);
     CHECK_EQ(release(&h), REDLEASE_OK);
@@ -301,17 +300,19 @@ static void test_leaving_and_releasing_go_through_the_queue(void)
     end(&f);
 }
 
-/* One attempt of a client that never waited opens no channel. */
+/* One attempt (wait_ms 0, the library's default mode) is a plain SET NX,
+ * and a client that never waited opens no channel. */
 static void test_single_attempt_opens_no_channel(void)
 {
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
-    redlease_lock_options o = qopts(0);
+    redlease_lock_options o;
+    redlease_lock_options_init(&o);
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
     fake_run(&f);
-    CHECK(is_queued_attempt(&f, &r, NULL));
-    fake_reply_int(&f, -500);
+    CHECK(cmd_is(&f, "SET", "lock:{job}"));
+    fake_reply_nil(&f);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
     CHECK_EQ(f.side.connects, 0);
