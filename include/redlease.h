@@ -269,7 +269,8 @@ REDLEASE_EXTERN void redlease_client_set_event_cb(redlease_client *c, redlease_e
 typedef struct redlease_stats {
     uint64_t attempts, acquired, contended, acquire_failed;
     uint64_t renewed, renew_failed, lost, released;
-    uint64_t connects, disconnects, commands_sent, timeouts;
+    uint64_t connects, disconnects, commands_sent, timeouts; /* every connection's, the
+                                                                wake-up channel's too */
     uint64_t wakeups;   /* times the adapter's timer fired (on_timer calls) */
     uint64_t locks_now; /* handles alive */
     uint64_t held_now;  /* handles in the held state */

@@ -122,7 +122,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                                               &c->clock, &c->rng) == REDLEASE_OK;
     }
     ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
-    if (!o->cluster.addrs && !o->quorum.addrs && ok) {
+    if (!o->quorum.addrs && ok) {
         const char *prefix = o->key_prefix ? o->key_prefix : "";
         c->waker = rdl_calloc(1, sizeof *c->waker);
         ok = c->waker && rdl_waker_init(c->waker, &cc, prefix, strlen(prefix), &waker_owner, c,
@@ -245,6 +245,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
     }
     *out = c->stats;
     for (size_t i = 0; i < c->nnodes; i++) rdl_conn_stats(&c->nodes[i]->conn, out);
+    if (c->waker) rdl_conn_stats(&c->waker->conn, out);
 }
 
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn)
@@ -631,6 +632,30 @@ static void on_waker_word(void *owner, rdl_waiter *w, int kind, int64_t ms)
     rdl_lock_word(w, kind, ms, rdl_now(c));
 }
 
+/* Under a Cluster the channel may listen on any node (a script's PUBLISH
+ * reaches every node): a lost link goes on to the next node the client
+ * knows, so a dead node does not silence it. */
+static void on_waker_link_lost(void *owner)
+{
+    redlease_client *c = owner;
+    if (!c->cluster) return;
+    const rdl_conn *wc = &c->waker->conn;
+    size_t at = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const rdl_conn *nc = &c->nodes[i]->conn;
+        if (rdl_conn_host(nc) && rdl_conn_host(wc) && strcmp(rdl_conn_host(nc), rdl_conn_host(wc)) == 0 &&
+            rdl_conn_port(nc) == rdl_conn_port(wc))
+            at = i;
+    }
+    for (size_t k = 1; k <= c->nnodes; k++) {
+        const rdl_conn *nc = &c->nodes[(at + k) % c->nnodes]->conn;
+        if (rdl_conn_host(nc)) {
+            rdl_conn_set_address(&c->waker->conn, rdl_conn_host(nc), rdl_conn_port(nc));
+            return; /* no memory: the same node again */
+        }
+    }
+}
+
 static void on_waker_deadline(void *owner, int64_t at)
 {
     redlease_client *c = owner;
@@ -642,5 +667,6 @@ static const rdl_waker_owner waker_owner = {
     .leave = on_link_leave,
     .ending = on_link_ending,
     .word = on_waker_word,
+    .link_lost = on_waker_link_lost,
     .deadline = on_waker_deadline,
 };

@@ -66,8 +66,8 @@ struct redlease_client {
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
     /* The wake-up channel of queued handles (src/waker.h): its link's
-     * deadline is its own heap node (waker->wake). NULL under a Cluster or
-     * a quorum, whose handles do not queue (docs/design.md, section 11). */
+     * deadline is its own heap node (waker->wake). NULL under a quorum,
+     * whose handles do not queue (docs/design.md, section 11). */
     rdl_waker *waker;
 
     /* locks */

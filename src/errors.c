@@ -80,7 +80,7 @@ static int refused(const char *text, size_t n)
 
 rdl_error_class rdl_error_classify(const char *text, size_t n)
 {
-    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0};
+    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0, 0};
     if (!text) return e;
     e.refused = refused(text, n);
     size_t code_len = 0;
@@ -93,6 +93,7 @@ rdl_error_class rdl_error_classify(const char *text, size_t n)
             e.wrongtype = strcmp(table[i].code, "WRONGTYPE") == 0;
             e.noscript = strcmp(table[i].code, "NOSCRIPT") == 0;
             e.oom = strcmp(table[i].code, "OOM") == 0;
+            e.multikey = strcmp(table[i].code, "TRYAGAIN") == 0;
             return e;
         }
     }

@@ -18,6 +18,9 @@ typedef struct rdl_error_class {
     int refused;   /* 1: the server refuses the command itself: unknown to it,
                       not allowed to this user (NOPERM to run it, not a key's),
                       or its syntax (an option it lacks) */
+    int multikey;  /* 1: TRYAGAIN, a Cluster slot moving: a command of several
+                      keys waits for the move to end, one of a single key
+                      goes on (ASK) */
 } rdl_error_class;
 
 /* Classifies an error reply by its code (first word): text of n bytes. */

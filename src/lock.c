@@ -206,7 +206,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
 {
     switch (kind) {
     case RDL_REQ_ACQUIRE:
-        if (lk->acq->joins) return RDL_SCRIPT_QUEUE_ACQUIRE;
+        if (lk->acq->joins && !lk->acq->plain_next) return RDL_SCRIPT_QUEUE_ACQUIRE;
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
         /* Only a later attempt, or one sent again (a Cluster move), can
          * meet a key of its own making. */
@@ -242,7 +242,9 @@ static int64_t queue_claim(const struct redlease_lock *lk)
 static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
 {
     const rdl_waker *k = lk->c->waker;
-    if (rdl_waker_has(&lk->acq->waiter) && rdl_waker_listening(k)) {
+    /* lk->acq is gone once on_acquire ran: an attempt resent after that
+     * (NOSCRIPT -> EVAL) is stale, and joins nothing */
+    if (lk->acq && rdl_waker_has(&lk->acq->waiter) && rdl_waker_listening(k)) {
         *len = k->channel_len;
         return k->channel;
     }
@@ -253,28 +255,25 @@ static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
 /* When a queued waiter told "busy" checks again: when the holder's lease
  * would end (a lock that expired without a release is handed over then),
  * when a word said to, and at least every third of its entry's life, which
- * keeps the entry alive. Out of the queue (no word could reach it) it
- * backs off as a poller does, never past the holder's end. */
+ * keeps the entry alive. Out of the queue (its attempt could name no
+ * channel, or was the one-key kind) it backs off as a poller does, never
+ * past the holder's end. */
 static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
 {
     struct rdl_lock_acq *acq = lk->acq;
     int64_t d;
-    if (rdl_waker_has(&acq->waiter) && rdl_waker_listening(lk->c->waker))
+    if (acq->in_queue)
         d = queue_life(lk) / 3;
     else
         d = rdl_backoff_next(&acq->backoff, &lk->c->rng);
     if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
     if (d < 1) d = 1;
-    int64_t at = min64(now + d, acq->recheck_at);
-    acq->recheck_at = RDL_NEVER;
-    return at;
+    return now + d;
 }
 
 void rdl_lock_word(rdl_waiter *w, int kind, int64_t ms, int64_t now)
 {
-    /* w->token is the handle's own token array */
-    struct redlease_lock *lk =
-        (struct redlease_lock *)(void *)((char *)(uintptr_t)w->token - offsetof(struct redlease_lock, token));
+    struct redlease_lock *lk = w->owner;
     if (lk->state != RDL_LOCK_ACQUIRING) return;
     (void)kind; /* handed over or not, the answer is the key's: the next attempt asks */
     int64_t at = now + (ms > 0 ? ms : 0);
@@ -334,6 +333,18 @@ static int req_submit(rdl_req *req)
                      : 0;
     req->native = native;
 #define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
+/* EVALSHA sha numkeys, or EVAL source numkeys once the server said NOSCRIPT */
+#define SCRIPT_HEAD(numkeys)                                    \
+    do {                                                        \
+        if (req->sent_eval) {                                   \
+            ARG("EVAL", 4);                                     \
+            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));  \
+        } else {                                                \
+            ARG("EVALSHA", 7);                                  \
+            ARG(rdl_script_sha(s), 40);                         \
+        }                                                       \
+        ARG(numkeys, 1);                                        \
+    } while (0)
     if (native && s == RDL_SCRIPT_RENEW) { /* OK, or nil when not ours */
         ARG("SET", 3);
         ARG(lk->key, lk->keylen);
@@ -363,14 +374,7 @@ static int req_submit(rdl_req *req)
         int fenced = acq && lk->fencing;
         rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
         rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
-        if (req->sent_eval) {
-            ARG("EVAL", 4);
-            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
-        } else {
-            ARG("EVALSHA", 7);
-            ARG(rdl_script_sha(s), 40);
-        }
-        ARG(fenced ? "4" : "3", 1);
+        SCRIPT_HEAD(fenced ? "4" : "3");
         ARG(lk->key, lk->keylen);
         ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
         ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
@@ -379,6 +383,12 @@ static int req_submit(rdl_req *req)
         if (acq) {
             size_t chlen;
             const char *ch = queue_channel(lk, &chlen);
+            if (chlen) {
+                /* in the queue, a lock may be handed to it any time: an
+                 * acquire that ends without it leaves by a drop */
+                lk->acq->in_queue = 1;
+                lk->maybe_set = 1;
+            }
             ARG(ttl, ttl_len);
             ARG(life, rdl_decimal(life, queue_life(lk)));
             ARG(claim, rdl_decimal(claim, queue_claim(lk)));
@@ -387,14 +397,7 @@ static int req_submit(rdl_req *req)
                 ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
         }
     } else {
-        if (req->sent_eval) {
-            ARG("EVAL", 4);
-            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));
-        } else {
-            ARG("EVALSHA", 7);
-            ARG(rdl_script_sha(s), 40);
-        }
-        ARG(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1", 1);
+        SCRIPT_HEAD(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1");
         ARG(lk->key, lk->keylen);
         if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
@@ -403,6 +406,7 @@ static int req_submit(rdl_req *req)
             ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
         }
     }
+#undef SCRIPT_HEAD
 #undef ARG
     int rc = rdl_node_submit(req->node, req, n, argv, lens);
     /* An ASKING left without its command would let the next command on
@@ -424,6 +428,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->asking = kind != RDL_REQ_DROP && lk->asking; /* an ASK was for the op */
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
+    if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* req_submit says if it joins */
     int rc = req_submit(req);
     if (rc) {
         rdl_free(req);
@@ -535,13 +540,6 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     if (op == RDL_REQ_ACQUIRE) {
         lk->acq->attempts++;
         c->stats.attempts++;
-        if (lk->acq->joins) {
-            /* words reach it from now on (no table: it goes by timers); a
-             * lock may be handed to it whenever it is in the queue, so an
-             * acquire that ends without it leaves by a drop (maybe_set) */
-            rdl_waker_add(c->waker, &lk->acq->waiter, now);
-            lk->maybe_set = 1;
-        }
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
     pump(lk, now);
@@ -589,13 +587,19 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     int capped = acq->max_attempts && acq->attempts >= (uint32_t)acq->max_attempts;
     int out = definite || capped || now >= latest;
     int64_t next = RDL_NEVER;
-    if (!out && busy && lk->queued) {
+    if (!out && busy && lk->acq->joins) {
+        /* words reach it from now on (the client's first waiter opens the
+         * channel; no memory: it goes by timers) */
+        (void)rdl_waker_add(c->waker, &lk->acq->waiter, now);
         next = min64(queue_next_check(lk, now), latest);
     } else if (!out) {
         int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->rng);
         if (d < 1) d = 1; /* always progress in time */
         next = min64(now + d, latest);
     }
+    /* a word that came while the attempt was out is newer than its answer */
+    if (!out && lk->acq->recheck_at < next) next = lk->acq->recheck_at > now ? lk->acq->recheck_at : now;
+    lk->acq->recheck_at = RDL_NEVER;
     int report = cut && lk->acq->last_status ? lk->acq->last_status : status;
     lk->acq->last_status = status;
     if (busy) c->stats.contended++;
@@ -704,6 +708,11 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
     }
     lk->op = 0;
     lk->acq->holder_left = holder_left;
+    /* A Cluster slot moving refuses the queue's script of three keys
+     * until the move ends; a single key goes on by ASK (the queue is
+     * tried again after it). */
+    lk->acq->plain_next = req->script == RDL_SCRIPT_QUEUE_ACQUIRE && r && r->type == RDL_REPLY_ERROR &&
+                          rdl_error_classify(r->str, r->len).multikey;
     if (res == 1 && fresh && rdl_lock_replica_timeout(lk)) {
         /* Ours in Redis, not a lease until replicas have it: an acquire
          * that ends without it deletes the key (maybe_set). */
@@ -1294,7 +1303,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     acq->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
     /* The default is the queue (docs/design.md, section 11), where the
-     * client has a wake-up channel: a Cluster's or a quorum's has none yet.
+     * client has a wake-up channel: a quorum's has none yet.
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
@@ -1302,6 +1311,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;
+    acq->waiter.owner = lk;
     acq->recheck_at = RDL_NEVER;
     lk->wait_fsync = o->wait_fsync != 0;
     lk->renewal_acks = o->renewal_acks != 0;

@@ -41,6 +41,10 @@ struct rdl_lock_acq {
     int status;         /* what on_acquire is told */
     /* queued (lk->queued): docs/design.md, section 11 */
     int joins;           /* waits in the queue (a wait budget); else one attempt */
+    int plain_next;      /* the queue's script met a moving slot (TRYAGAIN): the
+                            next attempt is the one-key kind, which ASK serves */
+    int in_queue;        /* the last attempt sent asked to wait in the queue
+                            (a channel words can reach it on) */
     rdl_waiter waiter;   /* its place in the client's waker: words reach it */
     int64_t recheck_at;  /* a word came while an attempt was out: check by then */
     int64_t holder_left; /* the holder's remaining TTL the last attempt learnt, ms (0: unknown) */

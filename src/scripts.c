@@ -27,6 +27,7 @@
     "    redis.call('SET', k, t[1] .. string.format('%06d', tonumber(t[2])))\n" \
     "  end\n" \
     "  local fence = redis.call('INCR', k)\n" \
+    "  if fence < 1 then error('the fence counter holds no positive number') end\n" \
     "  redis.call('PEXPIRE', k, cttl)\n" \
     "  return fence\n" \
     "end\n"
@@ -37,8 +38,11 @@
  * take to confirm a lock handed to it, and where it is told. head() is
  * the first live waiter (the dead met on the way are dropped); hand_over()
  * gives a free lock to it for its claim time and tells it ("g TOKEN"),
- * and tells the one behind it to check once that claim ends ("c TOKEN
- * MS"): a head that never confirms costs the queue one claim time. */
+ * and tells the next three to check once one, two, three such claims end
+ * ("c TOKEN MS"): a head that never confirms costs the queue one claim,
+ * up to three dead in a row one claim each. Words are hints: one the
+ * user may not PUBLISH (an ACL) is left out, never an error after the
+ * writes. */
 #define LUA_QUEUE \
     "local function leave(tok)\n" \
     "  redis.call('ZREM', KEYS[2], tok)\n" \
@@ -61,9 +65,12 @@
     "  if not h then return end\n" \
     "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
     "  leave(h)\n" \
-    "  redis.call('PUBLISH', ch, 'g ' .. h)\n" \
-    "  local n, _, nch = head()\n" \
-    "  if n then redis.call('PUBLISH', nch, 'c ' .. n .. ' ' .. c) end\n" \
+    "  redis.pcall('PUBLISH', ch, 'g ' .. h)\n" \
+    "  for i, n in ipairs(redis.call('ZRANGE', KEYS[2], 0, 2)) do\n" \
+    "    local e = redis.call('HGET', KEYS[3], n)\n" \
+    "    local nch = e and string.match(e, '^%d+ %d+ (.*)$')\n" \
+    "    if nch then redis.pcall('PUBLISH', nch, 'c ' .. n .. ' ' .. c * i) end\n" \
+    "  end\n" \
     "end\n"
 
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
@@ -125,15 +132,23 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * that is not us goes to that head (it may sleep on a timer). Else we
      * join the tail (a channel of "" does not: no wake-up could reach
      * us), or keep our place with a new deadline, and learn the holder's
-     * remaining TTL. The queue's keys live as long as their last entry. */
+     * remaining TTL. The queue's keys live as long as their last entry.
+     * A key of another type stops the script before anything is left
+     * behind: the queue's keys are read (which fails on another type)
+     * before the lock is written, and a new entry's hash goes before its
+     * place in the order (the order would have no TTL). The lock (or the
+     * fence) is the first write, so over maxmemory the server refuses the
+     * take as it refuses a SET: a script that has written is let finish. */
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
         LUA_CLOCK LUA_MINT LUA_QUEUE
         "local tok = ARGV[1]\n"
         "local function take()\n"
+        "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
+        "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
         "  local fence = 1\n"
         "  if KEYS[4] then fence = mint(KEYS[4], ARGV[6]) end\n"
         "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-        "  leave(tok)\n"
+        "  if placed or entry == 1 then leave(tok) end\n"
         "  return fence\n"
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
@@ -144,12 +159,13 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  hand_over()\n"
         "end\n"
         "if ARGV[5] ~= '' then\n"
-        "  if not redis.call('ZSCORE', KEYS[2], tok) then\n"
+        "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
+        "  local life = tonumber(ARGV[3])\n"
+        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', clock() + life, ARGV[4], ARGV[5]))\n"
+        "  if not placed then\n"
         "    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
         "    redis.call('ZADD', KEYS[2], last[2] and last[2] + 1 or 1, tok)\n"
         "  end\n"
-        "  local life = tonumber(ARGV[3])\n"
-        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', clock() + life, ARGV[4], ARGV[5]))\n"
         "  for i = 2, 3 do\n"
         "    if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end\n"
         "  end\n"
@@ -184,12 +200,12 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_ACQUIRE] = "16d1a6d8593804583971483283e5c6c1e35b557a",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "4aecf399dad395b7288ce7917fd5cbbfb0dad4b6",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "0ff2441cf290c0ab2ef88c300e1fee1a7824ebbf",
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "d6c689b8b92a3c4c5888e6b6b8552ef8b028dcc1",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "528d751e17867bd410fdb2fee3017a12ae9a75a7",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "abd4f801521fcd2f95561ac69178b701d9769042",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "cac0c78f981f3644c80a9e72429aff33a7f46367",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

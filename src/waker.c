@@ -34,7 +34,7 @@ int rdl_waker_parse_word(const char *msg, size_t len, char token[RDL_TOKEN_LEN +
         if (msg[i] < '0' || msg[i] > '9' || v > (INT64_MAX - 9) / 10) return 0;
         v = v * 10 + (msg[i] - '0');
     }
-    *ms = v;
+    *ms = v < REDLEASE_MAX_TTL_MS ? v : REDLEASE_MAX_TTL_MS; /* a claim is a TTL */
     return kind;
 }
 
@@ -133,9 +133,10 @@ static void subscribe(rdl_waker *k)
         k->sub = sub;
         return;
     }
+    int status = sub ? REDLEASE_ECONN : REDLEASE_ENOMEM;
     rdl_free(sub);
     /* waiters go on by their timers; the next link tries again */
-    rdl_conn_restart(&k->conn, sub ? REDLEASE_ECONN : REDLEASE_ENOMEM, "could not subscribe");
+    rdl_conn_restart(&k->conn, status, "could not subscribe");
 }
 
 static int is_string(const rdl_reply *r, const char *s)
@@ -167,6 +168,7 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
     if (r->type != RDL_REPLY_ARRAY || r->elements != 3) return;
     if (is_string(&r->element[0], "subscribe")) {
         k->subscribed = 1;
+        rdl_conn_backoff_reset(&k->conn); /* this link proved useful */
         check_all(k);
         return;
     }
@@ -222,7 +224,9 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
 
 static void on_event(void *owner, int type, int status, int64_t retry_in)
 {
-    (void)owner, (void)type, (void)status, (void)retry_in;
+    rdl_waker *k = owner;
+    (void)status, (void)retry_in;
+    if (type == REDLEASE_EV_DISCONNECTED) k->ops->link_lost(k->owner);
 }
 
 static void on_error(void *owner, const char *text, size_t len)
@@ -266,6 +270,10 @@ int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix
     rdl_conn_config cc = *base;
     cc.verify_primary = 0; /* it only listens; the client's link checks the primary */
     cc.probe = 0;
+    /* useful once subscribed, not once ready: a server that refuses the
+     * SUBSCRIBE (an ACL without channels) is asked again at the pace of
+     * the reconnect backoff, not at once after every handshake */
+    cc.hold_backoff = 1;
     int rc = rdl_conn_init(&k->conn, &cc, &conn_owner, k, clock, rng);
     if (!k->channel) return REDLEASE_ENOMEM;
     memcpy(k->channel, prefix, prefix_len);

@@ -35,6 +35,7 @@
 typedef struct rdl_waiter {
     rdl_list link;     /* its bucket; unlinked: not waiting here */
     const char *token; /* RDL_TOKEN_LEN hex digits: the handle's own (lk->token) */
+    void *owner;       /* the handle, for the owner's word() */
 } rdl_waiter;
 
 /* What a word asks of a waiter. */
@@ -49,6 +50,9 @@ typedef struct rdl_waker_owner {
      * the channel is subscribed on a new link, words published before were
      * lost: every waiter then gets RDL_WORD_CHECK within 0 ms. */
     void (*word)(void *owner, rdl_waiter *w, int kind, int64_t ms);
+    /* The link failed: the owner may point it elsewhere (a Cluster's
+     * other node) before it reconnects. */
+    void (*link_lost)(void *owner);
     /* rdl_waker_deadline() moved. */
     void (*deadline)(void *owner, int64_t at);
 } rdl_waker_owner;
@@ -91,7 +95,8 @@ static inline int rdl_waker_due(const rdl_waker *k) { return rdl_conn_due(&k->co
 static inline int64_t rdl_waker_deadline(const rdl_waker *k) { return rdl_conn_deadline(&k->conn); }
 
 /* Reads a word ("g TOKEN" or "c TOKEN MS"): its kind, with the token's
- * digits in token and *ms (0 for a grant); 0 for anything else. */
+ * digits in token and *ms (0 for a grant; at most REDLEASE_MAX_TTL_MS);
+ * 0 for anything else. */
 int rdl_waker_parse_word(const char *msg, size_t len, char token[RDL_TOKEN_LEN + 1], int64_t *ms);
 
 #endif

@@ -263,6 +263,42 @@ static void test_cluster_leases_across_slots(void)
 
 static void wait_ms(int64_t ms) { run_for(ms, NULL); }
 
+/* Queued waiting on a Cluster: a waiter of another client, told by the
+ * PUBLISH of the release script (which reaches every node, so the
+ * waiter's channel may listen on any), gets the lock within a round trip
+ * or so, far sooner than its timer (the holder's TTL). */
+static void test_cluster_queue_hands_over(void)
+{
+    NEED_CLUSTER();
+    obs oa = {0}, ob = {0};
+    redlease_client *ca = cluster_client(&oa), *cb = cluster_client(&ob);
+    hold_real(ca, &oa, "cl-queue", lopts(10000, 0, 0));
+    acquire(cb, &ob, "cl-queue", lopts(10000, 5000, 0));
+    char qkey[64];
+    size_t qlen;
+    redlease_key("lock:", "cl-queue", 8, REDLEASE_KEY_QUEUE, qkey, sizeof qkey, &qlen);
+    int k = owner_of(keyslot(qkey));
+    int64_t end = mono_ms() + 3000 * S;
+    long long queued = 0;
+    while (queued != 1 && mono_ms() < end) {
+        testloop_run_once(5);
+        redisReply *r = srv_cmd(&node[k], "ZCARD %s", qkey);
+        queued = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+        if (r) freeReplyObject(r);
+    }
+    CHECK_EQ(queued, 1);
+    int64_t t0 = mono_ms();
+    release(&oa, NULL);
+    run_until(&ob.acq, 2000, NULL);
+    printf("# handed over after %lld ms\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(ob.acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK_STR(value_on(k, redlease_lock_key(ob.lk)), redlease_lock_token(ob.lk));
+    release(&ob, NULL);
+    redlease_client_free(cb);
+    finish(ca, &oa);
+}
+
 static void test_cluster_slot_migration(void)
 {
     NEED_CLUSTER();
@@ -408,6 +444,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         TEST_CASE(test_cluster_options_checked),
         TEST_CASE(test_cluster_leases_across_slots),
+        TEST_CASE(test_cluster_queue_hands_over),
         TEST_CASE(test_cluster_slot_migration),
         TEST_CASE(test_cluster_primary_killed),
     };

@@ -218,6 +218,120 @@ static void test_queue_leaving_the_queue(void)
     finish_all(c, o, 3);
 }
 
+/* Connections the server has accepted so far. */
+static long long total_connections(void)
+{
+    redisReply *r = adm("INFO stats");
+    long long v = -1;
+    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_connections_received:") : NULL;
+    if (p) v = atoll(p + strlen("total_connections_received:"));
+    freeReplyObject(r);
+    return v;
+}
+
+/* An ACL user without channels (a new user's default in Redis 7): its
+ * release still hands the lock over and succeeds (the word it may not
+ * PUBLISH is left out, the waiter's timer covers it); waiting, its
+ * refused SUBSCRIBE is asked again at the reconnect backoff's pace. */
+static void test_queue_acl_without_channels(void)
+{
+    ADM("ACL SETUSER nochan on >nochan-pw ~* +@all resetchannels");
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client_options co = copts(sock_path, "nochan-pw", 0);
+    co.username = "nochan";
+    co.reconnect_min_ms = 50;
+    co.reconnect_max_ms = 2000;
+    redlease_client *c[2] = {client_with(&co, a), real_client(b, NULL)};
+    wait_connected(c[0], 2000);
+    redlease_lock_options ho = qopts(FAR_MS, 0, 0);
+    hold_real(c[0], a, "q-acl", ho);
+    acquire(c[1], b, "q-acl", qopts(FAR_MS, 5000, 0));
+    wait_queued(b, "q-acl", 0);
+    CHECK_EQ(redlease_release(a->lk, o_rel, a), REDLEASE_OK);
+    run_until(&a->rel, 1000, NULL);
+    CHECK_EQ(a->rel_st, REDLEASE_OK);
+    run_until(&b->acq, 5000, NULL); /* its timer: a third of its entry's life */
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    obs a2 = {0};
+    acquire(c[0], &a2, "q-acl", qopts(FAR_MS, 3000, 0));
+    long long n0 = total_connections();
+    run_for(2000, NULL);
+    long long n1 = total_connections();
+    printf("# connections in 2 s while the user without channels waits: %lld\n", n1 - n0);
+    CHECK(n1 - n0 < 10);
+    release(b, NULL);
+    run_until(&a2.acq, 5000, NULL);
+    CHECK_EQ(a2.acq_st, REDLEASE_OK);
+    release(&a2, NULL);
+    finish_all(c, o, 2);
+    ADM("ACL DELUSER nochan");
+}
+
+/* Two dead waiters ahead: each is handed the lock and never confirms;
+ * the live one is told to check after one and after two claims, and gets
+ * the lock within three. */
+static void test_queue_two_dead_heads(void)
+{
+    const char *res = "q-dead2";
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)};
+    hold_real(c[0], a, res, qopts(FAR_MS, 0, 0));
+    char q[64], w[64], entry[96];
+    key_of(res, REDLEASE_KEY_QUEUE, q, sizeof q);
+    key_of(res, REDLEASE_KEY_WAITERS, w, sizeof w);
+    snprintf(entry, sizeof entry, "99999999999999 %lld nobody-listens", (long long)(300 * S));
+    ADM("ZADD %s 0 %s", q, "0123456789abcdef0123456789abcdef");
+    ADM("HSET %s %s %s", w, "0123456789abcdef0123456789abcdef", entry);
+    ADM("ZADD %s 0.5 %s", q, "1123456789abcdef0123456789abcdef");
+    ADM("HSET %s %s %s", w, "1123456789abcdef0123456789abcdef", entry);
+    acquire(c[1], b, res, qopts(FAR_MS, 20000, 0));
+    wait_queued(b, res, 2);
+    int64_t t0 = mono_ms();
+    release(a, NULL);
+    run_until(&b->acq, 5000, NULL);
+    int64_t took = mono_ms() - t0;
+    printf("# behind two dead heads: held after %lld ms (claim %lld)\n", (long long)took,
+           (long long)(300 * S));
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(took < 3 * 300 * S + 500 * S);
+    release(b, NULL);
+    finish_all(c, o, 2);
+}
+
+/* A key of another type where the queue's keys go: the script stops
+ * before it writes anything, so no lock key nobody was told about, and no
+ * place in the order without an entry (and a TTL). */
+static void test_queue_keys_of_another_type(void)
+{
+    const char *res = "q-type";
+    char k[64], q[64], w[64];
+    key_of(res, REDLEASE_KEY_LOCK, k, sizeof k);
+    key_of(res, REDLEASE_KEY_QUEUE, q, sizeof q);
+    key_of(res, REDLEASE_KEY_WAITERS, w, sizeof w);
+    obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)};
+    ADM("SET %s not-a-hash", w);
+    /* a free lock: the take stops at the waiters' key */
+    acquire(c[1], b, res, qopts(FAR_MS, 300, 0));
+    run_until(&b->acq, 2000, NULL);
+    CHECK_EQ(b->acq_st, REDLEASE_EREDIS);
+    CHECK(strstr(redlease_client_errstr(c[1]), "WRONGTYPE") != NULL);
+    CHECK_EQ(admin_int("EXISTS %s", k), 0);
+    release(b, NULL);
+    /* a held lock: the join stops before its place in the order */
+    hold_real(c[0], a, res, qopts(FAR_MS, 0, 0));
+    memset(b, 0, sizeof *b);
+    acquire(c[1], b, res, qopts(FAR_MS, 300, 0));
+    run_until(&b->acq, 2000, NULL);
+    CHECK(b->acq_st != REDLEASE_OK);
+    CHECK_EQ(admin_int("EXISTS %s", q), 0);
+    release(b, NULL);
+    ADM("DEL %s", w);
+    release(a, NULL);
+    CHECK_EQ(admin_int("EXISTS %s", k), 0);
+    finish_all(c, o, 2);
+}
+
 int main(int argc, char **argv)
 {
     if (rig_start()) return 1;
@@ -228,6 +342,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_queue_expired_holder_is_found_by_the_timer),
         TEST_CASE(test_queue_lost_word_is_made_up_on_resubscribe),
         TEST_CASE(test_queue_leaving_the_queue),
+        TEST_CASE(test_queue_acl_without_channels),
+        TEST_CASE(test_queue_two_dead_heads),
+        TEST_CASE(test_queue_keys_of_another_type),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

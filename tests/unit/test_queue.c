@@ -79,10 +79,11 @@ static const char *queued(fake *f, rec *r, int64_t wait)
     fake_run(f);
     const char *ch = NULL;
     CHECK(is_queued_attempt(f, r, &ch) && ch && ch[0] == '\0');
-    CHECK_EQ(f->side.connects, 1); /* the first waiter opened the channel */
+    CHECK_EQ(f->side.connects, 0); /* no channel until a handle must wait */
     fake_reply_int(f, -20000);
     fake_run(f);
     CHECK_EQ(r->acq_calls, 0);
+    CHECK_EQ(f->side.connects, 1); /* the first waiter opened the channel */
     const char *channel = subscribe(f);
     CHECK(is_queued_attempt(f, r, &ch) && ch && strcmp(ch, channel) == 0);
     return channel;
@@ -358,15 +359,16 @@ static void test_many_waiters_share_one_channel(void)
     end(&f);
 }
 
-/* Cluster and quorum clients have no channel yet: their handles poll. */
-static void test_no_channel_under_cluster_or_quorum(void)
+/* A quorum client has no channel yet: its handles poll. A Cluster client
+ * has one, on its first seed. */
+static void test_no_channel_under_a_quorum(void)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.cluster.addrs = "127.0.0.1:7000";
     redlease_client *c = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
-    CHECK(c && c->waker == NULL);
+    CHECK(c && c->waker && rdl_conn_port(&c->waker->conn) == 7000);
     redlease_client_free(c);
     redlease_client_options_init(&co);
     co.quorum.addrs = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002";
@@ -395,6 +397,202 @@ static void test_wait_mode_is_checked(void)
     end(&f);
 }
 
+/* A queued attempt out when the acquire is cancelled, answered NOSCRIPT
+ * after on_acquire ran (its acquire part freed): it is resent as EVAL,
+ * stale, asking to join nothing. */
+static void test_noscript_resend_after_the_acquire_ended(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    (void)channel;
+    CHECK_EQ(release(&r), REDLEASE_OK); /* cancelled while its attempt is out */
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
+    CHECK_EQ(r.rel_calls, 1);
+    fake_reply_err(&f, "NOSCRIPT No matching script. Please use EVAL.");
+    fake_run(&f);
+    CHECK(is_queue_release(&f, &r)); /* the drop behind the attempt */
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && c->argc == 11 && c->argv[10][0] == '\0');
+    fake_reply_int(&f, 1); /* a stale take: dropped again */
+    fake_run(&f);
+    CHECK(is_queue_release(&f, &r));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    end(&f);
+}
+
+/* A server that refuses the SUBSCRIBE (an ACL without channels) is asked
+ * again at the pace of the reconnect backoff, not after every handshake;
+ * the waiter goes on by its timers. */
+static void test_refused_subscription_backs_off(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    while (f.now < t0 + 10000) {
+        if (f.side.connecting) {
+            fake_link_connect(&f, &f.side);
+            fake_cmd *sub = &f.side.cmds[f.side.ncmds - 1];
+            CHECK(sub->subscribed && !sub->answered);
+            rdl_reply e = {.type = RDL_REPLY_ERROR, .str = "NOPERM no channel", .len = 17};
+            rdl_conn_on_push(f.side.cn, sub->req, &e);
+            fake_run(&f);
+        }
+        while (fake_pending(&f)) {
+            fake_reply_int(&f, -20000);
+            fake_run(&f);
+        }
+        fake_advance(&f, 1);
+    }
+    printf("# connects in 10 s with the subscription refused: %d\n", f.side.connects);
+    CHECK(f.side.connects >= 3 && f.side.connects < 20); /* reconnect_max 2000 ms */
+    CHECK_EQ(r.acq_calls, 0);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    end(&f);
+}
+
+static void free_client_do(rec *r, redlease_lock *lk)
+{
+    (void)lk;
+    redlease_client_free(r->f->c);
+    r->f->c = NULL;
+}
+
+/* The client freed from inside a waiter's on_acquire while others of it
+ * wait on its channel: they are told ECANCELED, nothing leaks. */
+static void test_free_from_a_callback_with_waiters(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    static rec r[3];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 3; i++) {
+        char res[8];
+        snprintf(res, sizeof res, "j%d", i);
+        redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+        CHECK_EQ(start_lock(&f, &r[i], res, &o), REDLEASE_OK);
+    }
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) fake_reply_int(&f, -20000);
+    fake_run(&f);
+    const char *channel = subscribe(&f);
+    for (int i = 0; i < 3; i++) fake_reply_int(&f, -20000);
+    fake_run(&f);
+    word(&f, channel, "g", &r[1], NULL);
+    r[1].on_acq_do = free_client_do;
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r[1].acq_calls, 1);
+    CHECK_EQ(r[1].acq_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i += 2) {
+        CHECK_EQ(r[i].acq_calls, 1);
+        CHECK_EQ(r[i].acq_status, REDLEASE_ECANCELED);
+    }
+    end(&f);
+}
+
+/* A graceful close with a waiter queued: its acquire ends (ECANCELED) and
+ * the drop takes it out of the queue before the client goes. */
+static void test_close_with_a_waiter_queued(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    queued(&f, &r, REDLEASE_WAIT_FOREVER);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    redlease_client_close(f.c, NULL, NULL);
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
+    CHECK(is_queue_release(&f, &r));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    f.c = NULL; /* the close ended it */
+    end(&f);
+}
+
+/* A queued lease's life with each allocation failing in turn: the waiter
+ * table, the SUBSCRIBE, the attempts and the drop. Never a crash or a
+ * leak, and the run that fails nothing goes all the way. */
+static void queued_life(long fail_at, int *ok)
+{
+    fake f;
+    if (!oom_start(&f, NULL, fail_at)) return;
+    rec r = {0};
+    redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+    if (start_lock(&f, &r, "job", &o) != REDLEASE_OK) {
+        fake_alloc_fail_at(0);
+        end(&f);
+        return;
+    }
+    fake_run(&f);
+    while (fake_pending(&f)) {
+        fake_reply_int(&f, -20000);
+        fake_run(&f);
+    }
+    if (f.side.connecting) {
+        fake_link_connect(&f, &f.side);
+        if (f.side.ncmds && f.side.cmds[f.side.ncmds - 1].subscribed) fake_link_subscribed(&f.side);
+        fake_run(&f);
+    }
+    while (fake_pending(&f)) {
+        fake_reply_int(&f, -20000);
+        fake_run(&f);
+    }
+    if (f.side.ncmds && f.side.cmds[f.side.ncmds - 1].subscribed) {
+        char text[80];
+        snprintf(text, sizeof text, "g %s", redlease_lock_token(r.lk));
+        fake_link_message(&f.side, f.side.cmds[f.side.ncmds - 1].argv[1], text);
+        fake_run(&f);
+    }
+    for (int i = 0; i < 40 && r.acq_calls == 0; i++) {
+        while (fake_pending(&f)) {
+            fake_reply_int(&f, 1);
+            fake_run(&f);
+        }
+        fake_advance(&f, 500);
+    }
+    if (r.acq_calls == 1 && r.acq_status == REDLEASE_OK) {
+        release(&r);
+        fake_run(&f);
+        while (fake_pending(&f)) {
+            fake_reply_int(&f, 1);
+            fake_run(&f);
+        }
+        if (r.rel_calls == 1 && r.rel_status == REDLEASE_OK && f.side.connects == 1) (*ok)++;
+    } else if (r.acq_calls == 0) {
+        release(&r);
+        fake_run(&f);
+        while (fake_pending(&f)) {
+            fake_reply_int(&f, 0);
+            fake_run(&f);
+        }
+    }
+    fake_alloc_fail_at(0);
+    end(&f);
+}
+
+static void test_every_allocation_failing_in_a_queued_life(void)
+{
+    fake_alloc_install();
+    long n = alloc_sweep(queued_life);
+    printf("# %ld allocations, each failed in turn\n", n);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -407,8 +605,13 @@ int main(int argc, char **argv)
         TEST_CASE(test_leaving_and_releasing_go_through_the_queue),
         TEST_CASE(test_single_attempt_opens_no_channel),
         TEST_CASE(test_many_waiters_share_one_channel),
-        TEST_CASE(test_no_channel_under_cluster_or_quorum),
+        TEST_CASE(test_no_channel_under_a_quorum),
         TEST_CASE(test_wait_mode_is_checked),
+        TEST_CASE(test_noscript_resend_after_the_acquire_ended),
+        TEST_CASE(test_refused_subscription_backs_off),
+        TEST_CASE(test_free_from_a_callback_with_waiters),
+        TEST_CASE(test_close_with_a_waiter_queued),
+        TEST_CASE(test_every_allocation_failing_in_a_queued_life),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

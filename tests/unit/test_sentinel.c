@@ -165,6 +165,9 @@ static void test_sentinel_switch_moves_and_reconfirms(void)
     CHECK_STR(f.host, "10.0.0.6");
     CHECK_EQ(f.port, 6391);
     CHECK(strstr(redlease_client_errstr(f.c), "moving to 10.0.0.6:6391") != NULL);
+    /* the wake-up channel listens where the locks are from now on */
+    CHECK(rdl_conn_host(&f.c->waker->conn) && strcmp(rdl_conn_host(&f.c->waker->conn), "10.0.0.6") == 0);
+    CHECK_EQ(rdl_conn_port(&f.c->waker->conn), 6391);
     fake_connect(&f);
     /* both renewed at once on the new primary; held() 0 until confirmed */
     CHECK_EQ(fake_pending(&f), 2);
