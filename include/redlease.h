@@ -286,8 +286,8 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 enum redlease_wait_mode {
     REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: REDLEASE_WAIT_QUEUE in this version */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
-                                  to the queue's head and wakes it (one Redis or Sentinel;
-                                  under a Cluster or a quorum it polls for now) */
+                                  to the queue's head and wakes it (under a quorum it
+                                  polls for now) */
     REDLEASE_WAIT_POLL = 2     /* retries after a jittered backoff (retry_*_ms), in no order */
 };
 
