@@ -288,7 +288,10 @@ enum redlease_wait_mode {
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it (under a quorum it
                                   polls for now) */
-    REDLEASE_WAIT_POLL = 2     /* retries after a jittered backoff (retry_*_ms), in no order */
+    REDLEASE_WAIT_POLL = 2,    /* retries after a jittered backoff (retry_*_ms), in no order */
+    REDLEASE_WAIT_WAKE = 3     /* waits in the queue, but a release only wakes the first
+                                  waiters, who race for the lock with anyone asking
+                                  (the releaser too): no order, no polling */
 };
 
 enum redlease_jitter {

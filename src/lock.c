@@ -324,8 +324,8 @@ static int req_submit(rdl_req *req)
     char queue_key[REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16];
     char waiters_key[sizeof queue_key];
     size_t ttl_len = rdl_decimal(ttl, lk->ttl);
-    const char *argv[13];
-    size_t lens[13];
+    const char *argv[14];
+    size_t lens[14];
     int n = 0;
     int s = req->script;
     int native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
@@ -380,6 +380,7 @@ static int req_submit(rdl_req *req)
         ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
         if (fenced) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
+        const char *order = lk->unordered ? "0" : "1";
         if (acq) {
             size_t chlen;
             const char *ch = queue_channel(lk, &chlen);
@@ -393,8 +394,11 @@ static int req_submit(rdl_req *req)
             ARG(life, rdl_decimal(life, queue_life(lk)));
             ARG(claim, rdl_decimal(claim, queue_claim(lk)));
             ARG(ch, chlen);
+            ARG(order, 1);
             if (fenced)
                 ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
+        } else {
+            ARG(order, 1);
         }
     } else {
         SCRIPT_HEAD(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1");
@@ -1308,6 +1312,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
     lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && c->waker;
+    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;

@@ -114,9 +114,12 @@ struct redlease_lock {
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
     unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
                                    goes there goes behind ASKING (lock.c) */
-    unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE: its commands keep to the
-                                   resource's queue, its release and drops hand
-                                   the lock over (acq->joins: it waits in it) */
+    unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE or _WAKE: its commands keep
+                                   to the resource's queue, its release and drops
+                                   hand the lock over (acq->joins: it waits in it) */
+    unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever
+                                   asks first; a release tells the first waiters
+                                   to check, hands nothing over */
 
     char token[RDL_TOKEN_LEN + 1];
     char key[]; /* lock key, NUL, then the fence key if fencing (src/keys.c) */

@@ -140,7 +140,7 @@ int rdl_lock_options_check(const redlease_lock_options *o)
     if (!in_range(o->max_hold_ms, 0, REDLEASE_MAX_WAIT_MS)) return REDLEASE_EINVAL;
     if (o->jitter != REDLEASE_JITTER_FULL && o->jitter != REDLEASE_JITTER_DECORRELATED)
         return REDLEASE_EINVAL;
-    if (!in_range(o->wait_mode, REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_POLL)) return REDLEASE_EINVAL;
+    if (!in_range(o->wait_mode, REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_WAKE)) return REDLEASE_EINVAL;
     if (!in_range(o->min_replicas, 0, REDLEASE_MAX_REPLICAS)) return REDLEASE_EINVAL;
     if (!in_range(o->replica_timeout_ms, 0, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (o->renewal_acks != 0 && o->renewal_acks != 1) return REDLEASE_EINVAL;

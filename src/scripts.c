@@ -39,8 +39,8 @@
  * the first live waiter (the dead met on the way are dropped); hand_over()
  * gives a free lock to it for its claim time and tells it ("g TOKEN"),
  * and tells the next three to check once one, two, three such claims end
- * ("c TOKEN MS"): a head that never confirms costs the queue one claim,
- * up to three dead in a row one claim each. Words are hints: one the
+ * ("c TOKEN MS", tell_first()): a head that never confirms costs the queue
+ * one claim, up to three dead in a row one claim each. Words are hints: one the
  * user may not PUBLISH (an ACL) is left out, never an error after the
  * writes. */
 #define LUA_QUEUE \
@@ -60,17 +60,20 @@
     "    leave(h)\n" \
     "  end\n" \
     "end\n" \
+    "local function tell_first(k, ms)\n" \
+    "  for i, n in ipairs(redis.call('ZRANGE', KEYS[2], 0, k - 1)) do\n" \
+    "    local e = redis.call('HGET', KEYS[3], n)\n" \
+    "    local ch = e and string.match(e, '^%d+ %d+ (.*)$')\n" \
+    "    if ch then redis.pcall('PUBLISH', ch, 'c ' .. n .. ' ' .. ms * i) end\n" \
+    "  end\n" \
+    "end\n" \
     "local function hand_over()\n" \
     "  local h, c, ch = head()\n" \
     "  if not h then return end\n" \
     "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
     "  leave(h)\n" \
     "  redis.pcall('PUBLISH', ch, 'g ' .. h)\n" \
-    "  for i, n in ipairs(redis.call('ZRANGE', KEYS[2], 0, 2)) do\n" \
-    "    local e = redis.call('HGET', KEYS[3], n)\n" \
-    "    local nch = e and string.match(e, '^%d+ %d+ (.*)$')\n" \
-    "    if nch then redis.pcall('PUBLISH', nch, 'c ' .. n .. ' ' .. c * i) end\n" \
-    "  end\n" \
+    "  tell_first(3, c)\n" \
     "end\n"
 
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
@@ -146,7 +149,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
         "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
         "  local fence = 1\n"
-        "  if KEYS[4] then fence = mint(KEYS[4], ARGV[6]) end\n"
+        "  if KEYS[4] then fence = mint(KEYS[4], ARGV[7]) end\n"
         "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
         "  if placed or entry == 1 then leave(tok) end\n"
         "  return fence\n"
@@ -154,6 +157,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local v = redis.call('GET', KEYS[1])\n"
         "if v == tok then return take() end\n"
         "if not v then\n"
+        "  if ARGV[6] ~= '1' then return take() end\n"
         "  local h = head()\n"
         "  if not h or h == tok then return take() end\n"
         "  hand_over()\n"
@@ -189,7 +193,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "leave(ARGV[1])\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
-        "hand_over()\n"
+        "if ARGV[2] == '1' then hand_over() else tell_first(3, 0) end\n"
         "if v then return 1 end\n"
         "return 0\n",
 };
@@ -204,8 +208,8 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "abd4f801521fcd2f95561ac69178b701d9769042",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "cac0c78f981f3644c80a9e72429aff33a7f46367",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "b741c7ab4b958e446aa29943107bf1b785b3b7cb",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "12a499edc2d3a72bb49f5f1dd404b6dcdbc4c9c1",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -15,13 +15,15 @@ enum rdl_script {
                                   0 already as high (a quorum's, src/quorum.c) */
     /* A queued acquire (docs/design.md, section 11). KEYS: key, queue,
      * waiters[, fence key]; ARGV: token, ttl, entry life ms, claim ms,
-     * channel ("": do not queue)[, counter ttl] -> n > 0 ours now (the
-     * fence when fenced, else 1), or n <= 0 waiting: -n is the holder's
+     * channel ("": do not queue), order ("1": FIFO, "0": a free lock goes
+     * to whoever asks first)[, counter ttl] -> n > 0 ours now (the fence
+     * when fenced, else 1), or n <= 0 waiting: -n is the holder's
      * remaining TTL in ms, rounded up (0 when not known) */
     RDL_SCRIPT_QUEUE_ACQUIRE,
     /* A queued handle's release, drop and leaving the queue. KEYS: key,
-     * queue, waiters; ARGV: token -> 1 deleted, 0 not ours; a free lock
-     * goes to the live head of the queue, which is told */
+     * queue, waiters; ARGV: token, order ("1": the live head is handed
+     * the lock and told; "0": the first waiters are told to check, and
+     * race) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
     RDL_SCRIPT_COUNT
 };

@@ -64,8 +64,12 @@ static void poll_1_10ms(redlease_lock_options *o)
     o->retry_max_ms = 10;
 }
 
+/* Wake-ups without order: the first waiters race the releaser. */
+static void wake(redlease_lock_options *o) { o->wait_mode = REDLEASE_WAIT_WAKE; }
+
 static const mode modes[] = {
     {"defaults", library_defaults},
+    {"wake", wake},
     {"poll", poll_defaults},
     {"poll-1-10ms", poll_1_10ms},
 };

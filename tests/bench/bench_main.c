@@ -30,7 +30,7 @@
  *                           (after 0.5 s of warm-up)
  *   BENCH_CONTENDED_MODES (all)  contended: modes to run, comma-separated
  *                           (bench_contended.c's table: defaults,
- *                           poll, poll-1-10ms)
+ *                           wake, poll, poll-1-10ms)
  * Ratios of a and b are medians of each round's ratio, so a slow moment
  * of the machine weighs on both sides. Nothing is asserted: the exit
  * status is nonzero only when a scenario could not run, lost a lease or,

@@ -332,6 +332,45 @@ static void test_queue_keys_of_another_type(void)
     finish_all(c, o, 2);
 }
 
+/* REDLEASE_WAIT_WAKE: a release wakes the waiter (far sooner than its
+ * timer), but hands nothing over: a releaser that asks again at once (its
+ * release and its new attempt on one link, in order) takes the lock back
+ * before the woken waiter's check, which then waits again. */
+static void test_queue_unordered_wakes_and_lets_the_releaser_back(void)
+{
+    const char *res = "q-wake";
+    obs o[3] = {{0}}, *a = &o[0], *b = &o[1], *b2 = &o[2];
+    redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)};
+    redlease_lock_options wo = qopts(FAR_MS, 5000, 0);
+    wo.wait_mode = REDLEASE_WAIT_WAKE;
+    redlease_lock_options once = wo;
+    once.wait_ms = 0;
+    hold_real(c[0], a, res, once);
+    acquire(c[1], b, res, wo);
+    wait_queued(b, res, 0);
+    int64_t t0 = mono_ms();
+    release(a, NULL);
+    run_until(&b->acq, 2000, NULL);
+    printf("# woken and held after %lld ms\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(b->acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    memset(a, 0, sizeof *a);
+    acquire(c[0], a, res, wo);
+    wait_queued(a, res, 0);
+    CHECK_EQ(redlease_release(b->lk, o_rel, b), REDLEASE_OK);
+    acquire(c[1], b2, res, once); /* right behind the release, on b's link */
+    run_until(&b2->acq, 2000, NULL);
+    CHECK_EQ(b2->acq_st, REDLEASE_OK); /* the releaser's client took it back */
+    run_for(200, NULL);
+    CHECK_EQ(a->acq, 0); /* woken, found it taken, waits again */
+    release(b2, NULL);
+    run_until(&a->acq, 2000, NULL);
+    CHECK_EQ(a->acq_st, REDLEASE_OK);
+    release(a, NULL);
+    redlease_client_free(c[1]);
+    finish(c[0], a);
+}
+
 int main(int argc, char **argv)
 {
     if (rig_start()) return 1;
@@ -345,6 +384,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_queue_acl_without_channels),
         TEST_CASE(test_queue_two_dead_heads),
         TEST_CASE(test_queue_keys_of_another_type),
+        TEST_CASE(test_queue_unordered_wakes_and_lets_the_releaser_back),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

@@ -24,12 +24,14 @@ static redlease_lock_options qopts(int64_t wait)
     return o;
 }
 
-/* The pending command is a queued attempt of r's handle; *channel gets
- * the channel it asks to be told on ("" when it does not join). */
-static int is_queued_attempt(fake *f, const rec *r, const char **channel)
+/* The pending command is a queued attempt of r's handle, in order ("1")
+ * or not ("0"); *channel gets the channel it asks to be told on ("" when
+ * it does not join). */
+static int is_attempt_of(fake *f, const rec *r, const char *order, const char **channel)
 {
     fake_cmd *c = fake_peek(f);
-    int ok = c && c->argc == 11 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) &&
+    int ok = c && c->argc == 12 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) &&
+             strcmp(c->argv[11], order) == 0 &&
              strcmp(c->argv[2], "3") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
              strcmp(c->argv[4], "lock:{job}:queue") == 0 && strcmp(c->argv[5], "lock:{job}:waiters") == 0 &&
              strcmp(c->argv[6], redlease_lock_token(r->lk)) == 0 && strcmp(c->argv[7], "30000") == 0 &&
@@ -39,14 +41,22 @@ static int is_queued_attempt(fake *f, const rec *r, const char **channel)
     return ok;
 }
 
-static int is_queue_release(fake *f, const rec *r)
+static int is_queued_attempt(fake *f, const rec *r, const char **channel)
+{
+    return is_attempt_of(f, r, "1", channel);
+}
+
+static int is_release_of(fake *f, const rec *r, const char *order)
 {
     fake_cmd *c = fake_peek(f);
-    return c && c->argc == 7 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_RELEASE)) &&
+    return c && c->argc == 8 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_RELEASE)) &&
+           strcmp(c->argv[7], order) == 0 &&
            strcmp(c->argv[2], "3") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
            strcmp(c->argv[4], "lock:{job}:queue") == 0 && strcmp(c->argv[5], "lock:{job}:waiters") == 0 &&
            strcmp(c->argv[6], redlease_lock_token(r->lk)) == 0;
 }
+
+static int is_queue_release(fake *f, const rec *r) { return is_release_of(f, r, "1"); }
 
 /* The waker's link (the first beside the client's own) connects and
  * subscribes; returns its channel. */
@@ -381,13 +391,47 @@ static void test_no_channel_under_a_quorum(void)
     redlease_client_free(c);
 }
 
+/* REDLEASE_WAIT_WAKE: the same queue, asked for no order: its attempts
+ * take a free lock whoever waits, its release tells the first waiters to
+ * check and hands nothing over; words reach it as any waiter. */
+static void test_unordered_waiting(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+    o.wait_mode = REDLEASE_WAIT_WAKE;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_attempt_of(&f, &r, "0", NULL));
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    const char *channel = subscribe(&f);
+    const char *ch = NULL;
+    CHECK(is_attempt_of(&f, &r, "0", &ch) && strcmp(ch, channel) == 0);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    word(&f, channel, "c", &r, "0"); /* a release woke it: check now */
+    CHECK(is_attempt_of(&f, &r, "0", NULL));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_release_of(&f, &r, "0"));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
 static void test_wait_mode_is_checked(void)
 {
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
     redlease_lock_options o = qopts(100);
-    o.wait_mode = 3;
+    o.wait_mode = 4;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
     o.wait_mode = -1;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
@@ -418,7 +462,7 @@ static void test_noscript_resend_after_the_acquire_ended(void)
     fake_reply_int(&f, 0);
     fake_run(&f);
     fake_cmd *c = fake_peek(&f);
-    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && c->argc == 11 && c->argv[10][0] == '\0');
+    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && c->argc == 12 && c->argv[10][0] == '\0');
     fake_reply_int(&f, 1); /* a stale take: dropped again */
     fake_run(&f);
     CHECK(is_queue_release(&f, &r));
@@ -606,6 +650,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_single_attempt_opens_no_channel),
         TEST_CASE(test_many_waiters_share_one_channel),
         TEST_CASE(test_no_channel_under_a_quorum),
+        TEST_CASE(test_unordered_waiting),
         TEST_CASE(test_wait_mode_is_checked),
         TEST_CASE(test_noscript_resend_after_the_acquire_ended),
         TEST_CASE(test_refused_subscription_backs_off),
