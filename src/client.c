@@ -615,9 +615,7 @@ static void on_sentinel_refused(void *owner, int status, int64_t now)
 }
 
 static const rdl_sentinel_owner sentinel_owner = {
-    .enter = on_link_enter,
-    .leave = on_link_leave,
-    .ending = on_link_ending,
+    .relay = {on_link_enter, on_link_leave, on_link_ending},
     .primary = on_sentinel_primary,
     .error = on_sentinel_error,
     .refused = on_sentinel_refused,
@@ -663,9 +661,7 @@ static void on_waker_deadline(void *owner, int64_t at)
 }
 
 static const rdl_waker_owner waker_owner = {
-    .enter = on_link_enter,
-    .leave = on_link_leave,
-    .ending = on_link_ending,
+    .relay = {on_link_enter, on_link_leave, on_link_ending},
     .word = on_waker_word,
     .link_lost = on_waker_link_lost,
     .deadline = on_waker_deadline,

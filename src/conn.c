@@ -447,6 +447,26 @@ void rdl_conn_on_push(rdl_conn *cn, void *req, const rdl_reply *r)
     cn->owner_ops->leave(cn->owner);
 }
 
+/* ------------------------------------------------------ relays */
+
+void rdl_relay_enter(void *module)
+{
+    const rdl_relay *r = module;
+    r->ops->enter(r->owner);
+}
+
+void rdl_relay_leave(void *module)
+{
+    const rdl_relay *r = module;
+    r->ops->leave(r->owner);
+}
+
+int rdl_relay_ending(void *module)
+{
+    const rdl_relay *r = module;
+    return r->ops->ending(r->owner);
+}
+
 /* ------------------------------------------------------ driven by owner */
 
 

@@ -82,6 +82,26 @@ typedef struct rdl_conn_owner {
     void (*prefetch)(void *owner, void *req);
 } rdl_conn_owner;
 
+/* The brackets a module that keeps a connection for its owner (Sentinel,
+ * the wake-up channel) passes on unchanged: the owner's table of the
+ * module begins with an rdl_relay_ops, the module with an rdl_relay, and
+ * the module's rdl_conn_owner table names rdl_relay_enter, _leave and
+ * _ending. */
+typedef struct rdl_relay_ops {
+    void (*enter)(void *owner);
+    void (*leave)(void *owner);
+    int (*ending)(void *owner);
+} rdl_relay_ops;
+
+typedef struct rdl_relay {
+    const rdl_relay_ops *ops;
+    void *owner;
+} rdl_relay;
+
+void rdl_relay_enter(void *module);
+void rdl_relay_leave(void *module);
+int rdl_relay_ending(void *module);
+
 /* What to connect to and how. The connection keeps copies of the strings. */
 typedef struct rdl_conn_config {
     const char *host, *unix_path; /* unix_path, when set, wins */

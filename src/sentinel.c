@@ -140,24 +140,6 @@ static void answered(rdl_sentinel *s, const rdl_reply *r)
 
 /* ------------------------------------------------- the connection's reports */
 
-static void on_enter(void *owner)
-{
-    rdl_sentinel *s = owner;
-    s->ops->enter(s->owner);
-}
-
-static void on_leave(void *owner)
-{
-    rdl_sentinel *s = owner;
-    s->ops->leave(s->owner);
-}
-
-static int on_ending(void *owner)
-{
-    rdl_sentinel *s = owner;
-    return s->ops->ending(s->owner);
-}
-
 static void on_ready(void *owner) { ask(owner); }
 
 /* One Sentinel refusing us may be one misconfigured: only when every one
@@ -230,9 +212,9 @@ static void on_deadline(void *owner, int64_t at)
 }
 
 static const rdl_conn_owner conn_owner = {
-    .enter = on_enter,
-    .leave = on_leave,
-    .ending = on_ending,
+    .enter = rdl_relay_enter,
+    .leave = rdl_relay_leave,
+    .ending = rdl_relay_ending,
     .ready = on_ready,
     .refused = on_refused,
     .reply = on_reply,
@@ -254,6 +236,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     s->answer_by = RDL_NEVER;
     s->ops = ops;
     s->owner = owner;
+    s->relay = (rdl_relay){&ops->relay, owner};
     s->clock = clock;
     s->command_timeout = base->command_timeout;
     int n = rdl_addr_list_parse(o->addrs, s->addrs, REDLEASE_MAX_SENTINELS);

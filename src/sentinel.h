@@ -28,9 +28,7 @@
 
 typedef struct rdl_sentinel_owner {
     /* As rdl_conn_owner's: bracket every report, and say when ending. */
-    void (*enter)(void *owner);
-    void (*leave)(void *owner);
-    int (*ending)(void *owner);
+    rdl_relay_ops relay;
     /* A Sentinel named the primary: asked, or announcing a failover. */
     void (*primary)(void *owner, const char *host, int port);
     /* A failure's text, naming the Sentinel. */
@@ -42,6 +40,7 @@ typedef struct rdl_sentinel_owner {
 } rdl_sentinel_owner;
 
 typedef struct rdl_sentinel {
+    rdl_relay relay;    /* first: the connection's brackets go to the owner */
     rdl_heap_node wake; /* the owner's heap node for this connection's deadline */
     const rdl_sentinel_owner *ops;
     void *owner;

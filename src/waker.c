@@ -185,24 +185,6 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
 
 /* ------------------------------------------------- the connection's reports */
 
-static void on_enter(void *owner)
-{
-    rdl_waker *k = owner;
-    k->ops->enter(k->owner);
-}
-
-static void on_leave(void *owner)
-{
-    rdl_waker *k = owner;
-    k->ops->leave(k->owner);
-}
-
-static int on_ending(void *owner)
-{
-    rdl_waker *k = owner;
-    return k->ops->ending(k->owner);
-}
-
 static void on_ready(void *owner) { subscribe(owner); }
 
 static void on_refused(void *owner, int status, int64_t now)
@@ -241,9 +223,9 @@ static void on_deadline(void *owner, int64_t at)
 }
 
 static const rdl_conn_owner conn_owner = {
-    .enter = on_enter,
-    .leave = on_leave,
-    .ending = on_ending,
+    .enter = rdl_relay_enter,
+    .leave = rdl_relay_leave,
+    .ending = rdl_relay_ending,
     .ready = on_ready,
     .refused = on_refused,
     .reply = on_reply,
@@ -265,6 +247,7 @@ int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix
     k->wake.kind = RDL_WAKE_WAKER;
     k->ops = ops;
     k->owner = owner;
+    k->relay = (rdl_relay){&ops->relay, owner};
     k->channel_len = prefix_len + sizeof mid - 1 + RDL_TOKEN_LEN;
     k->channel = rdl_malloc(k->channel_len + 1);
     rdl_conn_config cc = *base;

@@ -43,9 +43,7 @@ enum { RDL_WORD_GRANTED = 'g', RDL_WORD_CHECK = 'c' };
 
 typedef struct rdl_waker_owner {
     /* As rdl_conn_owner's: bracket every report, and say when ending. */
-    void (*enter)(void *owner);
-    void (*leave)(void *owner);
-    int (*ending)(void *owner);
+    rdl_relay_ops relay;
     /* A word for w: RDL_WORD_GRANTED, or RDL_WORD_CHECK within ms. When
      * the channel is subscribed on a new link, words published before were
      * lost: every waiter then gets RDL_WORD_CHECK within 0 ms. */
@@ -58,6 +56,7 @@ typedef struct rdl_waker_owner {
 } rdl_waker_owner;
 
 typedef struct rdl_waker {
+    rdl_relay relay;    /* first: the connection's brackets go to the owner */
     rdl_heap_node wake; /* the owner's heap node for the connection's deadline */
     const rdl_waker_owner *ops;
     void *owner;

@@ -93,5 +93,8 @@ void bench_token(char out[33]);  /* a unique token, the floor's way */
 int bench_cmp_double(const void *a, const void *b);
 double bench_quantile(double *sorted, long n, double q);
 void bench_die(const char *what);
+/* fork() with a pipe from the child to the parent: 0 in the child, *fd
+ * its writing end; the child's pid in the parent, *fd its reading end. */
+int bench_fork(int *fd);
 
 #endif

@@ -280,17 +280,10 @@ static int worker(int id, const mode *m, const bench_contended_spec *s, int64_t 
 static pid_t spawn(int id, const mode *m, const bench_contended_spec *s, int64_t t0, int64_t t1,
                    int *rfd)
 {
-    int p[2];
-    if (pipe(p)) bench_die("pipe");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) bench_die("fork");
-    if (pid == 0) {
-        close(p[0]);
-        _exit(worker(id, m, s, t0, t1, p[1]));
-    }
-    close(p[1]);
-    *rfd = p[0];
+    int fd;
+    pid_t pid = bench_fork(&fd);
+    if (pid == 0) _exit(worker(id, m, s, t0, t1, fd));
+    *rfd = fd;
     return pid;
 }
 

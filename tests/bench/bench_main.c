@@ -140,20 +140,15 @@ typedef int (*hold_fn)(const bench_hold_spec *, bench_held *);
 
 static pid_t hold_child(hold_fn fn, const bench_hold_spec *s, int *rfd)
 {
-    int p[2];
-    if (pipe(p)) bench_die("pipe");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) bench_die("fork");
+    int fd;
+    pid_t pid = bench_fork(&fd);
     if (pid == 0) {
-        close(p[0]);
         bench_held h;
         int rc = fn(s, &h);
-        if (write(p[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(1);
+        if (write(fd, &h, sizeof h) != (ssize_t)sizeof h) _exit(1);
         _exit(rc ? 1 : 0);
     }
-    close(p[1]);
-    *rfd = p[0];
+    *rfd = fd;
     return pid;
 }
 

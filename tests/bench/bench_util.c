@@ -143,3 +143,15 @@ double bench_quantile(double *sorted, long n, double q)
     long i = (long)(q * (double)(n - 1) + 0.5);
     return sorted[i < n ? i : n - 1];
 }
+
+int bench_fork(int *fd)
+{
+    int p[2];
+    if (pipe(p)) bench_die("pipe");
+    fflush(stdout); /* the child would print it again */
+    pid_t pid = fork();
+    if (pid < 0) bench_die("fork");
+    close(p[pid == 0 ? 0 : 1]);
+    *fd = p[pid == 0 ? 1 : 0];
+    return (int)pid;
+}

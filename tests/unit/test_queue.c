@@ -99,6 +99,36 @@ static const char *queued(fake *f, rec *r, int64_t wait)
     return channel;
 }
 
+/* queued(), its joining attempt answered "busy": the waiter sleeps
+ * (next check by the entry's life, 10000 ms). Returns the channel. */
+static const char *waiting(fake *f, rec *r, int64_t wait)
+{
+    const char *channel = queued(f, r, wait);
+    fake_reply_int(f, -20000);
+    fake_run(f);
+    return channel;
+}
+
+/* n handles of one client waiting on "job0".."job<n-1>", all joined
+ * after the channel subscribed, all asleep. Returns the channel. */
+static const char *many_waiting(fake *f, rec *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char res[16];
+        snprintf(res, sizeof res, "job%d", i);
+        redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+        CHECK_EQ(start_lock(f, &r[i], res, &o), REDLEASE_OK);
+    }
+    fake_run(f);
+    for (int i = 0; i < n; i++) fake_reply_int(f, -20000);
+    fake_run(f);
+    const char *channel = subscribe(f); /* all check again, joining */
+    CHECK_EQ(fake_pending(f), n);
+    for (int i = 0; i < n; i++) fake_reply_int(f, -20000);
+    fake_run(f);
+    return channel;
+}
+
 static void test_word_parsing(void)
 {
     char tok[RDL_TOKEN_LEN + 1];
@@ -162,9 +192,7 @@ static void test_granted_word_confirms_at_once(void)
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
-    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
-    fake_reply_int(&f, -20000);
-    fake_run(&f);
+    const char *channel = waiting(&f, &r, REDLEASE_WAIT_FOREVER);
     fake_advance(&f, 50);
     CHECK_EQ(fake_pending(&f), 0);
     word(&f, channel, "g", &r, NULL);
@@ -217,9 +245,7 @@ static void test_check_word_and_strangers(void)
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
-    const char *channel = queued(&f, &r, REDLEASE_WAIT_FOREVER);
-    fake_reply_int(&f, -20000);
-    fake_run(&f);
+    const char *channel = waiting(&f, &r, REDLEASE_WAIT_FOREVER);
     fake_link_message(&f.side, channel, "g 0123456789abcdef0123456789abcdef");
     fake_link_message(&f.side, channel, "hello");
     fake_run(&f);
@@ -249,9 +275,7 @@ static void test_resubscription_has_every_waiter_check(void)
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
-    queued(&f, &r, REDLEASE_WAIT_FOREVER);
-    fake_reply_int(&f, -20000);
-    fake_run(&f);
+    waiting(&f, &r, REDLEASE_WAIT_FOREVER);
     fake_link_break(&f.side);
     fake_run(&f);
     CHECK_EQ(fake_pending(&f), 0);
@@ -277,9 +301,7 @@ static void test_leaving_and_releasing_go_through_the_queue(void)
     f.native = RDL_NATIVE_DELIFEQ;
     fake_connect(&f);
     rec r = {0};
-    queued(&f, &r, 3000);
-    fake_reply_int(&f, -20000);
-    fake_run(&f);
+    waiting(&f, &r, 3000);
     fake_advance(&f, 3000);
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_EBUSY);
@@ -341,20 +363,8 @@ static void test_many_waiters_share_one_channel(void)
     fake_start(&f, NULL);
     static rec r[N];
     memset(r, 0, sizeof r);
-    char res[N][16];
-    for (int i = 0; i < N; i++) {
-        snprintf(res[i], sizeof res[i], "job%d", i);
-        redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
-        CHECK_EQ(start_lock(&f, &r[i], res[i], &o), REDLEASE_OK);
-    }
-    fake_run(&f);
-    for (int i = 0; i < N; i++) fake_reply_int(&f, -20000);
-    fake_run(&f);
-    const char *channel = subscribe(&f); /* all check again, joining */
+    const char *channel = many_waiting(&f, r, N);
     CHECK_EQ(f.side.connects, 1);
-    CHECK_EQ(fake_pending(&f), N);
-    for (int i = 0; i < N; i++) fake_reply_int(&f, -20000);
-    fake_run(&f);
     for (int i = N - 1; i >= 0; i--) word(&f, channel, "g", &r[i], NULL);
     CHECK_EQ(fake_pending(&f), N);
     CHECK_EQ(f.c->waker->words, N);
@@ -523,18 +533,7 @@ static void test_free_from_a_callback_with_waiters(void)
     fake_start(&f, NULL);
     static rec r[3];
     memset(r, 0, sizeof r);
-    for (int i = 0; i < 3; i++) {
-        char res[8];
-        snprintf(res, sizeof res, "j%d", i);
-        redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
-        CHECK_EQ(start_lock(&f, &r[i], res, &o), REDLEASE_OK);
-    }
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) fake_reply_int(&f, -20000);
-    fake_run(&f);
-    const char *channel = subscribe(&f);
-    for (int i = 0; i < 3; i++) fake_reply_int(&f, -20000);
-    fake_run(&f);
+    const char *channel = many_waiting(&f, r, 3);
     word(&f, channel, "g", &r[1], NULL);
     r[1].on_acq_do = free_client_do;
     fake_reply_int(&f, 1);
@@ -555,9 +554,7 @@ static void test_close_with_a_waiter_queued(void)
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
-    queued(&f, &r, REDLEASE_WAIT_FOREVER);
-    fake_reply_int(&f, -20000);
-    fake_run(&f);
+    waiting(&f, &r, REDLEASE_WAIT_FOREVER);
     redlease_client_close(f.c, NULL, NULL);
     fake_run(&f);
     CHECK_EQ(r.acq_calls, 1);
