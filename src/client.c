@@ -605,6 +605,9 @@ static void on_sentinel_error(void *owner, const char *text, size_t len)
     if (!rdl_node_ready(&c->main)) rdl_set_errstr(c, text, len);
 }
 
+/* A word read on the channel makes a waiter's attempt due now: it goes
+ * out right after the read, not one loop iteration later. */
+static void on_link_drain(void *owner) { rdl_client_drain(owner); }
 static void on_link_enter(void *owner) { rdl_enter(owner); }
 static void on_link_leave(void *owner) { rdl_leave(owner); }
 static int on_link_ending(void *owner) { return ((redlease_client *)owner)->dead; }
@@ -615,7 +618,7 @@ static void on_sentinel_refused(void *owner, int status, int64_t now)
 }
 
 static const rdl_sentinel_owner sentinel_owner = {
-    .relay = {on_link_enter, on_link_leave, on_link_ending},
+    .relay = {on_link_enter, on_link_leave, on_link_ending, on_link_drain},
     .primary = on_sentinel_primary,
     .error = on_sentinel_error,
     .refused = on_sentinel_refused,
@@ -661,7 +664,7 @@ static void on_waker_deadline(void *owner, int64_t at)
 }
 
 static const rdl_waker_owner waker_owner = {
-    .relay = {on_link_enter, on_link_leave, on_link_ending},
+    .relay = {on_link_enter, on_link_leave, on_link_ending, on_link_drain},
     .word = on_waker_word,
     .link_lost = on_waker_link_lost,
     .deadline = on_waker_deadline,

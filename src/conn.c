@@ -467,6 +467,12 @@ int rdl_relay_ending(void *module)
     return r->ops->ending(r->owner);
 }
 
+void rdl_relay_drain(void *module)
+{
+    const rdl_relay *r = module;
+    r->ops->drain(r->owner);
+}
+
 /* ------------------------------------------------------ driven by owner */
 
 

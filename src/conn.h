@@ -85,12 +85,13 @@ typedef struct rdl_conn_owner {
 /* The brackets a module that keeps a connection for its owner (Sentinel,
  * the wake-up channel) passes on unchanged: the owner's table of the
  * module begins with an rdl_relay_ops, the module with an rdl_relay, and
- * the module's rdl_conn_owner table names rdl_relay_enter, _leave and
- * _ending. */
+ * the module's rdl_conn_owner table names rdl_relay_enter, _leave,
+ * _ending and _drain. */
 typedef struct rdl_relay_ops {
     void (*enter)(void *owner);
     void (*leave)(void *owner);
     int (*ending)(void *owner);
+    void (*drain)(void *owner); /* what a read made due may run now */
 } rdl_relay_ops;
 
 typedef struct rdl_relay {
@@ -101,6 +102,7 @@ typedef struct rdl_relay {
 void rdl_relay_enter(void *module);
 void rdl_relay_leave(void *module);
 int rdl_relay_ending(void *module);
+void rdl_relay_drain(void *module);
 
 /* What to connect to and how. The connection keeps copies of the strings. */
 typedef struct rdl_conn_config {

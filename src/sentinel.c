@@ -215,6 +215,7 @@ static const rdl_conn_owner conn_owner = {
     .enter = rdl_relay_enter,
     .leave = rdl_relay_leave,
     .ending = rdl_relay_ending,
+    .drain = rdl_relay_drain,
     .ready = on_ready,
     .refused = on_refused,
     .reply = on_reply,

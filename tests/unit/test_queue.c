@@ -195,7 +195,10 @@ static void test_granted_word_confirms_at_once(void)
     const char *channel = waiting(&f, &r, REDLEASE_WAIT_FOREVER);
     fake_advance(&f, 50);
     CHECK_EQ(fake_pending(&f), 0);
-    word(&f, channel, "g", &r, NULL);
+    char text[80];
+    snprintf(text, sizeof text, "g %s", redlease_lock_token(r.lk));
+    fake_link_message(&f.side, channel, text);
+    rdl_conn_on_read_done(f.side.cn); /* the read ends: no loop iteration more */
     CHECK(is_queued_attempt(&f, &r, NULL));
     int64_t t0 = f.now;
     fake_advance(&f, 3);
