@@ -290,7 +290,7 @@ enum redlease_wait_mode {
                                   polls for now) */
     REDLEASE_WAIT_POLL = 2,    /* retries after a jittered backoff (retry_*_ms), in no order */
     REDLEASE_WAIT_WAKE = 3     /* waits in the queue, but a release only wakes the first
-                                  waiters, who race for the lock with anyone asking
+                                  waiter, who races for the lock with anyone asking
                                   (the releaser too): no order, no polling */
 };
 

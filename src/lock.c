@@ -544,6 +544,10 @@ static void start_op(struct redlease_lock *lk, int op, int64_t now)
     if (op == RDL_REQ_ACQUIRE) {
         lk->acq->attempts++;
         c->stats.attempts++;
+        /* Where the client's channel already listens, even a first attempt
+         * joins the queue; otherwise its first wait opens the channel
+         * (attempt_ended), and the subscription has it check again. */
+        if (lk->acq->joins && rdl_waker_listening(c->waker)) (void)rdl_waker_add(c->waker, &lk->acq->waiter, now);
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
     pump(lk, now);

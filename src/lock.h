@@ -118,7 +118,7 @@ struct redlease_lock {
                                    to the resource's queue, its release and drops
                                    hand the lock over (acq->joins: it waits in it) */
     unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever
-                                   asks first; a release tells the first waiters
+                                   asks first; a release tells the first waiter
                                    to check, hands nothing over */
 
     char token[RDL_TOKEN_LEN + 1];

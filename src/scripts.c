@@ -193,7 +193,12 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "leave(ARGV[1])\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
-        "if ARGV[2] == '1' then hand_over() else tell_first(3, 0) end\n"
+        "if ARGV[2] == '1' then\n"
+        "  hand_over()\n"
+        "else\n"
+        "  local h, _, ch = head()\n"
+        "  if h then redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0') end\n"
+        "end\n"
         "if v then return 1 end\n"
         "return 0\n",
 };
@@ -209,7 +214,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "b741c7ab4b958e446aa29943107bf1b785b3b7cb",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "12a499edc2d3a72bb49f5f1dd404b6dcdbc4c9c1",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "d9e221da39c00853bab5b6422b3226ebe61591a5",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

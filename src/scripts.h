@@ -22,8 +22,8 @@ enum rdl_script {
     RDL_SCRIPT_QUEUE_ACQUIRE,
     /* A queued handle's release, drop and leaving the queue. KEYS: key,
      * queue, waiters; ARGV: token, order ("1": the live head is handed
-     * the lock and told; "0": the first waiters are told to check, and
-     * race) -> 1 deleted, 0 not ours */
+     * the lock and told; "0": the first waiter is told to check, and
+     * races) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
     RDL_SCRIPT_COUNT
 };

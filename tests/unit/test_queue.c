@@ -185,6 +185,26 @@ static void test_busy_waiter_checks_by_holder_ttl_or_entry_life(void)
     end(&f);
 }
 
+/* Once the client's channel listens, a waiting acquire joins the queue
+ * with its first attempt: no attempt that only learns "busy" first. */
+static void test_later_waiters_join_at_their_first_attempt(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0}, s = {0};
+    const char *channel = waiting(&f, &r, REDLEASE_WAIT_FOREVER);
+    redlease_lock_options o = qopts(REDLEASE_WAIT_FOREVER);
+    CHECK_EQ(start_lock(&f, &s, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    const char *ch = NULL;
+    CHECK(is_queued_attempt(&f, &s, &ch) && strcmp(ch, channel) == 0);
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    CHECK_EQ(s.acq_calls, 0);
+    CHECK_EQ(fake_pending(&f), 0); /* asleep in the queue, not backing off */
+    end(&f);
+}
+
 /* "g TOKEN": the lock was handed over; the waiter confirms at once with
  * its own command, and its lease counts from that command's send. */
 static void test_granted_word_confirms_at_once(void)
@@ -642,6 +662,7 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_word_parsing),
         TEST_CASE(test_busy_waiter_checks_by_holder_ttl_or_entry_life),
+        TEST_CASE(test_later_waiters_join_at_their_first_attempt),
         TEST_CASE(test_granted_word_confirms_at_once),
         TEST_CASE(test_word_during_an_attempt_is_kept_for_after_it),
         TEST_CASE(test_check_word_and_strangers),
