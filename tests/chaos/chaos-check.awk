@@ -5,7 +5,11 @@
 # counter (the store's final counter), tmp (a scratch file), fences_partial
 # (1 under a quorum, whose fences increase only as far as the raise of the
 # counters reached the servers, docs/design.md section 10: fences-increase
-# is then a figure).
+# is then a figure), nslots (worker processes at a time), cs_ms (the
+# longest sleep in a critical section), reconnect_ms (the workers'
+# reconnect_max_ms), queue (1: the workers wait in the queue, and every
+# live waiter must be served in time: the invariant live-waiters-served;
+# else its numbers are figures).
 # Prints "figure: ..." lines and one "invariant: NAME ok|FAIL ..." line per
 # invariant; exits 1 if any failed.
 
@@ -23,12 +27,12 @@ function stopped(w, a, b,    i) {  # was worker w SIGSTOPped during [a, b]?
     return 0
 }
 # The fault a loss of worker w at t is put down to: the latest one under
-# way within a TTL before t (a SIGSTOP only for the worker it froze), or
-# "none".
+# way within a TTL before t (one aimed at a worker, as a SIGSTOP, only for
+# that worker), or "none".
 function cause(w, t,    i, best) {
     best = 0
     for (i = 1; i <= nfaults; i++)
-        if (flt_s[i] <= t && t <= flt_e[i] + ttl && (flt_kind[i] != "stop" || flt_w[i] == w) && (!best || flt_s[i] > flt_s[best])) best = i
+        if (flt_s[i] <= t && t <= flt_e[i] + ttl && (flt_w[i] == "" || flt_w[i] == w) && (!best || flt_s[i] > flt_s[best])) best = i
     return best ? flt_kind[best] : "none"
 }
 function verdict(name, ok, detail) {
@@ -41,6 +45,39 @@ function last_below(key, n, x,    lo, hi, mid) {
     while (lo < hi) { mid = int((lo + hi + 1) / 2); if (key[mid] < x) lo = mid; else hi = mid - 1 }
     return lo
 }
+function max(a, b) { return a > b ? a : b }
+function min(a, b) { return a < b ? a : b }
+# A wait of worker w ended at t (how: served, gave-up, end, killed, log-end).
+function close_wait(w, t, how) {
+    if (!(w in open_wait)) return
+    nwait++; wt_w[nwait] = w; wt_b[nwait] = open_wait[w]; wt_e[nwait] = t; wt_how[nwait] = how
+    waits_by[how]++
+    delete open_wait[w]
+}
+# Worker w's log ended at t (its last line): a wait still open ended with
+# the process, at its SIGKILL if the schedule killed it.
+function log_ended(w, t) {
+    if (w in killed_at) close_wait(w, killed_at[w], "killed")
+    else close_wait(w, t, "log-end")
+}
+# One stretch [p, q] of worker w's wait k without a reset (below): no
+# longer than nslots - 1 turns, and one more for each entry of a killed
+# worker that may still have been ahead of w (killed less than an entry's
+# life before p).
+function piece(w, p, q, k,    i, dead, bound, len) {
+    dead = 0
+    for (i = 1; i <= nfaults; i++)
+        if (flt_kind[i] == "waiter-kill" && flt_w[i] != w && flt_s[i] > p - life && flt_s[i] < q) dead++
+    bound = (nslots - 1 + dead) * turn + 1.5 * ttl
+    len = q - p
+    npieces++
+    if (len > longest) { longest = len; longest_bound = bound; longest_ex = sprintf("w%s from %.3f, %s", w, p, wt_how[k]) }
+    if (npieces == 1 || len - bound > worst_margin) worst_margin = len - bound
+    if (len > bound) {
+        unserved++
+        if (unserved <= 5) unserved_ex = unserved_ex sprintf(" w%s waited %.0f ms from %.3f (bound %.0f, %s)", w, len, p, bound, wt_how[k])
+    }
+}
 
 { file = basename(FILENAME) }
 
@@ -50,12 +87,16 @@ file == "faults.log" {
     if ($2 ~ /^failed-/) { kinds[$2]++; next }
     kinds[$2]++; nfaults++
     flt_kind[nfaults] = $2; flt_s[nfaults] = $1; flt_e[nfaults] = $3; flt_w[nfaults] = kv("worker")
+    # A waiter fault's target: waiting when picked, or not (the pick raced
+    # a handoff, or nobody was waiting).
+    if (kv("was") != "") { aimed++; if (kv("was") == "waiting") aimed_waiting++ }
+    if ($2 == "waiter-kill") killed_at[kv("worker")] = $1
     # what a delay held arrives up to its ms after it ends
     if ($2 == "net-delay") flt_e[nfaults] = $3 + kv("ms")
     # A restart empties Redis: a holder confirmed before the kill may still
     # be locally valid up to a TTL later, so the window runs to up + TTL.
     if ($2 == "restart") { nrestart++; rw_s[nrestart] = $1; rw_e[nrestart] = $3 + ttl }
-    if ($2 == "stop") { nstop++; sw_w[nstop] = kv("worker"); sw_s[nstop] = $1; sw_e[nstop] = $3 }
+    if ($2 == "stop" || $2 == "waiter-stop") { nstop++; sw_w[nstop] = kv("worker"); sw_s[nstop] = $1; sw_e[nstop] = $3 }
     next
 }
 
@@ -71,23 +112,35 @@ file == "store.log" {  # replay: "read|write ok|refused W FENCE VALUE"
     next
 }
 
-file == "exits.log" {  # "exit W STATUS STDERR_BYTES"
+file == "exits.log" {  # "exit W STATUS STDERR_BYTES" (STATUS "killed": by the schedule)
     nworkers++
-    if ($3 == "hung") hung++
+    if ($3 == "killed") killed++
+    else if ($3 == "hung") hung++
     else if ($3 != 0) bad_exit++
     if ($4 != 0) noisy++
     exits = exits " w" $2 ":" $3
     next
 }
 
-# worker logs: "T W EVENT ..."
+# worker logs: "T W EVENT ..." (one process a file: W is unique to it)
+FNR == 1 && file ~ /^worker/ { if (prev_w != "") log_ended(prev_w, prev_t) }
+file ~ /^worker/ { prev_w = $2; prev_t = $1 }
+$3 == "start" { start_t[$2] = $1 }
+# A wait: from "acquiring" to its acquisition, its give-up, the end of the
+# run (SIGTERM) or the process's end (killed by the schedule).
+$3 == "acquiring" { open_wait[$2] = $1; waited[$2] = 0 }
+$3 == "waiting" { waited[$2] = 1 }
+$3 == "acquired" { close_wait($2, $1, "served") }
+$3 == "acquire-failed" { close_wait($2, $1, "gave-up"); gave_up[substr($0, index($0, "status=") + 7)]++ }
+$3 == "signal" { close_wait($2, $1, "end") }
 $3 == "acquired" {
     nacq++; acq_w[nacq] = $2; acq_f[nacq] = kv("fence"); acq_s[nacq] = kv("send")
-    acq_c[nacq] = kv("confirm")
+    acq_c[nacq] = kv("confirm"); acq_waited[nacq] = waited[$2]
 }
 $3 == "act-begin" { begin[$2] = $1 }
 $3 == "write" { last_write[$2] = $4; if ($4 == "accepted") worker_accepted++ }
 $3 == "act-end" {
+    nend++; end_t[nend] = $1
     niv++; iv_w[niv] = $2; iv_b[niv] = begin[$2]; iv_e[niv] = kv("last_held")
     if (last_write[$2] != "") {
         cs++
@@ -111,6 +164,7 @@ $3 == "lost-event" {
 }
 
 END {
+    if (prev_w != "") log_ended(prev_w, prev_t)
     sorter = "sort -n > " tmp
     # --- holder intervals: none of two workers may overlap
     for (i = 1; i <= niv; i++) print iv_b[i], iv_e[i], iv_w[i] | sorter
@@ -137,6 +191,97 @@ END {
         c[n] = f[1] + 0; s[n] = f[2] + 0; fe[n] = f[3] + 0; cw[n] = f[4]
         pmax[n] = n > 1 && pmax[n - 1] > fe[n] ? pmax[n - 1] : fe[n]
     }
+    close(tmp)
+    # --- every live waiter served. In a FIFO queue a worker w that joins
+    # has at most nslots - 1 others ahead of it (each worker has one
+    # handle, and one that was served joins again at the tail), and each
+    # of them has at most one turn before w: a worker leaves its place
+    # when it is handed the lock, and whatever becomes of that (held and
+    # released, held and lost, never confirmed), it can only join again
+    # behind w. A turn, from one holder's confirmation to the next's:
+    # - as meant: at most cs_ms of sleep, plus the store's I/O, the
+    #   release and the handoff's round trips (half a TTL is ample);
+    # - when the worker whose turn it is was frozen, killed or cut off
+    #   (stop, waiter-stop, waiter-kill, waiter-net-*): a holder's lease
+    #   runs out a TTL after its last renewal at most, a lock handed to a
+    #   waiter that cannot confirm it after one claim, min(TTL, command
+    #   timeout); the next waiter checks then (told to, or at the holder's
+    #   TTL end);
+    # - when the word of the handoff was lost (pubsub-kill: every wake-up
+    #   link dropped until it subscribes again): the waiter handed the lock
+    #   checks at the holder's TTL end at the latest, within its claim,
+    #   so it keeps its place.
+    # So a turn takes at most cs_ms + 1.5 TTL (turn), and a wait at most
+    #     (nslots - 1) turn + 1.5 TTL        (w's own round trips, or a
+    #                                         TTL if its own word is lost)
+    # plus a turn for each entry of a killed worker still ahead of w (an
+    # entry lives max(TTL, 1 s), life, after its last check; the new
+    # process takes no place of it and joins behind w).
+    # Faults of w's own (frozen, cut off: handed the lock then, it cannot
+    # confirm within the claim and is dropped) and of everyone's (CLIENT
+    # KILL of the command links, a restart, which empties the queue, DEBUG
+    # SLEEP, CLIENT PAUSE, the proxy's faults on every connection,
+    # failovers) can cost w its place: they reset the count, which starts
+    # again once the fault is over and w can have joined again (recover):
+    # reconnect_max_ms, then a connect and an attempt timing out (a TTL
+    # each), and its next check (a TTL at most). w's own start (connect,
+    # subscribe) counts as a reset too. Each stretch of a wait between
+    # resets (a piece) must be no longer than its bound; a waiter stranded
+    # (a word lost and no timer, a dead waiter the queue does not skip)
+    # overstays it in its first stretch without a reset that is longer
+    # than the bound, which the short queue run (run-chaos-queue.sh), with
+    # mostly faults aimed at one worker, has many of.
+    turn = cs_ms + 1.5 * ttl
+    recover = reconnect_ms + 3 * ttl
+    life = max(ttl, 1000)
+    for (i = 1; i <= nfaults; i++) {
+        if (flt_w[i] != "") flt_class[i] = "one"              # a reset for its worker only
+        else if (flt_kind[i] == "pubsub-kill") flt_class[i] = "none"
+        else flt_class[i] = "all"
+    }
+    for (k = 1; k <= nwait; k++) {
+        w = wt_w[k]; b = wt_b[k]; e = wt_e[k]
+        # the windows [start, end + recover] of the resets that touch the wait
+        nr = 0
+        if ((w in start_t) && start_t[w] + recover > b) { nr++; rs[nr] = start_t[w]; re[nr] = start_t[w] + recover }
+        for (i = 1; i <= nfaults; i++) {
+            if (flt_class[i] == "none" || (flt_class[i] == "one" && flt_w[i] != w)) continue
+            if (flt_s[i] < e && flt_e[i] + recover > b) { nr++; rs[nr] = flt_s[i]; re[nr] = flt_e[i] + recover }
+        }
+        for (i = 2; i <= nr; i++) { # by start (a handful)
+            x = rs[i]; y = re[i]
+            for (j = i - 1; j >= 1 && rs[j] > x; j--) { rs[j + 1] = rs[j]; re[j + 1] = re[j] }
+            rs[j + 1] = x; re[j + 1] = y
+        }
+        cur = b
+        for (i = 1; i <= nr && cur < e; i++) {
+            if (rs[i] > cur) piece(w, cur, min(rs[i], e), k)
+            if (re[i] > cur) cur = re[i]
+        }
+        if (cur < e) piece(w, cur, e, k)
+        # figures: the longest wait, and the turns others took meanwhile
+        if (e - b > longest_wait) longest_wait = e - b
+        t = last_below(c, n, e) - last_below(c, n, b) - (wt_how[k] == "served")
+        if (t > most_turns) { most_turns = t; most_turns_ex = sprintf("w%s from %.3f", w, b) }
+    }
+
+    # --- turns after a wait: how long from the previous holder's act-end
+    # to the confirmation of a worker that was told busy in its cycle (a
+    # handoff in queue mode: a round trip or two; a poller's next retry;
+    # a lease that ran out)
+    for (i = 1; i <= nend; i++) print end_t[i] | sorter
+    close(sorter)
+    ne = 0
+    while ((getline line < tmp) > 0) { ne++; ends[ne] = line + 0 }
+    close(tmp)
+    ngap = 0
+    for (i = 1; i <= nacq; i++) {
+        if (!acq_waited[i]) continue
+        j = last_below(ends, ne, acq_c[i] + 0)
+        if (j > 0) print acq_c[i] - ends[j] | sorter
+    }
+    close(sorter)
+    while ((getline line < tmp) > 0) { ngap++; gap[ngap] = line + 0 }
     close(tmp)
     system("rm -f " tmp)
     # A request sent after another acquire was confirmed reached Redis after
@@ -187,6 +332,12 @@ END {
     printf "figure: overlaps %d outside restart windows, %d touching %d restart windows\n", overlaps + 0, restart_overlaps + 0, nrestart
     printf "figure: counter %d, accepted writes %d (store log) %d (workers)\n", counter, store_accepted, worker_accepted
     printf "figure: exits%s\n", exits
+    printf "figure: waiter faults %d, the target waiting when picked in %d; processes killed by the schedule %d\n", aimed, aimed_waiting, killed
+    printf "figure: waits %d: served %d, gave up %d", nwait, waits_by["served"], waits_by["gave-up"]
+    for (k in gave_up) printf " (%d: %s)", gave_up[k], k
+    printf ", ended by the run's end %d, by a kill %d; longest %.0f ms; most turns others took during one wait %d (%s)\n", waits_by["end"], waits_by["killed"] + waits_by["log-end"], longest_wait, most_turns, most_turns_ex
+    if (ngap) printf "figure: turns after a wait %d: previous holder's act-end to the confirmation median %.1f ms, 90%% %.1f ms, max %.1f ms\n", ngap, gap[int((ngap + 1) / 2)], gap[int((ngap * 9 + 9) / 10)], gap[ngap]
+    printf "figure: waits checked in %d stretches between resets (a fault of the waiter's own or everyone's); longest %.0f ms (bound %.0f: %s); closest to its bound %.0f ms %s\n", npieces, longest, longest_bound, longest_ex, worst_margin < 0 ? -worst_margin : worst_margin, worst_margin < 0 ? "under" : "over"
 
     verdict("critical-sections-ran", cs > 0 && store_accepted > 0, cs " critical sections")
     verdict("no-overlap-outside-restarts", overlaps == 0, overlaps + 0 " overlaps" overlap_ex)
@@ -197,5 +348,9 @@ END {
     verdict("loss-reported-before-key-expiry", lost_late + lost_unconfirmed + silent == 0, lost_late + 0 " reported late while the loop ran" late_ex ", " silent + 0 " never reported" silent_ex ", " lost_unconfirmed + 0 " never confirmed")
     verdict("not-held-past-expiry", held_past == 0, held_past + 0 " times held() said 1 at the earliest server expiry" held_ex)
     verdict("workers-exit-clean", nworkers > 0 && bad_exit + hung + noisy == 0, "bad exit " bad_exit + 0 ", hung " hung + 0 ", stderr " noisy + 0)
+    # No stretch at all (resets covering every wait) checked nothing: a
+    # failure too, of the schedule.
+    if (queue) verdict("live-waiters-served", npieces > 0 && unserved == 0, npieces ? unserved + 0 " of " npieces " stretches of waiting past their bound" unserved_ex : "no stretch of waiting between resets to check")
+    else printf "figure: stretches of waiting past the queue's bound %d (not an invariant: the workers poll)\n", unserved
     exit failed
 }

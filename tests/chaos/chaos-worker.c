@@ -20,12 +20,24 @@
  *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
  *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
  *   longer ones need renewals, so a frozen server costs the lease),
- *   CHAOS_SEED (the worker's random delays; default 1)
+ *   CHAOS_SEED (the worker's random delays; default 1),
+ *   CHAOS_WAIT_MODE: queue (the lock option wait_mode
+ *   REDLEASE_WAIT_QUEUE: waiters join the resource's FIFO queue in Redis
+ *   and are handed the lock), poll (REDLEASE_WAIT_POLL), or unset or
+ *   default (the library's default, as before this option)
  *
  * Every line it prints starts with the CLOCK_MONOTONIC time in ms (with us)
  * and the worker id; the clock is the one the library and every other
  * process on the machine read, so chaos-check.awk can line up all logs:
  *   T W acquired fence=F send=S confirm=C     S: the confirming request's send
+ *   T W start ttl=TTL wait=W mode=queue|poll|default   the process began
+ *   T W acquiring                             a cycle's acquire was asked
+ *                                             for: the worker waits from T
+ *   T W waiting attempt=N                     the first "busy" of the cycle
+ *                                             (attempt N): it waits (in
+ *                                             queue mode: it is queued, or
+ *                                             about to be)
+ *   T W acquired ... attempts=N               N: the attempts it took
  *   T W act-begin                             held() was 1 at T; reads next
  *   T W act-end last_held=L confirmed=0|1     held() was 1 at L; confirmed=1:
  *                                             also after the write (L = T)
@@ -101,6 +113,8 @@ static unsigned long cycles;
 static unsigned long cycle_id;   /* the acquire cycle under way */
 static unsigned long tick_cycle; /* the cycle whose confirmation armed the tick */
 static int cycle_told;           /* this cycle's loss was reported, or its release asked for */
+static int cycle_attempts;       /* acquire attempts sent in this cycle */
+static int cycle_waited;         /* this cycle was told "busy" */
 
 static int64_t now_us(void)
 {
@@ -229,9 +243,9 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
         return;
     }
     cycles++;
-    say(now_us(), "acquired fence=%" PRIu64 " send=%" PRId64 ".%03d confirm=%" PRId64 ".%03d",
+    say(now_us(), "acquired fence=%" PRIu64 " send=%" PRId64 ".%03d confirm=%" PRId64 ".%03d attempts=%d",
         redlease_lock_fence(lk), confirm_send_us / 1000, (int)(confirm_send_us % 1000),
-        confirm_us / 1000, (int)(confirm_us % 1000));
+        confirm_us / 1000, (int)(confirm_us % 1000), cycle_attempts);
     critical_section();
 }
 
@@ -240,6 +254,9 @@ static void start_cycle(struct ev_loop *l, ev_timer *w, int revents)
     (void)l, (void)w, (void)revents;
     cycle_id++;
     cycle_told = 0;
+    cycle_attempts = 0;
+    cycle_waited = 0;
+    say(now_us(), "acquiring");
     int rc = redlease_acquire(client, RESOURCE, &lock_options, on_acquired, on_lost, NULL, &lease);
     if (rc != REDLEASE_OK) {
         say(now_us(), "acquire-refused status=%s", redlease_strerror(rc));
@@ -282,6 +299,13 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
     (void)c, (void)arg;
     int64_t t = now_us();
     switch (ev->type) {
+    case REDLEASE_EV_ATTEMPT:
+        cycle_attempts = ev->attempt;
+        break;
+    case REDLEASE_EV_CONTENDED: /* every check of a waiter: only the first is told */
+        if (!cycle_waited) say(t, "waiting attempt=%d", ev->attempt);
+        cycle_waited = 1;
+        break;
     case REDLEASE_EV_ACQUIRED:
         confirm_us = t;
         confirm_send_us = t - ev->rtt_ms * 1000; /* ms precision: rtt is whole ms */
@@ -371,6 +395,17 @@ int main(int argc, char **argv)
     lock_options.retry_max_ms = 100;
     lock_options.fencing = 1;
     lock_options.min_replicas = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
+    const char *mode = getenv("CHAOS_WAIT_MODE");
+    if (!mode || !*mode || strcmp(mode, "default") == 0) {
+        mode = "default";
+    } else if (strcmp(mode, "queue") == 0) {
+        lock_options.wait_mode = REDLEASE_WAIT_QUEUE;
+    } else if (strcmp(mode, "poll") == 0) {
+        lock_options.wait_mode = REDLEASE_WAIT_POLL;
+    } else {
+        fprintf(stderr, "chaos-worker: bad CHAOS_WAIT_MODE=%s (queue, poll or default)\n", mode);
+        return 2;
+    }
     cs_max_ms = (int)env_ms("CHAOS_CS_MS", lock_options.ttl_ms * 3 / 2);
     if (cs_max_ms < 1) cs_max_ms = 1;
 
@@ -413,7 +448,8 @@ int main(int argc, char **argv)
     ev_signal_start(loop, &sigterm_watcher);
     ev_signal_start(loop, &sigint_watcher);
     ev_timer_start(loop, &idle_timer);
-    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64, lock_options.ttl_ms, lock_options.wait_ms);
+    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64 " mode=%s", lock_options.ttl_ms, lock_options.wait_ms,
+        mode);
 
     ev_run(loop, 0); /* returns once the client is closed and the watchers stopped */
 

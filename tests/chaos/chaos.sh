@@ -16,6 +16,23 @@
 #   CHAOS_WORKERS     processes (default 4)
 #   CHAOS_TTL_MS      lease TTL (default 100; 400 under valgrind)
 #   CHAOS_KEEP        set: keep the log directory even when all is well
+#   CHAOS_WAIT_MODE   the workers' wait_mode: default (unset: the
+#                     library's default, polling), poll, or queue
+#                     (REDLEASE_WAIT_QUEUE: waiters join a FIFO queue in
+#                     Redis and are handed the lock, docs/design.md section
+#                     11). Queue mode adds the waiter faults below to the
+#                     schedule (each of them once first, in a seeded order)
+#                     and makes "every live waiter served" an invariant
+#                     (single and sentinel topologies: Cluster and quorum
+#                     clients have no queue yet and poll, so it is a figure
+#                     there, as it is in the other modes)
+#   CHAOS_WAIT_MS     the workers' wait budget (default 4 TTL; in queue mode
+#                     3 (N - 1) (CS + 1.5 TTL), about three times the
+#                     checker's bound for a wait: a waiter gives up only
+#                     when faults of its own or everyone's made its wait
+#                     long, and a stranded one overstays its bound first)
+#   CHAOS_CS_MS       the longest sleep in a critical section (default 1.5
+#                     TTL), for the workers and the checker's bound
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
 #                     default all of them), e.g. "net-delay net-drop net-cut"
 #   CHAOS_TOPOLOGY    single (default), sentinel, cluster or quorum.
@@ -67,6 +84,24 @@
 #
 # Faults (one at a time, 1-3 TTL apart):
 #   stop        SIGSTOP a holder for 1.5-2.5 TTL, then SIGCONT (a GC pause)
+# The waiter faults (queue mode, or named in CHAOS_KINDS) aim at a worker
+# that is waiting: its log's last line of a cycle's state says "waiting"
+# (told busy at least once, so queued in queue mode), looked for over 0.1 s
+# and else any worker not holding the lease:
+#   waiter-stop SIGSTOP a waiter for 0.3-0.9 TTL (within its holder's
+#               TTL), 1.5-3 TTL (past it), or now and then (1 in 4) 1.1-1.4
+#               times its queue entry's life, max(TTL, 1 s), so that the
+#               entry dies
+#   waiter-kill SIGKILL a waiter; 0-1 TTL later a new worker process takes
+#               its place, with the next worker id (its own log): the queue
+#               keeps the dead one's entry until it dies or is handed the
+#               lock (one claim, min(TTL, command timeout))
+#   pubsub-kill (single, sentinel) CLIENT KILL TYPE pubsub: every
+#               worker's wake-up link (words published meanwhile are lost;
+#               waiters go by their timers until they subscribe again)
+#   waiter-net-drop / waiter-net-cut  (single) net-drop or net-cut of
+#               0.5-2 TTL on one waiter's connections alone (its command
+#               and its pub/sub link; the proxy's pid= scope)
 #   kill        CLIENT KILL TYPE normal (cluster: on every node; quorum:
 #               on 1 to N members): every worker's connection drops
 #   failover    (sentinel) SENTINEL FAILOVER: the replica becomes the
@@ -135,8 +170,22 @@ duration=${CHAOS_DURATION_S:-10}
 nworkers=${CHAOS_WORKERS:-4}
 # Short leases, so that freezes and pauses of a few hundred ms outlast them.
 if [ -n "$wrapper" ]; then ttl=${CHAOS_TTL_MS:-400}; else ttl=${CHAOS_TTL_MS:-100}; fi
+cs_ms=${CHAOS_CS_MS:-$(( ttl * 3 / 2 ))}
+wait_mode=${CHAOS_WAIT_MODE:-default}
+case $wait_mode in default | poll | queue) ;; *) echo "chaos: CHAOS_WAIT_MODE: default, poll or queue" >&2; exit 1 ;; esac
+# The wait budget: the worker's default (4 TTL) unless set; in queue mode
+# about three times the checker's bound for a wait (chaos-check.awk,
+# live-waiters-served), so that a waiter gives up only after faults of its
+# own or everyone's, and a stranded one overstays its bound first: a budget
+# below the bound would make waiters leave and join the tail again as a
+# matter of course (the queue then owes them nothing), and hide one that is
+# never served.
+wait_ms=${CHAOS_WAIT_MS:-}
+if [ "$wait_mode" = queue ] && [ -z "$wait_ms" ]; then
+    wait_ms=$(( 3 * (nworkers > 1 ? nworkers - 1 : 1) * (cs_ms + ttl * 3 / 2) ))
+fi
 RANDOM=$seed
-echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms${wrapper:+, under $wrapper}"
+echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms, wait mode $wait_mode${wait_ms:+, wait budget $wait_ms ms}${wrapper:+, under $wrapper}"
 
 now_ms() { "$worker_bin" --now; }
 # rand_between LO HI: an integer in [LO, HI] from the seeded RANDOM.
@@ -397,6 +446,8 @@ store=$out/store
 echo "0 0" >"$store"
 : >"$store.log"
 : >"$faults"
+: >"$out/exits.log"
+: >"$out/net-picks"
 
 declare -a pids
 proxy_pid=
@@ -461,34 +512,76 @@ else
     reach=(CHAOS_MIN_REPLICAS="${CHAOS_MIN_REPLICAS:-1}")
     exec {proxy_ctl}>/dev/null
 fi
-for w in $(seq 1 "$nworkers"); do
-    seeds=()
-    if [ "$topology" = cluster ]; then # odd workers one node, even ones two
+# Worker slots 1..CHAOS_WORKERS: wid[W] is the id of the process in slot W
+# now, pids[W] its pid. A worker killed by the schedule (waiter-kill) is
+# replaced by a new process with the next id (ids above CHAOS_WORKERS),
+# which writes a log of its own.
+declare -a wid
+next_wid=1
+# start_worker W: a new worker process in slot W.
+start_worker() {
+    local w=$1 id=$next_wid seeds=() addrs=() i
+    next_wid=$((next_wid + 1))
+    if [ "$topology" = cluster ]; then # odd slots one node, even ones two
         seeds=(CHAOS_CLUSTER="127.0.0.1:${node_port[(w - 1) % 6 + 1]}")
         [ $((w % 2)) = 1 ] || seeds[0]+=",127.0.0.1:${node_port[(w + 2) % 6 + 1]}"
     elif [ "$topology" = quorum ]; then # every member, the list turned by w
-        addrs=()
         for i in $(seq 0 $((qn - 1))); do addrs+=("127.0.0.1:${member_port[(w - 1 + i) % qn + 1]}"); done
         seeds=(CHAOS_QUORUM="$(IFS=,; echo "${addrs[*]}")")
     fi
-    env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl "${reach[@]}" "${seeds[@]}" \
-        $wrapper "$worker_bin" "$w" "$store" >"$out/worker$w.log" 2>"$out/worker$w.err" {proxy_ctl}>&- &
+    env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl CHAOS_CS_MS=$cs_ms CHAOS_WAIT_MODE=$wait_mode \
+        ${wait_ms:+CHAOS_WAIT_MS=$wait_ms} "${reach[@]}" "${seeds[@]}" \
+        $wrapper "$worker_bin" "$id" "$store" >"$out/worker$id.log" 2>"$out/worker$id.err" {proxy_ctl}>&- &
     pids[w]=$!
-done
+    wid[w]=$id
+}
+for w in $(seq 1 "$nworkers"); do start_worker "$w"; done
 
 # A holder right now: a worker whose last line says it is in a cycle.
 # Holders change every few ms: look a few times, else take any worker.
+# Prints the slot.
 pick_holder() {
     local w try
     for try in $(seq 1 20); do
         for w in $(seq 1 "$nworkers"); do
-            if tail -n 1 "$out/worker$w.log" 2>/dev/null | grep -qE ' (acquired|act-begin|read ok)'; then
+            if tail -n 1 "$out/worker${wid[w]}.log" 2>/dev/null | grep -qE ' (acquired|act-begin|read ok)'; then
                 echo "$w"; return
             fi
         done
         sleep 0.005
     done
     rand_between 1 "$nworkers"
+}
+# state W: the last line of slot W's log that tells where its cycle is:
+# waiting (told busy: queued, in queue mode), acquiring (asked, no answer
+# yet), acquired (holding from there to released), ...
+state() {
+    tac "$out/worker${wid[$1]}.log" 2>/dev/null |
+        awk '$3 ~ /^(start|acquiring|waiting|acquired|acquire-failed|released)$/ { print $3; exit }'
+}
+# pick_waiter R: sets w to a slot whose worker is waiting now (told busy),
+# looked for over about 0.1 s, else one not holding the lease (acquiring,
+# between cycles), else any; R, drawn by the caller whatever happens here,
+# chooses among them, so that the seeded schedule does not depend on how
+# the looking went.
+pick_waiter() {
+    local r=$1 try v waiting=() other=()
+    for try in $(seq 1 20); do
+        waiting=() other=()
+        for v in $(seq 1 "$nworkers"); do
+            case $(state "$v") in
+                waiting) waiting+=("$v") ;;
+                acquired) ;;
+                *) other+=("$v") ;;
+            esac
+        done
+        [ "${#waiting[@]}" = 0 ] || break
+        sleep 0.005
+    done
+    if [ "${#waiting[@]}" -gt 0 ]; then w=${waiting[r % ${#waiting[@]}]}
+    elif [ "${#other[@]}" -gt 0 ]; then w=${other[r % ${#other[@]}]}
+    else w=$((r % nworkers + 1)); fi
+    picked_state=$(state "$w")
 }
 
 kinds=(stop kill restart sleep-renew sleep-ttl pause-all net-delay net-drop net-cut)
@@ -505,9 +598,17 @@ else
     echo "$(now_ms) skipped pause-write" >>"$faults"
 fi
 [ "$topology" != single ] || [ -n "$netem_reason" ] || kinds+=(netem)
+# The waiter faults: by default in queue mode only, so that the schedule
+# of a seed in the other modes stays what it was.
+# pubsub-kill only where the workers have wake-up links (Cluster and quorum
+# clients have no queue yet), the proxy's faults only where it is.
+waiter_kinds=(waiter-stop waiter-kill)
+[ "$topology" = cluster ] || [ "$topology" = quorum ] || waiter_kinds+=(pubsub-kill)
+[ "$topology" != single ] || waiter_kinds+=(waiter-net-drop waiter-net-cut)
+[ "$wait_mode" != queue ] || [ -n "${CHAOS_KINDS:-}" ] || kinds+=("${waiter_kinds[@]}")
 if [ -n "${CHAOS_KINDS:-}" ]; then
     for k in $CHAOS_KINDS; do
-        [[ " ${kinds[*]} " == *" $k "* ]] || { echo "chaos: CHAOS_KINDS: no fault '$k' here (${kinds[*]})" >&2; exit 1; }
+        [[ " ${kinds[*]} ${waiter_kinds[*]} " == *" $k "* ]] || { echo "chaos: CHAOS_KINDS: no fault '$k' here (${kinds[*]} ${waiter_kinds[*]})" >&2; exit 1; }
     done
     read -ra kinds <<<"$CHAOS_KINDS"
 fi
@@ -528,6 +629,14 @@ if [ "$topology" = quorum ]; then
     [[ " ${owed[*]} " != *" member-stop "* ]] || majority_owed=1
     [ "${#owed[@]}" != 2 ] || [ $((RANDOM % 2)) = 0 ] || owed=(member-restart member-stop)
 fi
+# Queue mode: each waiter fault of the schedule once first, in a seeded
+# order (shuffled), so that even a short run has every one of them.
+if [ "$wait_mode" = queue ]; then
+    for k in "${waiter_kinds[@]}"; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
+    for ((i = ${#owed[@]} - 1; i > 0; i--)); do
+        j=$((RANDOM % (i + 1))); t=${owed[i]}; owed[i]=${owed[j]}; owed[j]=$t
+    done
+fi
 end=$(( $(date +%s) + duration ))
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep "$(ms_to_s "$(rand_between "$ttl" $(( ttl * 3 )))")"
@@ -541,7 +650,44 @@ while [ "$(date +%s)" -lt "$end" ]; do
         stop)
             w=$(pick_holder); d=$(rand_between $(( ttl * 3 / 2 )) $(( ttl * 5 / 2 )))
             t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
-            echo "$t0 stop $(now_ms) worker=$w" >>"$faults" ;;
+            echo "$t0 stop $(now_ms) worker=${wid[w]}" >>"$faults" ;;
+        waiter-stop)
+            # Within the TTL, past it, or (1 in 4) past the entry's life.
+            r=$RANDOM; life=$(( ttl > 1000 ? ttl : 1000 ))
+            case $((RANDOM % 4)) in
+                0) d=$(rand_between $(( life * 11 / 10 )) $(( life * 14 / 10 ))) ;;
+                1) d=$(rand_between $(( ttl * 3 / 10 )) $(( ttl * 9 / 10 ))) ;;
+                *) d=$(rand_between $(( ttl * 3 / 2 )) $(( ttl * 3 ))) ;;
+            esac
+            pick_waiter "$r"
+            t0=$(now_ms); kill -STOP "${pids[w]}"; sleep "$(ms_to_s "$d")"; kill -CONT "${pids[w]}"
+            echo "$t0 waiter-stop $(now_ms) worker=${wid[w]} ms=$d was=$picked_state" >>"$faults" ;;
+        waiter-kill)
+            # The killed process is reaped here, and its exit noted (its
+            # stderr must be empty, as every worker's); a new one takes
+            # its slot after 0-1 TTL.
+            r=$RANDOM; d=$(rand_between 0 "$ttl")
+            pick_waiter "$r"; old=${wid[w]}
+            t0=$(now_ms); kill -KILL "${pids[w]}"; wait "${pids[w]}" 2>/dev/null
+            echo "exit $old killed $(wc -c <"$out/worker$old.err")" >>"$out/exits.log"
+            sleep "$(ms_to_s "$d")"
+            start_worker "$w"
+            echo "$t0 waiter-kill $(now_ms) worker=$old new=${wid[w]} down=$d was=$picked_state" >>"$faults" ;;
+        pubsub-kill)
+            # Every wake-up link at once: the reply is how many were killed.
+            reply=$(primary_cli CLIENT KILL TYPE pubsub 2>&1)
+            [[ $reply =~ ^[0-9]+$ ]] || kind=failed-$kind
+            echo "$t0 $kind $(now_ms) links=$reply" >>"$faults" ;;
+        waiter-net-drop | waiter-net-cut)
+            # The proxy scopes the fault to the waiter's pid and logs it
+            # (proxy.out, "pid=PID"); net-picks, in the same order, gives
+            # the worker id and its state when the lines are merged.
+            r=$RANDOM; d=$(rand_between $(( ttl / 2 )) $(( ttl * 2 )))
+            pick_waiter "$r"
+            cmd="${kind#waiter-net-} $d pid=${pids[w]}"
+            echo "${pids[w]} ${wid[w]} $picked_state" >>"$out/net-picks"
+            if proxy_cmd "$cmd"; then sleep "$(ms_to_s "$d")"
+            else echo "$t0 failed-$kind $(now_ms) proxy gone" >>"$faults"; fi ;;
         kill)
             if [ "$topology" = cluster ]; then # every node: seeds, primaries, replicas
                 for p in "${node_port[@]}"; do
@@ -706,18 +852,18 @@ while [ "$(date +%s)" -lt "$end" ]; do
 done
 
 # Stop: SIGTERM each worker (graceful close) and wait; a worker still there
-# after the grace period hung.
-: >"$out/exits.log"
+# after the grace period hung. (exits.log has the killed ones already.)
 for w in $(seq 1 "$nworkers"); do kill -CONT "${pids[w]}" 2>/dev/null; kill -TERM "${pids[w]}" 2>/dev/null; done
 if [ -n "$wrapper" ]; then grace=60; else grace=15; fi
 for w in $(seq 1 "$nworkers"); do
+    id=${wid[w]}
     for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "${pids[w]}" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "${pids[w]}" 2>/dev/null; then
         kill -KILL "${pids[w]}" 2>/dev/null; wait "${pids[w]}" 2>/dev/null
-        echo "exit $w hung $(wc -c <"$out/worker$w.err")" >>"$out/exits.log"
+        echo "exit $id hung $(wc -c <"$out/worker$id.err")" >>"$out/exits.log"
     else
         wait "${pids[w]}"; st=$?
-        echo "exit $w $st $(wc -c <"$out/worker$w.err")" >>"$out/exits.log"
+        echo "exit $id $st $(wc -c <"$out/worker$id.err")" >>"$out/exits.log"
     fi
 done
 pids=()
@@ -733,7 +879,18 @@ if [ "$topology" = single ]; then
     if kill -0 "$proxy_pid" 2>/dev/null; then kill -KILL "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
     else wait "$proxy_pid"; proxy_status=$?; fi
     proxy_pid=
-    grep -E '^[0-9]+\.[0-9]+ net-(delay|drop|cut) ' "$out/proxy.out" >>"$faults"
+    # A fault scoped to one worker's pid is a waiter fault: named so, with
+    # the worker id and its state when picked (net-picks, same order).
+    grep -E '^[0-9]+\.[0-9]+ net-(delay|drop|cut) ' "$out/proxy.out" |
+        awk -v picks="$out/net-picks" '
+            / pid=/ {
+                $2 = "waiter-" $2
+                if ((getline p < picks) > 0) {
+                    split(p, f, " ")
+                    $0 = $0 ($NF == "pid=" f[1] ? " worker=" f[2] " was=" f[3] : " worker=unknown")
+                }
+            }
+            { print }' >>"$faults"
 fi
 
 # The nodes' own logs go with the chaos logs.
@@ -743,7 +900,13 @@ elif [ "$topology" = quorum ]; then
     for i in $(seq 1 "$qn"); do cp "$(member_dir "$i")/redis.log" "$out/member$i-${member_port[i]}.log" 2>/dev/null; done
 fi
 rc=0
+# live-waiters-served is an invariant where the workers really queue: queue
+# mode on one Redis or under Sentinel (chaos-worker sets reconnect_max_ms
+# 200).
+queue_checked=
+[ "$wait_mode" != queue ] || [ "$topology" = cluster ] || [ "$topology" = quorum ] || queue_checked=1
 awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" \
+    -v nslots="$nworkers" -v cs_ms="$cs_ms" -v reconnect_ms=200 -v queue="$queue_checked" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
 if [ "$topology" = single ]; then
     overflows=$(grep -c ' overflow ' "$out/proxy.out")
@@ -773,8 +936,8 @@ else
         echo "invariant: cluster-settled FAIL ($unsettled times the nodes did not agree on slot $lock_slot's owner, or a replica was not connected, within 15 s)"; rc=1
     fi
 fi
-for w in $(seq 1 "$nworkers"); do
-    if [ -s "$out/worker$w.err" ]; then echo "--- worker $w stderr:"; head -n 40 "$out/worker$w.err"; fi
+for f in "$out"/worker*.err; do
+    if [ -s "$f" ]; then echo "--- $(basename "$f" .err) stderr:"; head -n 40 "$f"; fi
 done
 if [ "$rc" -ne 0 ] || [ -n "${CHAOS_KEEP:-}" ]; then
     echo "chaos: logs kept in $out (seed $seed)"

@@ -15,6 +15,12 @@
  *                     socket, which has no reset
  *   clear             ends the current fault now
  *
+ * A delay, drop or cut may end in pid=PID: it then touches only the
+ * connections made by the process PID (the peer's credentials on the unix
+ * socket, SO_PEERCRED, taken at accept), those it opens meanwhile too: one
+ * chaos worker cut off while the others go on. Where the system has no
+ * SO_PEERCRED, such a fault touches nothing (and says so on stderr).
+ *
  * One fault at a time: a new line ends the current fault first. Blank lines
  * and lines starting with '#' are ignored.
  *
@@ -26,6 +32,8 @@
  *   T0 net-delay T1 ms=MS for=FOR_MS conns=N   N: connections open at T1
  *   T0 net-drop T1 ms=FOR_MS conns=N
  *   T0 net-cut T1 ms=FOR_MS conns=N            N: connections closed at T1
+ * (" pid=PID" at the end of a fault given one; N then counts its
+ * connections only)
  * and one line when a connection holds more than MAX_HELD_BYTES (default
  * 1 MiB) not yet forwarded: it is closed, which bounds the memory:
  *   T overflow conn=ID held=BYTES
@@ -36,6 +44,7 @@
  * and removing LISTEN_PATH; 1 if it could not start.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* struct ucred (SO_PEERCRED) */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -87,12 +96,14 @@ struct conn {
     int connecting;                 /* the upstream TCP connect is under way */
     size_t held;                    /* bytes queued, both ways */
     int pidx[2];                    /* their slots in the poll set, or -1 */
+    long pid;                       /* the client's process, or 0 if unknown */
 };
 
 static struct {
     enum fault_kind kind;
     int64_t t0_us, end_us;
     long ms, for_ms;
+    long pid;                       /* only this process's connections; 0: all */
 } fault;
 
 static struct conn *conns;
@@ -249,6 +260,11 @@ static void accept_clients(int lfd)
         struct conn *c = calloc(1, sizeof *c);
         if (!c) { diag("out of memory"); close(cfd); close(ufd); continue; }
         c->id = next_id++;
+#ifdef SO_PEERCRED
+        struct ucred cred;
+        socklen_t credlen = sizeof cred;
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0) c->pid = cred.pid;
+#endif
         c->fd[CLIENT] = cfd;
         c->fd[UPSTREAM] = ufd;
         c->connecting = in_progress;
@@ -269,7 +285,9 @@ static int connect_done(struct conn *c)
     return 1;
 }
 
-static int is_partitioned(void) { return fault.kind == DROP || fault.kind == CUT; }
+/* Does the current fault touch connection c? */
+static int in_scope(const struct conn *c) { return fault.kind != NONE && (!fault.pid || c->pid == fault.pid); }
+static int is_partitioned(const struct conn *c) { return (fault.kind == DROP || fault.kind == CUT) && in_scope(c); }
 
 /* Reads what fd[from] has into q[from]. 0 if the connection is to close. */
 static int conn_read(struct conn *c, int from, int64_t now)
@@ -286,7 +304,7 @@ static int conn_read(struct conn *c, int from, int64_t now)
     struct chunk *k = malloc(sizeof *k + (size_t)n);
     if (!k) { diag("out of memory: conn %lu closed", c->id); return 0; }
     k->next = NULL;
-    k->due_us = now + (fault.kind == DELAY ? (int64_t)fault.ms * 1000 : 0);
+    k->due_us = now + (fault.kind == DELAY && in_scope(c) ? (int64_t)fault.ms * 1000 : 0);
     k->len = (size_t)n;
     memcpy(k->data, buf, (size_t)n);
     if (q->tail) q->tail->next = k; else q->head = k;
@@ -303,7 +321,7 @@ static int conn_flush(struct conn *c, int from, int64_t now)
     struct queue *q = &c->q[from];
     int to = !from;
     q->blocked = 0;
-    if (c->connecting || is_partitioned()) return 1;
+    if (c->connecting || is_partitioned(c)) return 1;
     while (q->head && q->head->due_us <= now) {
         struct chunk *k = q->head;
         if (k->len == 0) {
@@ -333,17 +351,33 @@ static int conn_flush(struct conn *c, int from, int64_t now)
 
 /* ------------------------------------------------------------------ faults */
 
+/* Connections the current fault touches. */
+static int scope_count(void)
+{
+    int n = 0;
+    for (struct conn *c = conns; c; c = c->next) n += in_scope(c);
+    return n;
+}
+
 static void end_fault(int64_t now)
 {
     char t0[32], t1[32];
-    int n = nconns;
     if (fault.kind == NONE) return;
-    if (fault.kind == CUT) close_all(1);
+    int n = scope_count();
+    if (fault.kind == CUT) {
+        for (struct conn *c = conns, *next; c; c = next) {
+            next = c->next;
+            if (in_scope(c)) conn_close(c, 1);
+        }
+    }
     printf("%s %s %s ms=%ld", fmt_time(fault.t0_us, t0), fault_names[fault.kind],
            fmt_time(now, t1), fault.kind == DELAY ? fault.ms : fault.for_ms);
     if (fault.kind == DELAY) printf(" for=%ld", fault.for_ms);
-    printf(" conns=%d\n", n);
+    printf(" conns=%d", n);
+    if (fault.pid) printf(" pid=%ld", fault.pid);
+    printf("\n");
     fault.kind = NONE;
+    fault.pid = 0;
 }
 
 static int parse_ms(const char *s, long *out)
@@ -358,25 +392,39 @@ static int parse_ms(const char *s, long *out)
 
 static void command(char *line, int64_t now)
 {
-    char *argv[4], *save = NULL;
+    char *argv[5], *save = NULL;
     int argc = 0;
-    for (char *tok = strtok_r(line, " \t\r", &save); tok && argc < 4; tok = strtok_r(NULL, " \t\r", &save))
+    for (char *tok = strtok_r(line, " \t\r", &save); tok && argc < 5; tok = strtok_r(NULL, " \t\r", &save))
         argv[argc++] = tok;
     if (argc == 0 || argv[0][0] == '#') return;
 
     enum fault_kind kind = NONE;
-    long ms = 0, for_ms = 0;
+    long ms = 0, for_ms = 0, pid = 0;
+    /* A trailing pid=PID scopes a delay, drop or cut to one process. */
+    if (argc > 1 && strncmp(argv[argc - 1], "pid=", 4) == 0) {
+        char *end;
+        errno = 0;
+        pid = strtol(argv[argc - 1] + 4, &end, 10);
+        if (errno || *end != '\0' || pid <= 0) {
+            diag("bad pid: %s", argv[argc - 1]);
+            return;
+        }
+        argc--;
+#ifndef SO_PEERCRED
+        diag("no SO_PEERCRED here: pid=%ld touches no connection", pid);
+#endif
+    }
     if (strcmp(argv[0], "delay") == 0 && argc == 3 && parse_ms(argv[1], &ms) == 0 &&
         parse_ms(argv[2], &for_ms) == 0)
         kind = DELAY;
     else if ((strcmp(argv[0], "drop") == 0 || strcmp(argv[0], "cut") == 0) && argc == 2 &&
              parse_ms(argv[1], &for_ms) == 0)
         kind = argv[0][0] == 'd' ? DROP : CUT;
-    else if (strcmp(argv[0], "clear") == 0 && argc == 1) {
+    else if (strcmp(argv[0], "clear") == 0 && argc == 1 && !pid) {
         end_fault(now);
         return;
     } else {
-        diag("bad command (delay MS FOR_MS | drop FOR_MS | cut FOR_MS | clear): %s", argv[0]);
+        diag("bad command (delay MS FOR_MS | drop FOR_MS | cut FOR_MS [pid=PID] | clear): %s", argv[0]);
         return;
     }
     end_fault(now);
@@ -385,8 +433,11 @@ static void command(char *line, int64_t now)
     fault.end_us = now + (int64_t)for_ms * 1000;
     fault.ms = ms;
     fault.for_ms = for_ms;
-    if (kind == DELAY) diag("begin %s ms=%ld for=%ld conns=%d", fault_names[kind], ms, for_ms, nconns);
-    else diag("begin %s ms=%ld conns=%d", fault_names[kind], for_ms, nconns);
+    fault.pid = pid;
+    char scope[32] = "";
+    if (pid) snprintf(scope, sizeof scope, " pid=%ld", pid);
+    if (kind == DELAY) diag("begin %s ms=%ld for=%ld conns=%d%s", fault_names[kind], ms, for_ms, scope_count(), scope);
+    else diag("begin %s ms=%ld conns=%d%s", fault_names[kind], for_ms, scope_count(), scope);
 }
 
 /* Reads standard input, runs each complete line. 0 at its end. */
@@ -437,11 +488,11 @@ static int poll_timeout_ms(int64_t now)
 {
     int64_t next = INT64_MAX;
     if (fault.kind != NONE) next = fault.end_us;
-    if (!is_partitioned()) {
-        for (struct conn *c = conns; c; c = c->next)
-            for (int from = CLIENT; from <= UPSTREAM; from++)
-                if (c->q[from].head && !c->q[from].blocked && !c->connecting && c->q[from].head->due_us < next)
-                    next = c->q[from].head->due_us;
+    for (struct conn *c = conns; c; c = c->next) {
+        if (is_partitioned(c)) continue;
+        for (int from = CLIENT; from <= UPSTREAM; from++)
+            if (c->q[from].head && !c->q[from].blocked && !c->connecting && c->q[from].head->due_us < next)
+                next = c->q[from].head->due_us;
     }
     if (next == INT64_MAX) return -1;
     if (next <= now) return 0;

@@ -11,6 +11,9 @@
 #   cut       under "cut 300" a BLPOP waiting through the proxy is closed
 #             at the cut's end (not before), and its upstream connection
 #             is gone from Redis too
+#   cut-pid   under "cut 300 pid=PID" one of two BLPOPs waiting through the
+#             proxy, the one of process PID, is closed at the cut's end;
+#             the other is still waiting in Redis (and served after)
 #   overflow  more than the cap (-m 65536) held during a drop: that
 #             connection is closed and an overflow line printed
 #   eof       end of input: exit 0, listening socket removed
@@ -74,7 +77,7 @@ verdict() {  # verdict NAME: ok if $why is empty
     why=
 }
 
-echo "1..7"
+echo "1..8"
 mkfifo "$dir/proxy.ctl"
 $wrapper "$proxy_bin" -m 65536 "$psock" "$REDLEASE_TEST_SOCKET" \
     <"$dir/proxy.ctl" >"$dir/proxy.out" 2>"$dir/proxy.err" &
@@ -127,6 +130,30 @@ elif ! ge "$t_closed" "${BASH_REMATCH[2]}"; then why="closed at $t_closed, befor
 elif [ "$left" -ne 0 ]; then why="the upstream connection is still open in Redis"
 fi
 verdict "cut: the waiting connection closed at $t_closed; $line"
+
+# Two BLPOPs, each redis-cli started directly (not under timeout, which
+# would fork it): $! is the process that connects, the one pid= names.
+"$REDLEASE_TEST_REDIS_CLI" -s "$psock" BLPOP netfault:one 20 >"$dir/one.out" 2>&1 &
+one_pid=$!
+"$REDLEASE_TEST_REDIS_CLI" -s "$psock" BLPOP netfault:two 20 >"$dir/two.out" 2>&1 &
+two_pid=$!
+for _ in $(seq 1 200); do
+    [ "$(timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" CLIENT LIST | grep -c 'cmd=blpop')" = 2 ] && break
+    sleep 0.05
+done
+inject "cut 300 pid=$one_pid" || why="not applied"
+wait "$one_pid"; t_closed=$(now_ms)
+line=$(fault_line net-cut)
+left=$(timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" CLIENT LIST | grep -c 'cmd=blpop')
+timeout 5 "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" RPUSH netfault:two served >/dev/null
+wait "$two_pid"
+if ! grep -qi 'closed' "$dir/one.out"; then why="the BLPOP of $one_pid said '$(cat "$dir/one.out")'"
+elif ! [[ $line =~ ^([0-9.]+)\ net-cut\ ([0-9.]+)\ ms=300\ conns=1\ pid=$one_pid$ ]]; then why="line '$line'"
+elif ! ge "$t_closed" "${BASH_REMATCH[2]}"; then why="closed at $t_closed, before the cut ended"
+elif [ "$left" -ne 1 ]; then why="$left BLPOPs left in Redis, expected the other one"
+elif ! grep -q served "$dir/two.out"; then why="the other BLPOP said '$(cat "$dir/two.out")'"
+fi
+verdict "cut-pid: only process $one_pid's connection closed, at $t_closed; $line"
 
 inject "drop 5000" || why="not applied"
 head -c 100000 /dev/zero | tr '\0' x >"$dir/big"
