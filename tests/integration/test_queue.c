@@ -253,14 +253,16 @@ static void test_queue_acl_without_channels(void)
     run_until(&b->acq, 5000, NULL); /* its timer: a third of its entry's life */
     CHECK_EQ(b->acq_st, REDLEASE_OK);
     obs a2 = {0};
-    acquire(c[0], &a2, "q-acl", qopts(FAR_MS, 3000, 0));
+    /* out of the queue it polls (qopts: every 5 s): a budget that its
+     * next poll after the release falls well inside */
+    acquire(c[0], &a2, "q-acl", qopts(FAR_MS, 12000, 0));
     long long n0 = total_connections();
     run_for(2000, NULL);
     long long n1 = total_connections();
     printf("# connections in 2 s while the user without channels waits: %lld\n", n1 - n0);
     CHECK(n1 - n0 < 5 * S + 5); /* without backoff: 165 in 2 s */
     release(b, NULL);
-    run_until(&a2.acq, 5000, NULL);
+    run_until(&a2.acq, 8000, NULL);
     CHECK_EQ(a2.acq_st, REDLEASE_OK);
     release(&a2, NULL);
     finish_all(c, o, 2);
