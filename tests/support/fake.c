@@ -17,7 +17,8 @@ static void record(fake_cmd *cmd, int argc, const char **argv, const size_t *len
 {
     memset(cmd, 0, sizeof *cmd);
     cmd->argc = argc;
-    for (int i = 0; i < argc && i < FAKE_MAX_ARGS; i++) {
+    cmd->argv = malloc((size_t)argc * sizeof *cmd->argv);
+    for (int i = 0; i < argc; i++) {
         cmd->argv[i] = malloc(lens[i] + 1);
         memcpy(cmd->argv[i], argv[i], lens[i]);
         cmd->argv[i][lens[i]] = '\0';
@@ -369,17 +370,24 @@ void fake_break(fake *f)
     rdl_conn_on_disconnected(&f->tc->main.conn, REDLEASE_ECONN, "connection reset (fake)");
 }
 
+static void free_cmd(fake_cmd *c)
+{
+    for (int j = 0; j < c->argc; j++) free(c->argv[j]);
+    free(c->argv);
+    c->argv = NULL;
+}
+
 void fake_free(fake *f)
 {
     if (f->c) redlease_client_free(f->c);
     f->c = NULL;
     for (int i = 0; i < f->ncmds; i++)
-        for (int j = 0; j < f->cmds[i].argc && j < FAKE_MAX_ARGS; j++) free(f->cmds[i].argv[j]);
+        free_cmd(&f->cmds[i]);
     f->ncmds = f->head = 0;
     for (int k = -1; k < FAKE_PEERS; k++) {
         fake_side *s = k < 0 ? &f->side : &f->peers[k];
         for (int i = 0; i < s->ncmds; i++)
-            for (int j = 0; j < s->cmds[i].argc && j < FAKE_MAX_ARGS; j++) free(s->cmds[i].argv[j]);
+            free_cmd(&s->cmds[i]);
         s->ncmds = s->head = 0;
     }
 }

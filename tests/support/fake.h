@@ -10,11 +10,11 @@
 #include "redlease.h"
 
 #define FAKE_MAX_CMDS 8192
-#define FAKE_MAX_ARGS 16 /* arguments kept of each command */
 
 typedef struct fake_cmd {
     int argc;
-    char *argv[FAKE_MAX_ARGS];
+    char **argv; /* argc strings, each allocated (a fake lives on the stack:
+                    thousands of commands, so nothing of their size inline) */
     void *req;
     int answered;
     int subscribed;  /* a SUBSCRIBE: answered by pushes, ended by the link */
