@@ -44,6 +44,22 @@ typedef struct model_reach {
     long frees_closing;   /* redlease_client_free() during a graceful close */
     long native_commands; /* DELIFEQ and SET IFEQ run instead of the scripts */
     long native_refused;  /* ...answered "unknown command" by a server that had said it has them */
+    /* the queue (docs/design.md, section 11) */
+    long queue_takes;     /* queued acquires that took the lock */
+    long handovers;       /* free locks handed to the live head (by a release or an acquire) */
+    long unordered_wakes; /* unordered releases that told the live head to check ("c TOKEN 0") */
+    long fast_releases;   /* queue releases with nobody queued: the plain compare-and-delete */
+    long entries_expired; /* dead entries dropped from a queue's head */
+    long rejoined;        /* waiters placed in a queue again after their place was gone */
+    long words_delivered; /* words the client's subscriber read */
+    long words_found;     /* ...that found a waiting handle */
+    long words_lost;      /* words for the client's channel nobody read: not subscribed, PUBLISH
+                             refused, the link broken with them unread */
+    long forged_words;    /* words the queue never published (strangers', finished handles',
+                             garbage, false hints) */
+    long subscribe_refused; /* SUBSCRIBEs an ACL refused */
+    long quiet_served;    /* free locks taken with a handle waiting, in the quiet phase */
+    long quiet_granted;   /* "g" read by a waiting handle in the quiet phase */
 } model_reach;
 extern model_reach model_reached;
 

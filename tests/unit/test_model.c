@@ -6,8 +6,10 @@
  * writes each seed's choices to DIR/seed-N as an input of the fuzz target
  * tests/fuzz/fuzz_model.c (how its seed corpus was made). A second case
  * prints what the seeds reached (late replies, losses by reason, error
- * replies, wipes, closes, frees) and fails if any of it was never reached
- * (with 500 seeds or more). */
+ * replies, wipes, closes, frees; the queue's takes, hand-overs, wake-ups,
+ * dead entries, waiters placed again, words read, found, lost and forged,
+ * refused subscriptions, free locks served in the quiet phase) and fails if
+ * any of it was never reached (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -105,6 +107,14 @@ static void test_model_reaches(void)
     printf("# clients closed %ld, freed with live handles %ld, freed while closing %ld\n", m->closes,
            m->frees_live, m->frees_closing);
     printf("# conditional commands run %ld, refused %ld\n", m->native_commands, m->native_refused);
+    printf("# queue: %ld takes, %ld handovers, %ld unordered wake-ups, %ld releases with nobody queued\n",
+           m->queue_takes, m->handovers, m->unordered_wakes, m->fast_releases);
+    printf("# queue: %ld dead entries dropped, %ld waiters placed again after losing their place\n",
+           m->entries_expired, m->rejoined);
+    printf("# words: %ld read (%ld found their waiter), %ld lost, %ld forged; %ld subscriptions refused\n",
+           m->words_delivered, m->words_found, m->words_lost, m->forged_words, m->subscribe_refused);
+    printf("# quiet phase: %ld free locks taken with a handle waiting, %ld \"g\" read by a waiter\n",
+           m->quiet_served, m->quiet_granted);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -118,6 +128,19 @@ static void test_model_reaches(void)
     CHECK(m->frees_closing > 0);
     CHECK(m->native_commands > 0);
     CHECK(m->native_refused > 0);
+    CHECK(m->queue_takes > 0);
+    CHECK(m->handovers > 0);
+    CHECK(m->unordered_wakes > 0);
+    CHECK(m->fast_releases > 0);
+    CHECK(m->entries_expired > 0);
+    CHECK(m->rejoined > 0);
+    CHECK(m->words_delivered > 0);
+    CHECK(m->words_found > 0);
+    CHECK(m->words_lost > 0);
+    CHECK(m->forged_words > 0);
+    CHECK(m->subscribe_refused > 0);
+    CHECK(m->quiet_served > 0);
+    CHECK(m->quiet_granted > 0);
 }
 
 int main(int argc, char **argv)
