@@ -370,7 +370,7 @@ void fake_break(fake *f)
     rdl_conn_on_disconnected(&f->tc->main.conn, REDLEASE_ECONN, "connection reset (fake)");
 }
 
-static void free_cmd(fake_cmd *c)
+void fake_cmd_free(fake_cmd *c)
 {
     for (int j = 0; j < c->argc; j++) free(c->argv[j]);
     free(c->argv);
@@ -382,12 +382,12 @@ void fake_free(fake *f)
     if (f->c) redlease_client_free(f->c);
     f->c = NULL;
     for (int i = 0; i < f->ncmds; i++)
-        free_cmd(&f->cmds[i]);
+        fake_cmd_free(&f->cmds[i]);
     f->ncmds = f->head = 0;
     for (int k = -1; k < FAKE_PEERS; k++) {
         fake_side *s = k < 0 ? &f->side : &f->peers[k];
         for (int i = 0; i < s->ncmds; i++)
-            free_cmd(&s->cmds[i]);
+            fake_cmd_free(&s->cmds[i]);
         s->ncmds = s->head = 0;
     }
 }

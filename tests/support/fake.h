@@ -110,6 +110,8 @@ struct redisReply;
 void fake_reply_raw(fake *f, const struct redisReply *r);
 /* The connection breaks: pending commands get NULL, then the disconnect. */
 void fake_break(fake *f);
+/* Frees what the fake recorded of one command (its arguments). */
+void fake_cmd_free(fake_cmd *c);
 /* Free the client (and the fake's commands). */
 void fake_free(fake *f);
 

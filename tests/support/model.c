@@ -1307,32 +1307,18 @@ static void advance(int64_t ms)
     }
 }
 
-/* Frees what the fake recorded of a command, as fake_free() does: the
- * arguments it kept, and (a fake without FAKE_MAX_ARGS allocates it) the
- * array of them. */
-static void free_cmd(fake_cmd *c)
-{
-#ifdef FAKE_MAX_ARGS
-    for (int j = 0; j < c->argc && j < FAKE_MAX_ARGS; j++) free(c->argv[j]);
-#else
-    for (int j = 0; j < c->argc; j++) free(c->argv[j]);
-    free(c->argv);
-    c->argv = NULL;
-#endif
-}
-
 /* Forgets the commands every one of which is answered (the fake keeps
  * FAKE_MAX_CMDS, FAKE_SIDE_CMDS), so a long run never fills it. */
 static void compact(void)
 {
     pending_exec();
     if (F.head == F.ncmds && xh == F.ncmds) {
-        for (int i = 0; i < F.ncmds; i++) free_cmd(&F.cmds[i]);
+        for (int i = 0; i < F.ncmds; i++) fake_cmd_free(&F.cmds[i]);
         F.ncmds = F.head = xh = 0;
     }
     for (int i = 0; i < F.side.ncmds; i++)
         if (!F.side.cmds[i].answered) return;
-    for (int i = 0; i < F.side.ncmds; i++) free_cmd(&F.side.cmds[i]);
+    for (int i = 0; i < F.side.ncmds; i++) fake_cmd_free(&F.side.cmds[i]);
     F.side.ncmds = F.side.head = 0;
     sub_idx = -1;
 }
