@@ -487,7 +487,10 @@ park:
  * the drift margin). */
 static void queue_drop(struct redlease_lock *lk, int64_t now)
 {
-    int64_t until = now + lk->ttl + rdl_drift(lk->ttl);
+    /* A queued handle's entry may outlive its key (its life is at least a
+     * second): until it has expired too, the lock may be handed to it. */
+    int64_t keep = lk->queued ? queue_life(lk) : lk->ttl;
+    int64_t until = now + keep + rdl_drift(keep);
     if (until > lk->drop_until) lk->drop_until = until;
     lk->drop_pending = 1;
     pump(lk, now);
