@@ -632,29 +632,36 @@ static void test_conditional_commands_where_the_server_has_them(void)
     redlease_client *c = client();
     CHECK(wait_connected(c));
     run_for(100); /* the connection's question is answered */
-    long long del0 = calls_of(delifeq ? "delifeq" : "delex"), sha0 = calls_of("evalsha");
-    long long set0 = calls_of("set");
-    holder a = {.c = c};
-    redlease_lock_options o = lopts(300, 0);
-    o.renew_interval_ms = 100;
-    acquire(&a, "conditional", o);
-    run_until(&a.acquired, 2000);
-    CHECK_EQ(a.acq_status, REDLEASE_OK);
-    run_for(350); /* three renewals, past the TTL */
-    CHECK(redlease_lock_held(a.lk));
-    CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
-    release(&a);
-    CHECK_EQ(a.rel_status, REDLEASE_OK);
-    CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), "");
-    long long dels = calls_of(delifeq ? "delifeq" : "delex") - del0;
-    long long shas = calls_of("evalsha") - sha0, sets = calls_of("set") - set0;
-    printf("# %lld conditional deletes, %lld SETs, %lld EVALSHAs\n", dels, sets, shas);
-    if (delifeq || delex) {
-        CHECK_EQ(dels, 1);
-        CHECK(sets >= 4); /* the acquire and every renewal */
-        CHECK_EQ(shas, 0);
-    } else {
-        CHECK(shas >= 4); /* every renewal and the release */
+    /* A polling handle releases by the conditional delete; one in the
+     * default (queue) mode by the queue's script, which hands the lock
+     * over. Both renew by SET IFEQ. */
+    for (int poll = 1; poll >= 0; poll--) {
+        long long del0 = calls_of(delifeq ? "delifeq" : "delex"), sha0 = calls_of("evalsha");
+        long long set0 = calls_of("set");
+        holder a = {.c = c};
+        redlease_lock_options o = lopts(300, 0);
+        o.renew_interval_ms = 100;
+        if (poll) o.wait_mode = REDLEASE_WAIT_POLL;
+        acquire(&a, "conditional", o);
+        run_until(&a.acquired, 2000);
+        CHECK_EQ(a.acq_status, REDLEASE_OK);
+        run_for(350); /* three renewals, past the TTL */
+        CHECK(redlease_lock_held(a.lk));
+        CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+        release(&a);
+        CHECK_EQ(a.rel_status, REDLEASE_OK);
+        CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), "");
+        long long dels = calls_of(delifeq ? "delifeq" : "delex") - del0;
+        long long shas = calls_of("evalsha") - sha0, sets = calls_of("set") - set0;
+        printf("# %s: %lld conditional deletes, %lld SETs, %lld EVALSHAs\n", poll ? "poll" : "queue", dels,
+               sets, shas);
+        if (delifeq || delex) {
+            CHECK_EQ(dels, poll ? 1 : 0);
+            CHECK(sets >= 4); /* the acquire and every renewal */
+            CHECK_EQ(shas, poll ? 0 : 1);
+        } else {
+            CHECK(shas >= 4); /* every renewal and the release */
+        }
     }
     free_and_check_loop_empty(c);
 }
