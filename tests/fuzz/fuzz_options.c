@@ -169,12 +169,28 @@ static void cb_rel(redlease_lock *lk, int st, void *arg)
     released++;
 }
 
-/* The command that acquires must carry the key (and the fence key) as
- * arguments, byte for byte, with the script by its SHA1. */
-static void check_acquire_command(const char *key, int fencing)
+/* key followed by suffix, byte for byte. */
+static int key_with(const char *arg, const char *key, const char *suffix)
+{
+    size_t n = strlen(key);
+    return strncmp(arg, key, n) == 0 && strcmp(arg + n, suffix) == 0;
+}
+
+/* The command that acquires must carry the key (and the fence key, and a
+ * waiting acquire the queue's keys) as arguments, byte for byte, with the
+ * script by its SHA1. */
+static void check_acquire_command(const char *key, int fencing, int queued)
 {
     fake_cmd *cmd = fake_peek(&F);
     EXPECT(cmd != NULL);
+    if (queued) {
+        EXPECT(strcmp(cmd->argv[0], "EVALSHA") == 0);
+        EXPECT(strcmp(cmd->argv[1], fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) == 0);
+        EXPECT(strcmp(cmd->argv[3], key) == 0);
+        EXPECT(key_with(cmd->argv[4], key, ":queue") && key_with(cmd->argv[5], key, ":waiters"));
+        EXPECT(!fencing || key_with(cmd->argv[6], key, ":fence"));
+        return;
+    }
     if (!fencing) {
         EXPECT(strcmp(cmd->argv[0], "SET") == 0 && strcmp(cmd->argv[1], key) == 0);
         return;
@@ -224,9 +240,13 @@ static void run_lock(fuzz_input *in, const redlease_client_options *co)
         EXPECT(redlease_lock_key_len(lk) == want_len && memcmp(key, want, want_len) == 0);
         EXPECT(strncmp(key, prefix, strlen(prefix)) == 0 && key[strlen(prefix)] == '{');
         fake_run(&F);
-        check_acquire_command(key, o && o->fencing);
+        /* a waiting acquire in the default mode waits in the queue */
+        int queued = o && o->wait_ms != 0;
+        check_acquire_command(key, o && o->fencing, queued);
         if (o && o->fencing)
             fake_reply_int(&F, 7);
+        else if (queued)
+            fake_reply_int(&F, 1);
         else
             fake_reply_status(&F, "OK");
         fake_run(&F);
