@@ -627,10 +627,10 @@ static const rdl_sentinel_owner sentinel_owner = {
 
 /* ------------------------------------- what the wake-up channel tells the client */
 
-static void on_waker_word(void *owner, rdl_waiter *w, int kind, int64_t ms)
+static void on_waker_word(void *owner, rdl_waiter *w, int64_t ms)
 {
     redlease_client *c = owner;
-    rdl_lock_word(w, kind, ms, rdl_now(c));
+    rdl_lock_word(w, ms, rdl_now(c));
 }
 
 /* Under a Cluster the channel may listen on any node (a script's PUBLISH

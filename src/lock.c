@@ -271,11 +271,10 @@ static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
     return now + d;
 }
 
-void rdl_lock_word(rdl_waiter *w, int kind, int64_t ms, int64_t now)
+void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now)
 {
     struct redlease_lock *lk = w->owner;
     if (lk->state != RDL_LOCK_ACQUIRING) return;
-    (void)kind; /* handed over or not, the answer is the key's: the next attempt asks */
     int64_t at = now + (ms > 0 ? ms : 0);
     if (lk->op) { /* the attempt out may have run before the word: check after it */
         if (at < lk->acq->recheck_at) lk->acq->recheck_at = at;

@@ -159,8 +159,9 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
 }
 
 /* A word from the wake-up channel for a waiting handle (src/waker.h):
- * schedules its next attempt, runs nothing else. */
-void rdl_lock_word(rdl_waiter *w, int kind, int64_t ms, int64_t now);
+ * schedules its next attempt within ms (the key, not the word, says
+ * whose the lock is), runs nothing else. */
+void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now);
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 /* The lock still waits for req (its op's request, not a stale one). */

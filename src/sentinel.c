@@ -46,11 +46,11 @@ static void say(rdl_sentinel *s, const char *text, size_t len)
     const rdl_addr *a = &s->addrs[s->current];
     int n = snprintf(buf, sizeof buf, "Sentinel %s:%d: %.*s", a->host, a->port,
                      (int)(len < 300 ? len : 300), text);
-    s->ops->error(s->owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    s->ops->error(s->relay.owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* The owner's deadline for us: the link's, or the question's. */
-static void tell_deadline(rdl_sentinel *s) { s->ops->deadline(s->owner, rdl_sentinel_deadline(s)); }
+static void tell_deadline(rdl_sentinel *s) { s->ops->deadline(s->relay.owner, rdl_sentinel_deadline(s)); }
 
 /* This Sentinel is no use now: drop the link; its failure moves us on to
  * the next one (on_event). */
@@ -109,7 +109,7 @@ static int name_primary(rdl_sentinel *s, const char *host, size_t len, const cha
     char h[256];
     memcpy(h, host, len);
     h[len] = '\0';
-    s->ops->primary(s->owner, h, p);
+    s->ops->primary(s->relay.owner, h, p);
     return 0;
 }
 
@@ -148,7 +148,7 @@ static void on_refused(void *owner, int status, int64_t now)
 {
     rdl_sentinel *s = owner;
     s->refused |= 1u << s->current;
-    if (s->refused == (1u << s->naddrs) - 1) s->ops->refused(s->owner, status, now);
+    if (s->refused == (1u << s->naddrs) - 1) s->ops->refused(s->relay.owner, status, now);
 }
 
 static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
@@ -236,7 +236,6 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     s->wake.kind = RDL_WAKE_SENTINEL;
     s->answer_by = RDL_NEVER;
     s->ops = ops;
-    s->owner = owner;
     s->relay = (rdl_relay){&ops->relay, owner};
     s->clock = clock;
     s->command_timeout = base->command_timeout;

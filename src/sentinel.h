@@ -42,8 +42,7 @@ typedef struct rdl_sentinel_owner {
 typedef struct rdl_sentinel {
     rdl_relay relay;    /* first: the connection's brackets go to the owner */
     rdl_heap_node wake; /* the owner's heap node for this connection's deadline */
-    const rdl_sentinel_owner *ops;
-    void *owner;
+    const rdl_sentinel_owner *ops; /* the owner (relay.owner) is told through these */
     rdl_addr addrs[REDLEASE_MAX_SENTINELS];
     int naddrs, current; /* the Sentinel the connection goes to */
     char *name;          /* the master name */

@@ -116,7 +116,7 @@ int rdl_waker_add(rdl_waker *k, rdl_waiter *w, int64_t now)
 
 /* ------------------------------------------------ the subscription */
 
-static void tell_deadline(rdl_waker *k) { k->ops->deadline(k->owner, rdl_waker_deadline(k)); }
+static void tell_deadline(rdl_waker *k) { k->ops->deadline(k->relay.owner, rdl_waker_deadline(k)); }
 
 static void subscribe(rdl_waker *k)
 {
@@ -151,7 +151,7 @@ static void check_all(rdl_waker *k)
 {
     for (size_t i = 0; i < k->nbuckets; i++)
         for (rdl_list *p = k->buckets[i].next; p != &k->buckets[i]; p = p->next)
-            k->ops->word(k->owner, RDL_CONTAINER(p, rdl_waiter, link), RDL_WORD_CHECK, 0);
+            k->ops->word(k->relay.owner, RDL_CONTAINER(p, rdl_waiter, link), 0);
 }
 
 /* ["subscribe", channel, n], then ["message", channel, word] for ever. */
@@ -180,7 +180,7 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
     rdl_waiter *w = kind ? find(k, token) : NULL;
     if (!w) return; /* a handle that stopped waiting, or a stranger's word */
     k->words++;
-    k->ops->word(k->owner, w, kind, ms);
+    k->ops->word(k->relay.owner, w, ms);
 }
 
 /* ------------------------------------------------- the connection's reports */
@@ -208,7 +208,7 @@ static void on_event(void *owner, int type, int status, int64_t retry_in)
 {
     rdl_waker *k = owner;
     (void)status, (void)retry_in;
-    if (type == REDLEASE_EV_DISCONNECTED) k->ops->link_lost(k->owner);
+    if (type == REDLEASE_EV_DISCONNECTED) k->ops->link_lost(k->relay.owner);
 }
 
 static void on_error(void *owner, const char *text, size_t len)
@@ -247,7 +247,6 @@ int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix
     k->wake.idx = RDL_HEAP_OUT;
     k->wake.kind = RDL_WAKE_WAKER;
     k->ops = ops;
-    k->owner = owner;
     k->relay = (rdl_relay){&ops->relay, owner};
     k->channel_len = prefix_len + sizeof mid - 1 + RDL_TOKEN_LEN;
     k->channel = rdl_malloc(k->channel_len + 1);

@@ -44,10 +44,10 @@ enum { RDL_WORD_GRANTED = 'g', RDL_WORD_CHECK = 'c' };
 typedef struct rdl_waker_owner {
     /* As rdl_conn_owner's: bracket every report, and say when ending. */
     rdl_relay_ops relay;
-    /* A word for w: RDL_WORD_GRANTED, or RDL_WORD_CHECK within ms. When
-     * the channel is subscribed on a new link, words published before were
-     * lost: every waiter then gets RDL_WORD_CHECK within 0 ms. */
-    void (*word)(void *owner, rdl_waiter *w, int kind, int64_t ms);
+    /* A word for w: check within ms (0 for a grant: the key says whether
+     * the lock is its). When the channel is subscribed on a new link,
+     * words published before were lost: every waiter gets 0 ms then. */
+    void (*word)(void *owner, rdl_waiter *w, int64_t ms);
     /* The link failed: the owner may point it elsewhere (a Cluster's
      * other node) before it reconnects. */
     void (*link_lost)(void *owner);
@@ -58,8 +58,7 @@ typedef struct rdl_waker_owner {
 typedef struct rdl_waker {
     rdl_relay relay;    /* first: the connection's brackets go to the owner */
     rdl_heap_node wake; /* the owner's heap node for the connection's deadline */
-    const rdl_waker_owner *ops;
-    void *owner;
+    const rdl_waker_owner *ops; /* the owner (relay.owner) is told through these */
     rdl_conn conn;
     rdl_req *sub;      /* the SUBSCRIBE, until its end comes back */
     int subscribed;    /* confirmed on the current link */
