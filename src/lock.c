@@ -313,9 +313,8 @@ static int submit_asking(rdl_node *n, int64_t now)
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
-    int64_t now = rdl_now(lk->c);
-    if (req->asking) {
-        int rc = submit_asking(req->node, now);
+    if (req->asking) { /* (the clock is read only here: a read costs) */
+        int rc = submit_asking(req->node, rdl_now(lk->c));
         if (rc) return rc;
     }
     char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],

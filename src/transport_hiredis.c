@@ -44,6 +44,7 @@
 #include "alloc.h"
 #include "conn.h"
 #include "redlease.h"
+#include "resp.h"
 #include "transport_hiredis.h"
 #include "transport_tls.h"
 
@@ -430,8 +431,20 @@ static int hr_send(rdl_hiredis *t, redisCallbackFn *fn, int argc, const char **a
     if (ac == NULL || !t->connected || !(ac->c.flags & REDIS_CONNECTED) ||
         (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
         return REDLEASE_ECONN;
-    if (redisAsyncCommandArgv(ac, fn, req, argc, argv, lens) != REDIS_OK) return REDLEASE_ECONN;
-    return REDLEASE_OK;
+    /* Framed here (src/resp.h says why); hiredis copies it to its buffer.
+     * It must end in a NUL, as hiredis's own strings do: hiredis looks for
+     * a SUBSCRIBE's channels with strchr(), which would read on past the
+     * last one into whatever followed (and found a "$" there: a channel
+     * that never was, whose callback ran a second time). */
+    char small[512];
+    size_t len = rdl_resp_len(argc, lens);
+    char *cmd = len < sizeof small ? small : rdl_malloc(len + 1);
+    if (cmd == NULL) return REDLEASE_ENOMEM;
+    rdl_resp_write(cmd, argc, argv, lens);
+    cmd[len] = '\0';
+    int rc = redisAsyncFormattedCommand(ac, fn, req, cmd, len);
+    if (cmd != small) rdl_free(cmd);
+    return rc == REDIS_OK ? REDLEASE_OK : REDLEASE_ECONN;
 }
 
 static int hr_submit(void *self, int argc, const char **argv, const size_t *lens, void *req)

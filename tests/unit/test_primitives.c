@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "backoff.h"
 #include "core_rig.h"
 #include "decimal.h"
 #include "fake.h"
 #include "heap.h"
 #include "lease_math.h"
+#include "resp.h"
 #include "testutil.h"
 
 static void test_status_strings(void)
@@ -214,6 +217,38 @@ static void test_decimal(void)
     }
 }
 
+/* A command framed by rdl_resp_write() is byte for byte hiredis's own:
+ * lengths of each digit count, empty and binary arguments, ten and more
+ * arguments (two-digit count), and one past the transport's stack room. */
+static void test_resp_matches_hiredis(void)
+{
+    static char big[70000];
+    memset(big, 'b', sizeof big);
+    const size_t sizes[] = {0, 1, 9, 10, 99, 100, 511, 512, 999, 1000, 9999, 10000, 65536, 69999};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        for (int argc = 1; argc <= 12; argc++) {
+            const char *argv[12];
+            size_t lens[12];
+            for (int i = 0; i < argc; i++) {
+                argv[i] = i % 3 == 1 ? "a\0\r\n$*" : big;
+                lens[i] = i % 3 == 1 ? 6 : sizes[(k + (size_t)i) % (sizeof sizes / sizeof sizes[0])];
+            }
+            char *want = NULL;
+            long long wn = redisFormatCommandArgv(&want, argc, argv, lens);
+            CHECK(wn > 0);
+            size_t n = rdl_resp_len(argc, lens);
+            CHECK_EQ(n, (size_t)wn);
+            char *got = malloc(n + 1);
+            got[n] = 'x';
+            CHECK_EQ(rdl_resp_write(got, argc, argv, lens), n);
+            CHECK(memcmp(got, want, n) == 0);
+            CHECK_EQ(got[n], 'x'); /* never past its length */
+            free(got);
+            redisFreeCommand(want);
+        }
+    }
+}
+
 static void test_lease_math(void)
 {
     CHECK_EQ(rdl_drift(30000), 302);
@@ -410,6 +445,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_backoff_full_jitter_sequence),
         TEST_CASE(test_backoff_decorrelated_bounds),
         TEST_CASE(test_decimal),
+        TEST_CASE(test_resp_matches_hiredis),
         TEST_CASE(test_lease_math),
         TEST_CASE(test_invalid_arguments),
         TEST_CASE(test_accessors_in_every_state),
