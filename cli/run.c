@@ -429,6 +429,12 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
     case REDLEASE_EV_PRIMARY:
         cli_verbose("Sentinel: the primary of '%s' is at %s", r->server.master, detail);
         break;
+    case REDLEASE_EV_CHANNEL:
+        if (ev->status == REDLEASE_OK)
+            cli_verbose("wake-up channel subscribed: waiting in the queue");
+        else
+            cli_verbose("wake-up channel down (%s): waiting checks by timers", detail);
+        break;
     case REDLEASE_EV_DISCONNECTED:
         if (r->server.quorum) {
             quorum_changed(r, "connection to", detail);

@@ -244,7 +244,10 @@ enum redlease_event_type {
                                    retry_in_ms, or -1 when on_acquire follows */
     REDLEASE_EV_RELEASE_FAILED, /* a release command failed (status, detail); retried in
                                    retry_in_ms, or -1 when on_release follows */
-    REDLEASE_EV_PRIMARY         /* Sentinel named a new primary; detail "HOST:PORT" */
+    REDLEASE_EV_PRIMARY,        /* Sentinel named a new primary; detail "HOST:PORT" */
+    REDLEASE_EV_CHANNEL         /* the wake-up channel of queued waiters is subscribed
+                                   (status 0), or lost or refused (status, detail):
+                                   waiters then check by their timers */
 };
 
 typedef struct redlease_event {

@@ -56,6 +56,7 @@ void rdl_emit(redlease_client *c, const redlease_event *ev)
     if (c->event_cb && !c->dead) {
         /* user code takes time: the library reads the clock again after it */
         c->now_hinted = 0;
+        rdl_clock_forget(&c->clock);
         c->event_cb(c, ev, c->event_arg);
     }
 }
@@ -663,9 +664,24 @@ static void on_waker_deadline(void *owner, int64_t at)
     if (c->waker->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->waker->wake, at);
 }
 
+/* The user learns that queued waiting lost its wake-ups (an ACL without
+ * channels, a dead link) and got them back: REDLEASE_EV_CHANNEL. */
+static void on_waker_channel(void *owner, int status, const char *text, size_t len)
+{
+    redlease_client *c = owner;
+    char detail[256];
+    if (len >= sizeof detail) len = sizeof detail - 1;
+    if (len) memcpy(detail, text, len);
+    detail[len] = '\0';
+    redlease_event ev = {.type = REDLEASE_EV_CHANNEL, .status = status, .rtt_ms = -1,
+                         .remaining_ms = -1, .retry_in_ms = -1, .detail = len ? detail : NULL};
+    rdl_emit(c, &ev);
+}
+
 static const rdl_waker_owner waker_owner = {
     .relay = {on_link_enter, on_link_leave, on_link_ending, on_link_drain},
     .word = on_waker_word,
     .link_lost = on_waker_link_lost,
     .deadline = on_waker_deadline,
+    .channel = on_waker_channel,
 };

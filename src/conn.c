@@ -37,7 +37,7 @@ static void schedule(rdl_conn *cn, int64_t at)
 /* ------------------------------------------------------------- creation */
 
 int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner *ops, void *owner,
-                  const rdl_clock *clock, const rdl_rng *rng)
+                  rdl_clock *clock, const rdl_rng *rng)
 {
     memset(cn, 0, sizeof *cn);
     cn->owner_ops = ops;
@@ -389,10 +389,19 @@ void rdl_conn_on_read_done(rdl_conn *cn)
     if (cn->owner_ops->drain) cn->owner_ops->drain(cn->owner);
 }
 
-void rdl_conn_read_begin(rdl_conn *cn) { cn->owner_ops->enter(cn->owner); }
+void rdl_conn_read_begin(rdl_conn *cn)
+{
+    cn->owner_ops->enter(cn->owner);
+    /* the replies of this read are timed by it (conn.h, rdl_clock) */
+    cn->clock->read_at = cn->clock->fn(cn->clock->arg);
+    cn->clock->reading = 1;
+}
 
 void rdl_conn_read_end(rdl_conn *cn)
 {
+    /* before the owner arms its timer: a delay counted from a past time
+     * would be too long */
+    rdl_clock_forget(cn->clock);
     cn->owner_ops->leave(cn->owner); /* never frees it (arms a timer at most) */
     rdl_conn_on_read_done(cn);       /* may */
 }

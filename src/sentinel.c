@@ -229,7 +229,7 @@ static const rdl_conn_owner conn_owner = {
 
 int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
                       const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
-                      const rdl_clock *clock, const rdl_rng *rng)
+                      rdl_clock *clock, const rdl_rng *rng)
 {
     memset(s, 0, sizeof *s);
     s->wake.idx = RDL_HEAP_OUT;

@@ -67,7 +67,7 @@ int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, cha
  * still frees what was made). */
 int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
                       const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
-                      const rdl_clock *clock, const rdl_rng *rng);
+                      rdl_clock *clock, const rdl_rng *rng);
 void rdl_sentinel_free(rdl_sentinel *s);
 int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redlease_loop_ops *loop,
                         void *loop_data);

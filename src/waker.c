@@ -163,6 +163,7 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
         /* refused (an ACL on channels): waiters go by their timers, and
          * the next link, after the reconnect backoff, asks again */
         rdl_conn_restart(&k->conn, REDLEASE_EREDIS, NULL);
+        k->ops->channel(k->relay.owner, REDLEASE_EREDIS, r->str, r->len);
         return;
     }
     if (r->type != RDL_REPLY_ARRAY || r->elements != 3) return;
@@ -170,6 +171,8 @@ static void on_push(void *owner, rdl_req *req, const rdl_reply *r)
         k->subscribed = 1;
         rdl_conn_backoff_reset(&k->conn); /* this link proved useful */
         check_all(k);
+        k->told_up = 1;
+        k->ops->channel(k->relay.owner, REDLEASE_OK, NULL, 0);
         return;
     }
     const rdl_reply *msg = &r->element[2];
@@ -207,8 +210,13 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
 static void on_event(void *owner, int type, int status, int64_t retry_in)
 {
     rdl_waker *k = owner;
-    (void)status, (void)retry_in;
-    if (type == REDLEASE_EV_DISCONNECTED) k->ops->link_lost(k->relay.owner);
+    (void)retry_in;
+    if (type != REDLEASE_EV_DISCONNECTED) return;
+    k->ops->link_lost(k->relay.owner);
+    if (k->told_up) { /* once per subscription lost, not per failed reconnect */
+        k->told_up = 0;
+        k->ops->channel(k->relay.owner, status ? status : REDLEASE_ECONN, NULL, 0);
+    }
 }
 
 static void on_error(void *owner, const char *text, size_t len)
@@ -239,7 +247,7 @@ static const rdl_conn_owner conn_owner = {
 /* ------------------------------------------------------------ life */
 
 int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix, size_t prefix_len,
-                   const rdl_waker_owner *ops, void *owner, const rdl_clock *clock,
+                   const rdl_waker_owner *ops, void *owner, rdl_clock *clock,
                    const rdl_rng *rng)
 {
     static const char mid[] = "wake:";

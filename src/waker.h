@@ -53,6 +53,9 @@ typedef struct rdl_waker_owner {
     void (*link_lost)(void *owner);
     /* rdl_waker_deadline() moved. */
     void (*deadline)(void *owner, int64_t at);
+    /* The channel is subscribed (status 0), or the subscription went with
+     * its link or was refused (status, and the server's text if any). */
+    void (*channel)(void *owner, int status, const char *text, size_t len);
 } rdl_waker_owner;
 
 typedef struct rdl_waker {
@@ -62,6 +65,7 @@ typedef struct rdl_waker {
     rdl_conn conn;
     rdl_req *sub;      /* the SUBSCRIBE, until its end comes back */
     int subscribed;    /* confirmed on the current link */
+    int told_up;       /* the owner was told it is, and not yet that it went */
     char *channel;     /* key_prefix "wake:" and 32 random hex digits */
     size_t channel_len;
     rdl_list *buckets; /* waiters by token; NULL until the first */
@@ -73,7 +77,7 @@ typedef struct rdl_waker {
  * IDLE: it connects when the first waiter comes. 0 or ENOMEM/ESYS (then
  * rdl_waker_free() still frees what was made). */
 int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix, size_t prefix_len,
-                   const rdl_waker_owner *ops, void *owner, const rdl_clock *clock,
+                   const rdl_waker_owner *ops, void *owner, rdl_clock *clock,
                    const rdl_rng *rng);
 void rdl_waker_free(rdl_waker *k);
 int rdl_waker_attach(rdl_waker *k, rdl_transport_factory make, const redlease_loop_ops *loop,

@@ -186,7 +186,12 @@ static void loop_detach(void *d)
 
 static const redlease_loop_ops fake_loop = {loop_attach, loop_timer_set, loop_detach};
 
-static int64_t fake_clock(void *arg) { return ((fake *)arg)->now; }
+static int64_t fake_clock(void *arg)
+{
+    fake *f = arg;
+    f->clock_reads++;
+    return f->now;
+}
 
 /* ------------------------------------------------------------------ API */
 

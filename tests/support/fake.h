@@ -40,6 +40,7 @@ typedef struct fake {
     redlease_client *c;
     redlease_client *tc; /* the client the transport reports to */
     int64_t now;      /* virtual clock, ms */
+    long clock_reads; /* times the client read it */
     int64_t timer_at; /* absolute deadline of the loop timer, or -1 */
     int64_t last_after; /* the last after_ms the core asked for */
     int timer_sets;

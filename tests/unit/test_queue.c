@@ -541,6 +541,67 @@ static void test_refused_subscription_backs_off(void)
     end(&f);
 }
 
+/* REDLEASE_EV_CHANNEL's statuses and the last one's detail (its pointer
+ * lives only as long as the hook runs). */
+static int channel_status[8], nchannel;
+static char channel_detail[64];
+static void channel_hook(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c, (void)arg;
+    if (ev->type != REDLEASE_EV_CHANNEL) return;
+    if (nchannel < 8) channel_status[nchannel++] = ev->status;
+    snprintf(channel_detail, sizeof channel_detail, "%s", ev->detail ? ev->detail : "");
+}
+
+/* The user hears when the wake-up channel is subscribed, when its link
+ * goes (once, not at every failed reconnect) and when a server refuses
+ * it, with the server's text. */
+static void test_channel_events(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    nchannel = 0;
+    redlease_client_set_event_cb(f.c, channel_hook, NULL);
+    rec r = {0};
+    waiting(&f, &r, REDLEASE_WAIT_FOREVER);
+    CHECK_EQ(nchannel, 1);
+    CHECK_EQ(channel_status[0], REDLEASE_OK);
+    CHECK_STR(channel_detail, "");
+    fake_link_break(&f.side);
+    fake_run(&f);
+    CHECK_EQ(nchannel, 2);
+    CHECK(channel_status[1] < 0);
+    for (int i = 0; i < 3; i++) { /* connects that fail: nothing more said */
+        fake_advance(&f, 2000);
+        if (f.side.connecting) fake_side_connect_fail(&f);
+        fake_run(&f);
+    }
+    CHECK_EQ(nchannel, 2);
+    fake_advance(&f, 2000);
+    CHECK(f.side.connecting);
+    fake_link_connect(&f, &f.side);
+    fake_cmd *sub = &f.side.cmds[f.side.ncmds - 1];
+    rdl_reply e = {.type = RDL_REPLY_ERROR, .str = "NOPERM no channel", .len = 17};
+    rdl_conn_on_push(f.side.cn, sub->req, &e);
+    fake_run(&f);
+    CHECK_EQ(nchannel, 3);
+    CHECK_EQ(channel_status[2], REDLEASE_EREDIS);
+    CHECK_STR(channel_detail, "NOPERM no channel");
+    while (fake_pending(&f)) {
+        fake_reply_int(&f, -20000);
+        fake_run(&f);
+    }
+    fake_advance(&f, 2000);
+    CHECK(f.side.connecting);
+    subscribe(&f);
+    CHECK_EQ(nchannel, 4);
+    CHECK_EQ(channel_status[3], REDLEASE_OK);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    redlease_client_set_event_cb(f.c, NULL, NULL);
+    end(&f);
+}
+
 static void free_client_do(rec *r, redlease_lock *lk)
 {
     (void)lk;
@@ -675,6 +736,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_wait_mode_is_checked),
         TEST_CASE(test_noscript_resend_after_the_acquire_ended),
         TEST_CASE(test_refused_subscription_backs_off),
+        TEST_CASE(test_channel_events),
         TEST_CASE(test_free_from_a_callback_with_waiters),
         TEST_CASE(test_close_with_a_waiter_queued),
         TEST_CASE(test_every_allocation_failing_in_a_queued_life),

@@ -217,6 +217,62 @@ static void test_callbacks_run_after_the_read(void)
     end(&f);
 }
 
+static int64_t hook_takes_ms;
+static fake *hook_fake;
+static void slow_hook(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    (void)c, (void)arg;
+    record_event(c, ev, arg);
+    if (ev->type == REDLEASE_EV_ACQUIRED) hook_fake->now += hook_takes_ms; /* user code takes time */
+}
+
+/* The replies of one read are timed by one clock read (conn.h, rdl_clock):
+ * every one had come by then. User code run meanwhile (an event hook)
+ * takes time, so the next reply reads the clock again: its round trip
+ * counts the hook's time. */
+static void test_a_read_is_timed_once_and_again_after_user_code(void)
+{
+    fake f;
+    fake_start(&f, NULL); /* no event hook: no user code in the read */
+    rec r[3] = {{0}, {0}, {0}};
+    redlease_lock_options o = opts(3000);
+    for (int i = 0; i < 3; i++) CHECK_EQ(start_lock(&f, &r[i], i == 0 ? "a" : i == 1 ? "b" : "c", &o), 0);
+    fake_run(&f);
+    fake_advance(&f, 2);
+    long reads = f.clock_reads;
+    fake_read_begin(&f);
+    for (int i = 0; i < 3; i++) fake_reply_status(&f, "OK");
+    CHECK_EQ(f.clock_reads - reads, 1); /* one read, three replies */
+    fake_read_end(&f);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK_EQ(r[i].acq_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i++) CHECK_EQ(release(&r[i]), REDLEASE_OK);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) fake_reply_int(&f, 1);
+    fake_run(&f);
+
+    /* the same with a hook that takes 5 ms at each lease */
+    nseen = 0;
+    hook_takes_ms = 5;
+    hook_fake = &f;
+    redlease_client_set_event_cb(f.c, slow_hook, NULL);
+    rec s[2] = {{0}, {0}};
+    for (int i = 0; i < 2; i++) CHECK_EQ(start_lock(&f, &s[i], i == 0 ? "d" : "e", &o), 0);
+    fake_run(&f);
+    fake_advance(&f, 2);
+    fake_read_begin(&f);
+    for (int i = 0; i < 2; i++) fake_reply_status(&f, "OK");
+    fake_read_end(&f);
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_ACQUIRED), 2);
+    int first = 0;
+    while (seen[first].type != REDLEASE_EV_ACQUIRED) first++;
+    CHECK_EQ(seen[first].rtt_ms, 2); /* the read's time */
+    CHECK_EQ(last_event(REDLEASE_EV_ACQUIRED)->rtt_ms, 2 + 5); /* read after the first's hook */
+    redlease_client_set_event_cb(f.c, NULL, NULL);
+    end(&f);
+}
+
 /* A read's replies are one batch: the timer is armed once, after the
  * last, and the callbacks run then, in order. */
 static void test_a_read_is_one_batch(void)
@@ -363,6 +419,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_callbacks_run_after_the_read),
         TEST_CASE(test_a_read_is_one_batch),
         TEST_CASE(test_free_in_the_middle_of_a_read),
+        TEST_CASE(test_a_read_is_timed_once_and_again_after_user_code),
         TEST_CASE(test_timer_fired_by_a_nested_loop_is_armed_again),
         TEST_CASE(test_close_ends_after_a_nested_loop_in_a_drained_callback),
     };
