@@ -371,10 +371,14 @@ static int req_submit(rdl_req *req)
         int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
         int fenced = acq && lk->fencing;
         rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
-        rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
-        SCRIPT_HEAD(fenced ? "4" : "3");
+        SCRIPT_HEAD(req->probe ? "2" : fenced ? "4" : "3");
         ARG(lk->key, lk->keylen);
         ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
+        if (req->probe) { /* the release's two-key form (scripts.c) */
+            ARG(lk->token, RDL_TOKEN_LEN);
+            goto built;
+        }
+        rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
         ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
         if (fenced) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
         ARG(lk->token, RDL_TOKEN_LEN);
@@ -408,6 +412,7 @@ static int req_submit(rdl_req *req)
             ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
         }
     }
+built:
 #undef SCRIPT_HEAD
 #undef ARG
     int rc = rdl_node_submit(req->node, req, n, argv, lens);
@@ -430,6 +435,8 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->asking = kind != RDL_REQ_DROP && lk->asking; /* an ASK was for the op */
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
+    /* a holder that met no queue asks first whether there is one */
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue;
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* req_submit says if it joins */
     int rc = req_submit(req);
     if (rc) {
@@ -611,7 +618,10 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     lk->acq->recheck_at = RDL_NEVER;
     int report = cut && lk->acq->last_status ? lk->acq->last_status : status;
     lk->acq->last_status = status;
-    if (busy) c->stats.contended++;
+    if (busy) {
+        c->stats.contended++;
+        lk->met_queue = 1; /* a queue may form behind the holder */
+    }
     /* the hook may end the handle, and its acquire part with it */
     emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
          out ? -1 : next - now, now);
@@ -1108,6 +1118,15 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
          * as any stale one (dropped once the acquire is over), a renewal
          * never re-creates a key, compare-and-delete can repeat. */
         req->sent_eval = 1;
+        if (req_submit(req) == 0) return 1;
+        r = NULL;
+    }
+    if (req->probe && r && r->type == RDL_REPLY_INTEGER && r->integer == -1) {
+        /* The probe found a queue and changed nothing: the whole release,
+         * which hands the lock over, goes now (behind what the handle sent
+         * since, harmless as after NOSCRIPT). */
+        req->probe = 0;
+        lk->met_queue = 1;
         if (req_submit(req) == 0) return 1;
         r = NULL;
     }

@@ -117,6 +117,9 @@ struct redlease_lock {
     unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE or _WAKE: its commands keep
                                    to the resource's queue, its release and drops
                                    hand the lock over (acq->joins: it waits in it) */
+    unsigned met_queue : 1;     /* queued, and an attempt found the lock busy, or a
+                                   release's probe found a queue: its release
+                                   goes whole, not as the probe (scripts.c) */
     unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever
                                    asks first; a release tells the first waiter
                                    to check, hands nothing over */

@@ -58,6 +58,7 @@ typedef struct rdl_req {
     uint8_t sent_eval : 1; /* resent as EVAL after NOSCRIPT */
     uint8_t no_native : 1; /* the server refused that command: the script from now on */
     uint8_t asking : 1;    /* sent behind ASKING (an ASK redirect) */
+    uint8_t probe : 1;     /* a queue release in its two-key form (scripts.c) */
 } rdl_req;
 
 /* A lock's ticket for a WAIT (kind RDL_REQ_ACK, src/acks.h): the request

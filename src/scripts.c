@@ -182,13 +182,18 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * lock left free goes to the live head of the queue: a lock that
      * expired without a release is handed over here too. With nobody
      * queued (no queue key) it is the plain compare-and-delete, at one
-     * command more: what an uncontended release costs. */
+     * command more: what an uncontended release costs. A holder that met
+     * no queue sends it with two keys and the token only (the probe: each
+     * key and argument costs the server as much as a command), which
+     * answers -1, changing nothing, when there is a queue: the holder
+     * then sends it whole. */
     [RDL_SCRIPT_QUEUE_RELEASE] =
         "local v = redis.call('GET', KEYS[1])\n"
         "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
         "  if v == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
         "  return 0\n"
         "end\n"
+        "if not KEYS[3] then return -1 end\n"
         LUA_CLOCK LUA_QUEUE
         "leave(ARGV[1])\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
@@ -214,7 +219,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "b741c7ab4b958e446aa29943107bf1b785b3b7cb",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "d9e221da39c00853bab5b6422b3226ebe61591a5",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "efe3b8c84c05ae6832683525d1ad3d548a775326",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -66,9 +66,13 @@ static int classify(const redisReply *r, int *eval)
     if (arg_is(r, 0, "SET")) return FR_SET;
     *eval = arg_is(r, 0, "EVAL");
     if (!*eval && !arg_is(r, 0, "EVALSHA")) return FR_OTHER;
+    /* the queue's release, whole or its two-key probe: by script */
+    char sha[41];
+    const char *qr = rdl_script_src[RDL_SCRIPT_QUEUE_RELEASE];
+    rdl_sha1_hex(qr, strlen(qr), sha);
+    if (arg_is(r, 1, *eval ? qr : sha)) return FR_RELEASE;
     if (arg_is(r, 2, "2")) return FR_FENCED;
     /* the retry's acquire and the renewal have the same shape: by script */
-    char sha[41];
     rdl_sha1_hex(rdl_script_src[RDL_SCRIPT_ACQUIRE], strlen(rdl_script_src[RDL_SCRIPT_ACQUIRE]), sha);
     if (arg_is(r, 1, *eval ? rdl_script_src[RDL_SCRIPT_ACQUIRE] : sha)) return FR_ACQUIRE;
     return r->elements == 6 ? FR_RENEW : FR_RELEASE; /* script sha 1 key token [ttl] */

@@ -58,7 +58,9 @@ static void wait_queued(obs *o, const char *res, long long rank)
 /* A holder and three queued waiters, each a client of its own: every
  * release hands the lock to the next in arrival order, which is told at
  * once (far sooner than any timer of its), and confirms with a command of
- * its own (its lease is then measured from that send). */
+ * its own (its lease is then measured from that send). The first holder
+ * met no queue: its release's probe finds one, and the whole release
+ * follows (scripts.c). */
 static void test_queue_hands_over_in_order(void)
 {
     enum { N = 4 };

@@ -67,6 +67,9 @@
  *     ECANCELED after a release or the client's end); on_lost at most once
  *     and only after on_acquire(OK); on_release once and last; none of them
  *     inside the call that started it, nor after the client ended;
+ *   - on_release(OK) of a held lease comes only after a compare-and-delete
+ *     of its token deleted its key (a queue release's probe that found a
+ *     queue deletes nothing);
  *   - a word for a token that waits for nothing (a finished handle's, a
  *     stranger's, one never issued, garbage) finds no waiter;
  *   - close and free: every live handle got on_acquire, every release
@@ -152,6 +155,7 @@ typedef struct lease {
     int acq_done;         /* its acquire ended (ACQUIRED or ACQUIRE_FAILED): it waits no more */
     int failed_ev;        /* ACQUIRE_FAILED: its drop (if any) is behind its attempts */
     int drop_ran;         /* a compare-and-delete of its token ran after that */
+    int deleted;          /* a compare-and-delete of its token ran and deleted its key */
     int fail_links;       /* links made when it failed */
     int fail_up;          /* ...and whether the link was up then */
     int lost_ev;          /* EV_LOST came */
@@ -538,6 +542,7 @@ typedef struct view {
     const char *key, *token, *px;
     const char *life, *claim, *ch, *order; /* the queue's (order also the release's) */
     int fenced;
+    int probe; /* the release's two-key form: -1 when there is a queue */
 } view;
 
 static int arg_is(const fake_cmd *c, int i, const char *s)
@@ -547,16 +552,22 @@ static int arg_is(const fake_cmd *c, int i, const char *s)
 
 /* The queue's scripts: EVALSHA sha numkeys key queue waiters [fence]
  * token ttl life claim channel order [counter_ttl]; the release: EVALSHA
- * sha 3 key queue waiters token order. */
+ * sha 3 key queue waiters token order, or its probe: EVALSHA sha 2 key
+ * queue token. */
 static view queue_view(const fake_cmd *c, int s)
 {
     int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
     int nk = atoi(c->argv[2]);
-    if (acq ? !((nk == 3 && c->argc == 12) || (nk == 4 && c->argc == 14)) : !(nk == 3 && c->argc == 8))
-        abort(); /* not the layout this model knows */
     char qk[80], wk[80];
     snprintf(qk, sizeof qk, "%s:queue", c->argv[3]);
     snprintf(wk, sizeof wk, "%s:waiters", c->argv[3]);
+    if (!acq && nk == 2 && c->argc == 6) {
+        if (strcmp(c->argv[4], qk) != 0) abort();
+        model_reached.release_probes++;
+        return (view){.s = s, .key = c->argv[3], .token = c->argv[5], .probe = 1};
+    }
+    if (acq ? !((nk == 3 && c->argc == 12) || (nk == 4 && c->argc == 14)) : !(nk == 3 && c->argc == 8))
+        abort(); /* not the layout this model knows */
     if (strcmp(c->argv[4], qk) != 0 || strcmp(c->argv[5], wk) != 0) abort();
     view v = {.s = s, .key = c->argv[3], .token = c->argv[3 + nk], .fenced = nk == 4};
     if (acq) {
@@ -642,6 +653,11 @@ static void queue_release(const view *v, reply *r)
         *r = (reply){REP_INT, ours, NULL};
         return;
     }
+    if (v->probe) { /* a queue: nothing changed, the whole release follows */
+        model_reached.probes_refused++;
+        *r = (reply){REP_INT, -1, NULL};
+        return;
+    }
     leave(q, tok);
     if (e && !ours) {
         *r = (reply){REP_INT, 0, NULL};
@@ -714,6 +730,8 @@ static void execute(void)
     }
     if (s == RDL_SCRIPT_QUEUE_RELEASE) {
         queue_release(&v, r);
+        lease *l = by_token_any(token);
+        if (l && r->type == REP_INT && r->v == 1) l->deleted = 1;
         return;
     }
     kv *e = find(v.key, F.now);
@@ -730,6 +748,8 @@ static void execute(void)
     } else if (s == RDL_SCRIPT_RELEASE) {
         if (ours) e->used = 0;
         *r = (reply){REP_INT, ours, NULL};
+        lease *l = by_token_any(token);
+        if (l && ours) l->deleted = 1;
     } else if (e && !ours) { /* an acquire script, held by another */
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
@@ -1201,6 +1221,10 @@ static void cb_rel(redlease_lock *lk, int st, void *arg)
     if (l->rel || !l->acq) violation("on_release out of order");
     if (st == REDLEASE_EPROTO || (st == REDLEASE_ECANCELED && !ending))
         violation("on_release(%d) unexplained", st);
+    /* a held lease's release said OK: a compare-and-delete of its own
+     * deleted its key (not, say, a probe that found a queue) */
+    if (st == REDLEASE_OK && l->acq_ok && !l->lost && !ending && !l->deleted)
+        violation("on_release(OK) with its key never deleted");
     l->rel = 1;
     l->alive = 0;
 }

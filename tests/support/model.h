@@ -49,6 +49,8 @@ typedef struct model_reach {
     long handovers;       /* free locks handed to the live head (by a release or an acquire) */
     long unordered_wakes; /* unordered releases that told the live head to check ("c TOKEN 0") */
     long fast_releases;   /* queue releases with nobody queued: the plain compare-and-delete */
+    long release_probes;  /* queue releases in the two-key form (a holder that met no queue) */
+    long probes_refused;  /* ...that found a queue: -1, and the whole release followed */
     long entries_expired; /* dead entries dropped from a queue's head */
     long rejoined;        /* waiters placed in a queue again after their place was gone */
     long words_delivered; /* words the client's subscriber read */

@@ -109,6 +109,8 @@ static void test_model_reaches(void)
     printf("# conditional commands run %ld, refused %ld\n", m->native_commands, m->native_refused);
     printf("# queue: %ld takes, %ld handovers, %ld unordered wake-ups, %ld releases with nobody queued\n",
            m->queue_takes, m->handovers, m->unordered_wakes, m->fast_releases);
+    printf("# queue: %ld release probes, %ld of them found a queue\n", m->release_probes,
+           m->probes_refused);
     printf("# queue: %ld dead entries dropped, %ld waiters placed again after losing their place\n",
            m->entries_expired, m->rejoined);
     printf("# words: %ld read (%ld found their waiter), %ld lost, %ld forged; %ld subscriptions refused\n",
@@ -132,6 +134,8 @@ static void test_model_reaches(void)
     CHECK(m->handovers > 0);
     CHECK(m->unordered_wakes > 0);
     CHECK(m->fast_releases > 0);
+    CHECK(m->release_probes > 0);
+    CHECK(m->probes_refused > 0);
     CHECK(m->entries_expired > 0);
     CHECK(m->rejoined > 0);
     CHECK(m->words_delivered > 0);

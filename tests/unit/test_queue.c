@@ -58,6 +58,16 @@ static int is_release_of(fake *f, const rec *r, const char *order)
 
 static int is_queue_release(fake *f, const rec *r) { return is_release_of(f, r, "1"); }
 
+/* The release's two-key form, from a holder that met no queue. */
+static int is_release_probe(fake *f, const rec *r)
+{
+    fake_cmd *c = fake_peek(f);
+    return c && c->argc == 6 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_RELEASE)) &&
+           strcmp(c->argv[2], "2") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
+           strcmp(c->argv[4], "lock:{job}:queue") == 0 &&
+           strcmp(c->argv[5], redlease_lock_token(r->lk)) == 0;
+}
+
 /* The waker's link (the first beside the client's own) connects and
  * subscribes; returns its channel. */
 static const char *subscribe(fake *f)
@@ -316,7 +326,10 @@ static void test_resubscription_has_every_waiter_check(void)
 /* A waiter whose budget ends leaves the queue: the drop behind its
  * attempts is the queue's release script (which also hands over a lock
  * handed to it meanwhile). A held queued handle releases with it too,
- * never with the server's own DELIFEQ, which would hand nothing over. */
+ * never with the server's own DELIFEQ, which would hand nothing over: a
+ * holder that met no queue sends its two-key probe first, and the whole
+ * release only when the probe answers that there is a queue (-1); one
+ * that found the lock busy on its way sends the whole release at once. */
 static void test_leaving_and_releasing_go_through_the_queue(void)
 {
     fake f;
@@ -349,10 +362,47 @@ static void test_leaving_and_releasing_go_through_the_queue(void)
     CHECK_EQ(h.acq_status, REDLEASE_OK);
     CHECK_EQ(release(&h), REDLEASE_OK);
     fake_run(&f);
+    CHECK(is_release_probe(&f, &h));
+    fake_reply_int(&f, -1); /* there is a queue: nothing done */
+    fake_run(&f);
+    CHECK_EQ(h.rel_calls, 0);
     CHECK(is_queue_release(&f, &h));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(h.rel_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 0);
+
+    rec p = {0}; /* no queue: the probe is the release */
+    CHECK_EQ(start_lock(&f, &p, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    CHECK_EQ(release(&p), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_release_probe(&f, &p));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(p.rel_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 0);
+
+    rec w = {0}; /* met the lock busy, then handed it: the whole release */
+    o = qopts(REDLEASE_WAIT_FOREVER);
+    CHECK_EQ(start_lock(&f, &w, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_queued_attempt(&f, &w, NULL));
+    fake_reply_int(&f, -20000);
+    fake_run(&f);
+    while (!fake_pending(&f)) fake_advance(&f, 100);
+    CHECK(is_queued_attempt(&f, &w, NULL));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(w.acq_status, REDLEASE_OK);
+    CHECK_EQ(release(&w), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(is_queue_release(&f, &w));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(w.rel_status, REDLEASE_OK);
     end(&f);
 }
 
