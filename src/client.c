@@ -123,7 +123,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                                               &c->clock, &c->rng) == REDLEASE_OK;
     }
     ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
-    if (!o->quorum.addrs && ok) {
+    if (ok) { /* a quorum's listens on its first member (below) */
         const char *prefix = o->key_prefix ? o->key_prefix : "";
         c->waker = rdl_calloc(1, sizeof *c->waker);
         ok = c->waker && rdl_waker_init(c->waker, &cc, prefix, strlen(prefix), &waker_owner, c,
@@ -146,6 +146,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                                             members[i].port)) != NULL;
         ok = ok && rdl_quorum_init(c->quorum, c, m, (size_t)nmembers) == REDLEASE_OK;
         if (ok) c->main.quorum = c->quorum;
+        ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
     rdl_addr_list_free(members, nmembers);
     c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
@@ -636,11 +637,13 @@ static void on_waker_word(void *owner, rdl_waiter *w, int64_t ms)
 
 /* Under a Cluster the channel may listen on any node (a script's PUBLISH
  * reaches every node): a lost link goes on to the next node the client
- * knows, so a dead node does not silence it. */
+ * knows, so a dead node does not silence it. Under a quorum it listens on
+ * one member, whose releases tell its waiters (design 11.5): a lost link
+ * goes on to the next member likewise. */
 static void on_waker_link_lost(void *owner)
 {
     redlease_client *c = owner;
-    if (!c->cluster) return;
+    if (!c->cluster && !c->quorum) return;
     const rdl_conn *wc = &c->waker->conn;
     size_t at = 0;
     for (size_t i = 0; i < c->nnodes; i++) {

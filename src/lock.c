@@ -436,7 +436,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
-    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue;
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && !lk->c->quorum;
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* req_submit says if it joins */
     int rc = req_submit(req);
     if (rc) {
@@ -1330,13 +1330,14 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->renew_interval = (int32_t)(o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms);
     acq->max_attempts = o->max_attempts;
     lk->fencing = o->fencing != 0;
-    /* The default is the queue (docs/design.md, section 11), where the
-     * client has a wake-up channel: a quorum's has none yet.
+    /* The default is the queue (docs/design.md, section 11).
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
     lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && c->waker;
-    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE;
+    /* N servers' queues could hand the lock to N different heads: a
+     * quorum's waiters are woken, in no order (design 11.5) */
+    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || c->quorum;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;

@@ -20,7 +20,7 @@
 #include "quorum.h"
 #include "scripts.h"
 
-#define MAX_ARGS 9
+#define MAX_ARGS 14 /* the queue's fenced acquire */
 
 /* What a member said to its part. */
 enum { SAID_NOTHING, SAID_UNSENT, SAID_YES, SAID_NO, SAID_ERROR, SAID_GONE };
@@ -45,6 +45,8 @@ typedef struct rdl_qop {
                         send again behind it, so it is never owed for later */
     int yes, no, errors, definite, gone;
     uint64_t fence;  /* the largest fence a yes carried */
+    int64_t left;    /* the queue's acquire: the least TTL a no said its
+                        holder has left (ms), or -1 */
     char err[80];    /* the first error's text (a definite one's, once seen) */
     size_t errlen;
     int err_definite;
@@ -155,6 +157,7 @@ static rdl_qop *op_new(rdl_quorum *q, int kind, int script, int argc, const char
     op->kind = kind;
     op->script = script;
     op->argc = argc;
+    op->left = -1;
     char *p = (char *)&op->part[q->n];
     for (int i = 0; i < argc; i++) {
         memcpy(p, argv[i], lens[i]);
@@ -385,6 +388,11 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             said = SAID_YES, op->yes++;
         else if (r->type == RDL_REPLY_NIL)
             said = SAID_NO, op->no++;
+    } else if (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && r->type == RDL_REPLY_INTEGER && r->integer < 0) {
+        /* waiting: -(the holder's TTL left + 1) */
+        said = SAID_NO, op->no++;
+        int64_t left = -r->integer - 1;
+        if (op->left < 0 || left < op->left) op->left = left;
     } else if (r->type == RDL_REPLY_INTEGER && r->integer >= 0) {
         /* scripts: 0 is no; an acquire's yes is 1 or its fence, the
          * others' yes is 1 */
@@ -442,8 +450,9 @@ static void answer_failure(rdl_qop *op)
         if (op->script < 0) {
             r.type = RDL_REPLY_NIL;
         } else {
+            /* the queue's acquire learns when the lock may be free first */
             r.type = RDL_REPLY_INTEGER;
-            r.integer = 0;
+            r.integer = op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->left >= 0 ? -(op->left + 1) : 0;
         }
     } else if (!op->yes && !op->no && !op->errors) {
         answer(op, NULL); /* no member answered at all: as a lost link */
@@ -471,7 +480,8 @@ static void decide(rdl_qop *op, int64_t now)
                 r.type = RDL_REPLY_STATUS;
                 r.str = "OK";
                 r.len = 2;
-            } else if (op->script == RDL_SCRIPT_ACQUIRE_FENCED) {
+            } else if (op->script == RDL_SCRIPT_ACQUIRE_FENCED ||
+                       (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->parent->lk->fencing)) {
                 r.integer = (long long)op->fence;
                 raise_fences(q, op->parent->lk, op->fence, now);
             } else {

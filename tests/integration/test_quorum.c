@@ -18,6 +18,9 @@
  *  - Paused masters (CLIENT PAUSE ALL): two paused longer than the ttl,
  *    the lease stays; three, on_lost before the last confirmation + ttl.
  *  - Racing clients on one key: never two holders, every acquire in turn.
+ *  - A waiter in the default mode (woken, no order) holds the lock at once
+ *    after the holder's release, by a word from the first member, and
+ *    from the next one once the first is killed.
  *  - A split vote (each racer gets two servers, a stranger the fifth): the
  *    failed partial acquires delete what they set, so a racer gets the
  *    lock as soon as the vote can be won, and the other right after its
@@ -735,6 +738,45 @@ static void test_quorum_racing_clients(void)
     finish(r[RACERS - 1].c, &r[RACERS - 1].o); /* the loop must hold nothing of any */
 }
 
+/* ------------------------------------------------------------ wake-ups */
+
+/* A waiter (default mode: woken, in no order, under a quorum) joins the
+ * queue on every member and listens on the first; the holder's release
+ * tells it to check there, so it holds the lock at once, though its own
+ * timers are seconds away (the holder's TTL, a backoff of 5 s). With the
+ * first member killed, the channel moves to the next one and words come
+ * from there. */
+static void test_quorum_waiter_is_woken_by_the_release(void)
+{
+    NEED_QUORUM();
+    obs o[2] = {{0}};
+    redlease_client *c[2] = {quorum_client(&o[0]), quorum_client(&o[1])};
+    for (int round = 0; round < 2; round++) {
+        redlease_lock_options lo = lopts(10000, 0, 0);
+        for (int i = 0; i < 2; i++) o[i].acq = o[i].rel = o[i].lost = 0;
+        acquire(c[0], &o[0], "q-wake", lo);
+        run_until(&o[0].acq, 2000, NULL);
+        CHECK_EQ(o[0].acq_st, REDLEASE_OK);
+        lo.wait_ms = 8000 * S;
+        lo.retry_base_ms = lo.retry_max_ms = 5000 * S; /* polling would be seen */
+        acquire(c[1], &o[1], "q-wake", lo);
+        run_for(round ? 1500 : 300, NULL); /* busy once, the channel opens, joins */
+        CHECK_EQ(o[1].acq, 0);
+        int64_t t0 = mono_ms();
+        release(&o[0], NULL);
+        run_until(&o[1].acq, 3000, NULL);
+        int64_t took = mono_ms() - t0;
+        printf("# round %d: the waiter held %lld ms after the release\n", round, (long long)took);
+        CHECK_EQ(o[1].acq_st, REDLEASE_OK);
+        CHECK(took < 1000 * S);
+        release(&o[1], NULL);
+        if (round == 0) srv_kill(&m[0]); /* the channel's member */
+    }
+    CHECK_EQ(o[0].lost + o[1].lost, 0);
+    redlease_client_free(c[1]);
+    finish(c[0], &o[0]);
+}
+
 /* ---------------------------------------------------------- split vote */
 
 static int acl_all(const char *cmd)
@@ -862,6 +904,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_paused_masters),
         TEST_CASE(test_quorum_silent_member_dropped),
         TEST_CASE(test_quorum_racing_clients),
+        TEST_CASE(test_quorum_waiter_is_woken_by_the_release),
         TEST_CASE(test_quorum_split_vote_resolved),
     };
     int rc = run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -26,7 +26,7 @@ typedef struct fake_cmd {
  * nodes) the peers, in order. Their commands are answered in order; a
  * subscription stays open until the link goes. */
 #define FAKE_SIDE_CMDS 256
-#define FAKE_PEERS 3
+#define FAKE_PEERS 5
 typedef struct fake_side {
     struct rdl_conn *cn; /* the connection it serves */
     int connects, connecting, connected;

@@ -452,9 +452,9 @@ static void test_many_waiters_share_one_channel(void)
     end(&f);
 }
 
-/* A quorum client has no channel yet: its handles poll. A Cluster client
- * has one, on its first seed. */
-static void test_no_channel_under_a_quorum(void)
+/* Every client has a channel: a Cluster client's on its first seed, a
+ * quorum client's on its first member. */
+static void test_channel_of_each_topology(void)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
@@ -464,9 +464,9 @@ static void test_no_channel_under_a_quorum(void)
     CHECK(c && c->waker && rdl_conn_port(&c->waker->conn) == 7000);
     redlease_client_free(c);
     redlease_client_options_init(&co);
-    co.quorum.addrs = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002";
+    co.quorum.addrs = "127.0.0.1:7005,127.0.0.1:7001,127.0.0.1:7002";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
-    CHECK(c && c->waker == NULL);
+    CHECK(c && c->waker && rdl_conn_port(&c->waker->conn) == 7005);
     redlease_client_free(c);
     redlease_client_options_init(&co);
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
@@ -781,7 +781,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_leaving_and_releasing_go_through_the_queue),
         TEST_CASE(test_single_attempt_opens_no_channel),
         TEST_CASE(test_many_waiters_share_one_channel),
-        TEST_CASE(test_no_channel_under_a_quorum),
+        TEST_CASE(test_channel_of_each_topology),
         TEST_CASE(test_unordered_waiting),
         TEST_CASE(test_wait_mode_is_checked),
         TEST_CASE(test_noscript_resend_after_the_acquire_ended),
