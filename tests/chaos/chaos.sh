@@ -853,8 +853,20 @@ done
 
 # Stop: SIGTERM each worker (graceful close) and wait; a worker still there
 # after the grace period hung. (exits.log has the killed ones already.)
-for w in $(seq 1 "$nworkers"); do kill -CONT "${pids[w]}" 2>/dev/null; kill -TERM "${pids[w]}" 2>/dev/null; done
+# A worker started in the run's last moments (a replacement) may not have
+# its SIGTERM handler yet (under valgrind main comes seconds after the
+# exec): its "start" line, written once the handler is in, comes first, or
+# SIGTERM's default action would end it (143, a bad exit it did not make).
 if [ -n "$wrapper" ]; then grace=60; else grace=15; fi
+for w in $(seq 1 "$nworkers"); do
+    kill -CONT "${pids[w]}" 2>/dev/null
+    for _ in $(seq 1 $(( grace * 10 ))); do
+        grep -q " start " "$out/worker${wid[w]}.log" 2>/dev/null && break
+        kill -0 "${pids[w]}" 2>/dev/null || break
+        sleep 0.1
+    done
+done
+for w in $(seq 1 "$nworkers"); do kill -TERM "${pids[w]}" 2>/dev/null; done
 for w in $(seq 1 "$nworkers"); do
     id=${wid[w]}
     for _ in $(seq 1 $(( grace * 10 ))); do kill -0 "${pids[w]}" 2>/dev/null || break; sleep 0.1; done
