@@ -367,17 +367,19 @@ static int req_submit(rdl_req *req)
         ARG("NX", 2);
         ARG("PX", 2);
         ARG(ttl, ttl_len);
+    } else if (req->probe) { /* the queue release's two-key form (scripts.c) */
+        rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
+        SCRIPT_HEAD("2");
+        ARG(lk->key, lk->keylen);
+        ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
+        ARG(lk->token, RDL_TOKEN_LEN);
     } else if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) {
         int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
         int fenced = acq && lk->fencing;
         rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
-        SCRIPT_HEAD(req->probe ? "2" : fenced ? "4" : "3");
+        SCRIPT_HEAD(fenced ? "4" : "3");
         ARG(lk->key, lk->keylen);
         ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
-        if (req->probe) { /* the release's two-key form (scripts.c) */
-            ARG(lk->token, RDL_TOKEN_LEN);
-            goto built;
-        }
         rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
         ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
         if (fenced) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
@@ -412,7 +414,6 @@ static int req_submit(rdl_req *req)
             ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
         }
     }
-built:
 #undef SCRIPT_HEAD
 #undef ARG
     int rc = rdl_node_submit(req->node, req, n, argv, lens);
