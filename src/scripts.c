@@ -135,7 +135,11 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * that is not us goes to that head (it may sleep on a timer). Else we
      * join the tail (a channel of "" does not: no wake-up could reach
      * us), or keep our place with a new deadline, and learn the holder's
-     * remaining TTL. The queue's keys live as long as their last entry.
+     * remaining TTL. In no order a take joins (or stays) too: it may be
+     * one member's vote of a quorum that lost, and the waiter must stay
+     * where its channel's words come from; its release or drop takes the
+     * entry out, and a holder's entry is what no word needs (a release
+     * tells the next one). The queue's keys live as long as their last entry.
      * A key of another type stops the script before anything is left
      * behind: the queue's keys are read (which fails on another type)
      * before the lock is written, and a new entry's hash goes before its
@@ -145,24 +149,8 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
         LUA_CLOCK LUA_MINT LUA_QUEUE
         "local tok = ARGV[1]\n"
-        "local function take()\n"
-        "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
-        "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
-        "  local fence = 1\n"
-        "  if KEYS[4] then fence = mint(KEYS[4], ARGV[7]) end\n"
-        "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-        "  if placed or entry == 1 then leave(tok) end\n"
-        "  return fence\n"
-        "end\n"
-        "local v = redis.call('GET', KEYS[1])\n"
-        "if v == tok then return take() end\n"
-        "if not v then\n"
-        "  if ARGV[6] ~= '1' then return take() end\n"
-        "  local h = head()\n"
-        "  if not h or h == tok then return take() end\n"
-        "  hand_over()\n"
-        "end\n"
-        "if ARGV[5] ~= '' then\n"
+        "local function join()\n"
+        "  if ARGV[5] == '' then return end\n"
         "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
         "  local life = tonumber(ARGV[3])\n"
         "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', clock() + life, ARGV[4], ARGV[5]))\n"
@@ -174,6 +162,25 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "    if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end\n"
         "  end\n"
         "end\n"
+        "local function take()\n"
+        "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
+        "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
+        "  local fence = 1\n"
+        "  if KEYS[4] then fence = mint(KEYS[4], ARGV[7]) end\n"
+        "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
+        "  if ARGV[6] ~= '1' then join()\n"
+        "  elseif placed or entry == 1 then leave(tok) end\n"
+        "  return fence\n"
+        "end\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v == tok then return take() end\n"
+        "if not v then\n"
+        "  if ARGV[6] ~= '1' then return take() end\n"
+        "  local h = head()\n"
+        "  if not h or h == tok then return take() end\n"
+        "  hand_over()\n"
+        "end\n"
+        "join()\n"
         "local p = redis.call('PTTL', KEYS[1])\n"
         "if p >= 0 then return -(p + 1) end\n"
         "return 0\n",
@@ -218,7 +225,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "b741c7ab4b958e446aa29943107bf1b785b3b7cb",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "f5c089dbaebfbebb5fa92fbe1b0ed5c0a8df6af2",
     [RDL_SCRIPT_QUEUE_RELEASE] = "efe3b8c84c05ae6832683525d1ad3d548a775326",
 };
 

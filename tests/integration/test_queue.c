@@ -358,9 +358,10 @@ static void test_queue_unordered_wakes_and_lets_the_releaser_back(void)
     printf("# woken and held after %lld ms\n", (long long)(mono_ms() - t0));
     CHECK_EQ(b->acq_st, REDLEASE_OK);
     CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK_EQ(queue_rank(res, redlease_lock_token(b->lk)), 0); /* in no order a take stays queued */
     memset(a, 0, sizeof *a);
     acquire(c[0], a, res, wo);
-    wait_queued(a, res, 0);
+    wait_queued(a, res, 1); /* behind the holder, whose release tells a */
     CHECK_EQ(redlease_release(b->lk, o_rel, b), REDLEASE_OK);
     acquire(c[1], b2, res, once); /* right behind the release, on b's link */
     run_until(&b2->acq, 2000, NULL);

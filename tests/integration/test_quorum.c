@@ -777,6 +777,50 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
     finish(c[0], &o[0]);
 }
 
+/* A waiter's attempt took the key on the channel's member, where the
+ * holder has none (a member that lost it: restarted without persistence),
+ * and lost the vote there: one member's yes is not the lock. Its entry
+ * there stays (or is made), so the holder's release, which finds no key
+ * of its own on that member, still tells it; a waiter whose entry that
+ * take had dropped checked only at a third of its entry's life. */
+static void test_quorum_waiter_whose_vote_lost_is_woken(void)
+{
+    NEED_QUORUM();
+    obs o[2] = {{0}};
+    redlease_client *c[2] = {quorum_client(&o[0]), quorum_client(&o[1])};
+    redlease_lock_options lo = lopts(10000, 0, 0); /* entries live 10 s: checks every 3.3 s */
+    acquire(c[0], &o[0], "q-vote", lo);
+    run_until(&o[0].acq, 2000, NULL);
+    CHECK_EQ(o[0].acq_st, REDLEASE_OK);
+    CHECK_EQ(wait_holding("lock:{q-vote}", redlease_lock_token(o[0].lk), N, 2000), N);
+    CHECK_EQ(int_on(0, "DEL %s", "lock:{q-vote}"), 1);
+    lo.wait_ms = 8000 * S;
+    lo.retry_base_ms = lo.retry_max_ms = 5000 * S; /* polling would be seen */
+    acquire(c[1], &o[1], "q-vote", lo);
+    /* busy once, the channel opens, it checks again: free on member 0
+     * (taken there, then deleted by the quorum's clean-up), busy on the
+     * other four */
+    run_for(1000, NULL);
+    CHECK_EQ(o[1].acq, 0);
+    CHECK(o[1].events[REDLEASE_EV_CONTENDED] >= 2);
+    long long queued = int_on(0, "ZCARD %s", "lock:{q-vote}:queue");
+    int64_t t0 = mono_ms();
+    release(&o[0], NULL);
+    run_until(&o[1].acq, 5000, NULL);
+    int64_t took = mono_ms() - t0;
+    printf("# %d attempts of the waiter, %lld in member 0's queue; it held %lld ms after the release\n",
+           o[1].events[REDLEASE_EV_ATTEMPT], queued, (long long)took);
+    CHECK_EQ(queued, 1);
+    CHECK_EQ(o[1].acq_st, REDLEASE_OK);
+    CHECK(took < 1000 * S);
+    release(&o[1], NULL);
+    CHECK_EQ(o[1].rel_st, REDLEASE_OK);
+    CHECK_EQ(wait_gone("lock:{q-vote}:queue", 2000), 0); /* the release took its entries out */
+    CHECK_EQ(o[0].lost + o[1].lost, 0);
+    redlease_client_free(c[1]);
+    finish(c[0], &o[0]);
+}
+
 /* ---------------------------------------------------------- split vote */
 
 static int acl_all(const char *cmd)
@@ -909,6 +953,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_silent_member_dropped),
         TEST_CASE(test_quorum_racing_clients),
         TEST_CASE(test_quorum_waiter_is_woken_by_the_release),
+        TEST_CASE(test_quorum_waiter_whose_vote_lost_is_woken),
         TEST_CASE(test_quorum_split_vote_resolved),
     };
     int rc = run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -26,8 +26,9 @@
  * (deadline in the server's TIME, claim, channel), two keys with their
  * own TTLs that an eviction may take one at a time; the queued acquire
  * (take the key when it holds our token, or is free with nobody alive
- * ahead; hand a free key to a live head that is not us; else join or
- * refresh and answer -(pttl + 1)), the queued release (leave,
+ * ahead, leaving the queue, or in no order staying in it and joining;
+ * hand a free key to a live head that is not us; else join or refresh
+ * and answer -(pttl + 1)), the queued release (leave,
  * compare-and-delete, hand over to the live head for its claim with "g"
  * to it and "c TOKEN k*claim" to the next three; unordered: "c TOKEN 0" to
  * the live head; nobody queued: the plain compare-and-delete), the fence
@@ -628,7 +629,11 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
         int placed = z_idx(q, tok) >= 0 || w_idx(q, tok) >= 0;
         long long fence = v->fenced ? ++fence_ctr : 1;
         set_key(v->key, tok, expiry(v->px));
-        if (placed) leave(q, tok);
+        if (strcmp(v->order, "1") != 0) { /* in no order the entry stays (or joins) */
+            if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
+        } else if (placed) {
+            leave(q, tok);
+        }
         confirmed(tok, c->sent_at);
         model_reached.queue_takes++;
         *r = (reply){REP_INT, fence, NULL};
