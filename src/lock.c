@@ -257,15 +257,21 @@ static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
  * when a word said to, and at least every third of its entry's life, which
  * keeps the entry alive. Out of the queue (its attempt could name no
  * channel, or was the one-key kind) it backs off as a poller does, never
- * past the holder's end. */
+ * past the holder's end. So does a quorum's waiter once after a split
+ * vote (a member said yes, so no holder's release may come to tell it):
+ * the contenders' leftovers are deleted within a round trip, and jitter
+ * parts them. Once only: a member that lost its keys says yes while a
+ * majority's holder lives, and that holder's release tells the waiter. */
 static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
 {
     struct rdl_lock_acq *acq = lk->acq;
+    int split = lk->c->quorum && acq->holder_left == 0;
     int64_t d;
-    if (acq->in_queue)
+    if (acq->in_queue && !(split && !acq->split_backoff))
         d = queue_life(lk) / 3;
     else
         d = rdl_backoff_next(&acq->backoff, &lk->c->rng);
+    acq->split_backoff = split;
     if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
     if (d < 1) d = 1;
     return now + d;

@@ -48,6 +48,7 @@ struct rdl_lock_acq {
     rdl_waiter waiter;   /* its place in the client's waker: words reach it */
     int64_t recheck_at;  /* a word came while an attempt was out: check by then */
     int64_t holder_left; /* the holder's remaining TTL the last attempt learnt, ms (0: unknown) */
+    int split_backoff;   /* a quorum's: the last check was a backoff after a split vote */
 };
 
 /* Options few handles use: allocated only when one is set (a fence,

@@ -450,9 +450,11 @@ static void answer_failure(rdl_qop *op)
         if (op->script < 0) {
             r.type = RDL_REPLY_NIL;
         } else {
-            /* the queue's acquire learns when the lock may be free first */
+            /* The queue's acquire learns when the lock may be free first;
+             * not when a member said yes (a split vote, or a release under
+             * way): no holder's release may come to tell it (0, unknown). */
             r.type = RDL_REPLY_INTEGER;
-            r.integer = op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->left >= 0 ? -(op->left + 1) : 0;
+            r.integer = op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->left >= 0 && !op->yes ? -(op->left + 1) : 0;
         }
     } else if (!op->yes && !op->no && !op->errors) {
         answer(op, NULL); /* no member answered at all: as a lost link */

@@ -820,6 +820,39 @@ static void busy_on_all(fake *f, rec *r, long long a, long long b, long long c)
     fake_run(f);
 }
 
+/* r's lock (TTL 30 s, waiting for ever) finds "job" busy, its channel
+ * opens on the first member (the fake's side link w), and its attempt
+ * names it; channel gets its name. The first answer is a split vote. */
+static fake_side *waiting_on_three(fake *f, rec *r, int64_t backoff_ms, char *channel, size_t size)
+{
+    redlease_lock_options o = opts(30000); /* entries live 30 s: checks every 10 s */
+    o.wait_mode = REDLEASE_WAIT_DEFAULT;
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    if (backoff_ms) o.retry_base_ms = o.retry_max_ms = backoff_ms;
+    CHECK_EQ(start_lock(f, r, "job", &o), REDLEASE_OK);
+    fake_run(f);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(f, i, r, ""));
+    fake_link_reply_int(member(f, 0), -20001);
+    fake_link_reply_int(member(f, 1), -15001);
+    fake_link_reply_int(member(f, 2), 1); /* free there: a minority, deleted */
+    fake_run(f);
+    CHECK_EQ(r->acq_calls, 0);
+    CHECK(cleaned_on(f, 2, r));
+    fake_link_reply_int(member(f, 2), 1);
+    fake_run(f);
+    fake_side *w = &f->peers[2]; /* the channel: a link to the first member */
+    CHECK(w->cn && w->connecting);
+    CHECK_EQ(w->port, 7001);
+    fake_link_connect(f, w);
+    fake_cmd *sub = &w->cmds[w->ncmds - 1];
+    CHECK(sub->subscribed && strcmp(sub->argv[0], "SUBSCRIBE") == 0);
+    snprintf(channel, size, "%s", sub->argv[1]);
+    fake_link_subscribed(w);
+    fake_run(f);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(f, i, r, channel)); /* joining now */
+    return w;
+}
+
 /* A quorum's waiters are woken, in no order (N servers' queues could hand
  * the lock to N different heads): an attempt joins every member's queue,
  * the channel listens on the first member, a word there has the waiter
@@ -830,31 +863,8 @@ static void test_quorum_waiters_are_woken(void)
     fake f;
     start_quorum(&f, 3);
     rec r = {0};
-    redlease_lock_options o = opts(30000); /* entries live 30 s: checks every 10 s */
-    o.wait_mode = REDLEASE_WAIT_DEFAULT;
-    o.wait_ms = REDLEASE_WAIT_FOREVER;
-    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, ""));
-    fake_link_reply_int(member(&f, 0), -20001);
-    fake_link_reply_int(member(&f, 1), -15001);
-    fake_link_reply_int(member(&f, 2), 1); /* free there: a minority, deleted */
-    fake_run(&f);
-    CHECK_EQ(r.acq_calls, 0);
-    CHECK(cleaned_on(&f, 2, &r));
-    fake_link_reply_int(member(&f, 2), 1);
-    fake_run(&f);
-    fake_side *w = &f.peers[2]; /* the channel: a link to the first member */
-    CHECK(w->cn && w->connecting);
-    CHECK_EQ(w->port, 7001);
-    fake_link_connect(&f, w);
-    fake_cmd *sub = &w->cmds[w->ncmds - 1];
-    CHECK(sub->subscribed && strcmp(sub->argv[0], "SUBSCRIBE") == 0);
     char channel[80];
-    snprintf(channel, sizeof channel, "%s", sub->argv[1]);
-    fake_link_subscribed(w);
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel)); /* joining now */
+    fake_side *w = waiting_on_three(&f, &r, 0, channel, sizeof channel);
     busy_on_all(&f, &r, -8001, -4001, -6001);
     /* it checks when the first holder's key may be gone (4 s), not at a
      * third of its entry's life (10 s) */
@@ -888,6 +898,59 @@ static void test_quorum_waiters_are_woken(void)
     end(&f);
 }
 
+/* Member 1 says yes, 0 and 2 busy: a split vote (or a release under
+ * way); the quorum deletes what member 1 set. */
+static void split_on_three(fake *f, rec *r)
+{
+    fake_link_reply_int(member(f, 0), -8001);
+    fake_link_reply_int(member(f, 1), 1);
+    fake_link_reply_int(member(f, 2), -6001);
+    fake_run(f);
+    CHECK(cleaned_on(f, 1, r));
+    fake_link_reply_int(member(f, 1), 1);
+    fake_run(f);
+    CHECK_EQ(r->acq_calls, 0);
+}
+
+/* A split vote learns of no holder whose release would tell the waiter:
+ * it checks again after one backoff (100 ms here), not when the busy
+ * members' keys end (6 s) or at a third of its entry's life (10 s). A
+ * second split in a row waits in the queue (a member that lost its keys
+ * says yes while a majority's holder lives: polling would last as long as
+ * that holder); a plain busy answer makes the next split back off again. */
+static void test_quorum_split_vote_backs_off_once(void)
+{
+    fake f;
+    start_quorum(&f, 3);
+    rec r = {0};
+    char channel[80];
+    fake_side *w = waiting_on_three(&f, &r, 100, channel, sizeof channel);
+    split_on_three(&f, &r);
+    fake_advance(&f, 101);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    split_on_three(&f, &r);
+    for (int k = 0; k < 10; k++) { /* an attempt would be seen before its command timeout */
+        fake_advance(&f, 900);
+        for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
+    }
+    char word[80];
+    snprintf(word, sizeof word, "c %s 0", redlease_lock_token(r.lk));
+    fake_link_message(w, channel, word);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    busy_on_all(&f, &r, -15001, -15001, -15001);
+    fake_link_message(w, channel, word);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    split_on_three(&f, &r);
+    fake_advance(&f, 101);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     fake_alloc_install();
@@ -916,6 +979,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_submit_from_an_answer),
         TEST_CASE(test_quorum_allocation_failures),
         TEST_CASE(test_quorum_waiters_are_woken),
+        TEST_CASE(test_quorum_split_vote_backs_off_once),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
