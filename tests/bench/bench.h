@@ -44,6 +44,7 @@ int bench_lib_cycles(int chains, double seconds, bench_cycles *out);
 typedef struct bench_held {
     long leases, renewals, lost;
     double rss_before, rss_held, rss_end; /* bytes */
+    double heap_before, heap_held;        /* malloc's bytes in use (-1: unknown) */
     double cpu_us, seconds;               /* client CPU over the holding time */
     double late_p50_ms, late_p99_ms, late_max_ms; /* renewal confirmed after its due time */
     long disconnects, timeouts;           /* redlease's stats (lib only) */
@@ -84,6 +85,7 @@ int bench_contended_run(const char *mode, const bench_contended_spec *s, bench_c
 double bench_now_us(void);
 int64_t bench_clock_ms(void); /* the clock redlease is given in the bench */
 double bench_rss_bytes(void);
+double bench_heap_bytes(void);
 double bench_cpu_us(void);
 double bench_redis_cpu_us(void); /* the server's used_cpu_sys + used_cpu_user */
 int bench_redis_flush(void);

@@ -180,9 +180,11 @@ int bench_lib_hold(const bench_hold_spec *s, bench_held *out)
     lib_open(0);
     if (s->track_lateness) redlease_client_set_event_cb(L.c, on_event, NULL);
     out->rss_before = bench_rss_bytes();
+    out->heap_before = bench_heap_bytes();
     hold_next();
     while (H.acquired < s->n) ev_run(L.loop, EVRUN_ONCE);
     out->rss_held = bench_rss_bytes();
+    out->heap_held = bench_heap_bytes();
     redlease_stats st0;
     redlease_client_stats(L.c, &st0);
     double cpu0 = bench_cpu_us(), t0 = bench_now_us();

@@ -167,14 +167,22 @@ static double per_lease(const bench_held *h)
     return (top - h->rss_before) / (double)h->leases;
 }
 
+/* malloc's bytes in use per lease once all are held (-1: unknown) */
+static double heap_per_lease(const bench_held *h)
+{
+    if (h->heap_before < 0 || h->heap_held < 0 || !h->leases) return -1;
+    return (h->heap_held - h->heap_before) / (double)h->leases;
+}
+
 static void held_json(const char *name, const char *impl, const bench_held *h)
 {
     printf("{\"scenario\":\"%s\",\"impl\":\"%s\",\"leases\":%ld,\"seconds\":%.1f,\"renewals\":%ld,"
            "\"lost\":%ld,\"rss_per_lease\":%.0f,\"cpu_percent\":%.3f,\"late_p50_ms\":%.0f,"
-           "\"late_p99_ms\":%.0f,\"late_max_ms\":%.0f,\"disconnects\":%ld,\"timeouts\":%ld}\n",
+           "\"late_p99_ms\":%.0f,\"late_max_ms\":%.0f,\"disconnects\":%ld,\"timeouts\":%ld,"
+           "\"heap_per_lease\":%.0f}\n",
            name, impl, h->leases, h->seconds, h->renewals, h->lost, per_lease(h),
            100 * h->cpu_us / (h->seconds * 1e6), h->late_p50_ms, h->late_p99_ms, h->late_max_ms,
-           h->disconnects, h->timeouts);
+           h->disconnects, h->timeouts, heap_per_lease(h));
     fflush(stdout);
 }
 

@@ -212,9 +212,11 @@ int bench_raw_hold(const bench_hold_spec *s, bench_held *out)
     H.s = s;
     H.all = malloc((size_t)s->n * sizeof *H.all);
     out->rss_before = bench_rss_bytes();
+    out->heap_before = bench_heap_bytes();
     hold_next();
     while (H.acquired < s->n) ev_run(R.loop, EVRUN_ONCE);
     out->rss_held = bench_rss_bytes();
+    out->heap_held = bench_heap_bytes();
     double cpu0 = bench_cpu_us(), t0 = bench_now_us();
     ev_timer stop;
     ev_timer_init(&stop, hold_stop, s->seconds, 0);

@@ -9,6 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#endif
+
 #include <hiredis/hiredis.h>
 
 #include "bench.h"
@@ -44,6 +48,19 @@ double bench_rss_bytes(void)
     if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
     fclose(f);
     return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes malloc has handed out and not had back (glibc's mallinfo2), or
+ * -1 where it cannot say: RSS less this is what fragmentation and
+ * libraries' own pools cost. */
+double bench_heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+#else
+    return -1;
+#endif
 }
 
 double bench_cpu_us(void)
