@@ -388,8 +388,9 @@ static int close_finished(redlease_client *c, int64_t now)
 {
     if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
+    if (c->parked) return 0;
     for (size_t i = 0; i < c->nnodes; i++)
-        if (rdl_conn_in_flight(&c->nodes[i]->conn) || !rdl_list_empty(&c->nodes[i]->waiting)) return 0;
+        if (rdl_conn_in_flight(&c->nodes[i]->conn)) return 0;
     return c->release_retries == 0;
 }
 

@@ -73,6 +73,7 @@ struct redlease_client {
     /* locks */
     rdl_heap heap;
     rdl_list locks, notify;
+    uint64_t parked; /* locks with lk->parked set (close waits for them) */
     uint64_t release_retries; /* releases waiting to retry (close waits for them);
                                  lock.c keeps it with each lk->release_retry */
     redlease_stats stats; /* the locks' counters; the connection keeps its own */

@@ -116,6 +116,21 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
 
 static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
 
+/* Waits for its node to be ready (node.c sends it then). */
+static void park(struct redlease_lock *lk)
+{
+    if (lk->parked) return;
+    lk->parked = 1;
+    lk->c->parked++;
+}
+
+static void unpark(struct redlease_lock *lk)
+{
+    if (!lk->parked) return;
+    lk->parked = 0;
+    lk->c->parked--;
+}
+
 /* The op's request goes stale: it stays on the wire, nobody waits for it. */
 static void abandon_op(struct redlease_lock *lk)
 {
@@ -123,7 +138,7 @@ static void abandon_op(struct redlease_lock *lk)
     if (lk->op == RDL_REQ_ACQUIRE && lk->req) lk->maybe_set = 1;
     lk->op = 0;
     lk->req = NULL;
-    if (!lk->drop_pending) rdl_list_remove(&lk->wait_link);
+    if (!lk->drop_pending) unpark(lk);
     if (lk->asking) {
         /* it was for that request alone: the key goes by the map again
          * (a drop that waits goes there) */
@@ -148,7 +163,7 @@ void rdl_lock_destroy(struct redlease_lock *lk)
 {
     redlease_client *c = lk->c;
     rdl_list_remove(&lk->link);
-    rdl_list_remove(&lk->wait_link);
+    unpark(lk);
     rdl_list_remove(&lk->notify_link);
     rdl_heap_remove(&c->heap, &lk->wake);
     set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
@@ -463,20 +478,19 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
 static void op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 
 /* Sends what the lock has to send (a pending drop first, then its op's
- * request), or parks it on its node's waiting list until the connection
- * is ready. */
+ * request), or parks it until its node's connection is ready. */
 static void pump(struct redlease_lock *lk, int64_t now)
 {
     int want_op = lk->op && !lk->req;
     if (!lk->drop_pending && !want_op) {
-        rdl_list_remove(&lk->wait_link);
+        unpark(lk);
         return;
     }
     if (!rdl_node_ready(lk->node)) {
         rdl_node_use(lk->node, now); /* a Cluster node met for the first time */
         goto park;
     }
-    rdl_list_remove(&lk->wait_link);
+    unpark(lk);
     if (lk->drop_pending) {
         int rc = send_req(lk, RDL_REQ_DROP, now);
         if (rc == REDLEASE_ECONN) goto park;
@@ -489,7 +503,7 @@ static void pump(struct redlease_lock *lk, int64_t now)
     }
     return;
 park:
-    if (!rdl_list_linked(&lk->wait_link)) rdl_list_push_back(&lk->node->waiting, &lk->wait_link);
+    park(lk);
 }
 
 /* A compare-and-delete of our key, behind everything this handle sent.
@@ -652,7 +666,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
 {
     redlease_client *c = lk->c;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
-    rdl_list_remove(&lk->wait_link);
+    unpark(lk);
     unqueue(lk);
     set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
@@ -953,7 +967,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     if (lk->drop_pending && now >= lk->drop_until) {
         /* Never got a link to go out on: the key has expired by itself. */
         lk->drop_pending = 0;
-        if (!(lk->op && !lk->req)) rdl_list_remove(&lk->wait_link);
+        if (!(lk->op && !lk->req)) unpark(lk);
     }
     if (lk->state == RDL_LOCK_HELD && now >= lk->valid_until) {
         /* a renewal still unanswered when the lease ran out: watch the link */
@@ -990,7 +1004,7 @@ int rdl_lock_waits_for(const rdl_req *req) { return req->lk->req == req; }
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
-    rdl_list_remove(&lk->wait_link); /* pump() parks it again if it must */
+    unpark(lk); /* pump() parks it again if it must */
     pump(lk, now);
     reschedule(lk);
 }
@@ -1005,8 +1019,8 @@ static int confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
 static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
 {
     lk->node = n;
-    if (rdl_list_linked(&lk->wait_link)) {
-        rdl_list_remove(&lk->wait_link);
+    if (lk->parked) {
+        unpark(lk);
         pump(lk, now);
     }
 }
@@ -1326,7 +1340,6 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     lk->c = c;
     lk->node = c->cluster ? rdl_cluster_route(c, lk->key, lk->keylen) : &c->main;
     rdl_list_init(&lk->link);
-    rdl_list_init(&lk->wait_link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
     set_state(lk, RDL_LOCK_ACQUIRING);

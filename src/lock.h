@@ -68,7 +68,6 @@ struct redlease_lock {
     struct rdl_node *node; /* where its commands go (src/node.h) */
     rdl_heap_node wake;  /* the lock's one deadline in the client's heap */
     rdl_list link;       /* c->locks */
-    rdl_list wait_link;  /* node->waiting: has something to send, no connection */
     rdl_list notify_link; /* c->notify: callbacks owed */
     struct rdl_req *req; /* the op's request on the wire, or NULL */
     struct rdl_lock_acq *acq;   /* until on_acquire has run, then NULL */
@@ -121,6 +120,10 @@ struct redlease_lock {
     unsigned met_queue : 1;     /* queued, and an attempt found the lock busy, or a
                                    release's probe found a queue: its release
                                    goes whole, not as the probe (scripts.c) */
+    unsigned parked : 1;        /* has something to send and its node is not ready:
+                                   sent when it is (node.c, flush); counted in
+                                   c->parked. A bit, not a list link: 16 bytes
+                                   of every held lease for a state few are in */
     unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever
                                    asks first; a release tells the first waiter
                                    to check, hands nothing over */
@@ -170,7 +173,7 @@ void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now);
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 /* The lock still waits for req (its op's request, not a stale one). */
 int rdl_lock_waits_for(const struct rdl_req *req);
-/* Its node is ready: send what the lock parked on node->waiting. */
+/* Its node is ready: send what the lock parked (lk->parked). */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* One of the lock's requests came back (r NULL: the link took it); the
  * lock frees it, or sends it again (NOSCRIPT -> EVAL). */

@@ -17,7 +17,6 @@ int rdl_node_init(rdl_node *n, redlease_client *c, const rdl_conn_config *cc)
     n->wake.idx = RDL_HEAP_OUT;
     n->wake.kind = RDL_WAKE_NODE;
     rdl_acks_init(&n->acks);
-    rdl_list_init(&n->waiting);
     return rdl_conn_init(&n->conn, cc, &node_owner, n, &c->clock, &c->rng);
 }
 
@@ -65,16 +64,16 @@ static void flush(rdl_node *n, int64_t now)
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         if (lk->node == n) rdl_lock_on_ready(lk, now);
     }
-    /* Each lock waiting now gets one try. One the transport refuses though
+    /* Each lock parked here gets one try. One the transport refuses though
      * the connection counts as ready (hiredis out of memory, a context
-     * being torn down) is parked on n->waiting again and left to its op
-     * deadline: trying the list until it empties would never end. */
-    rdl_list batch;
-    rdl_list_init(&batch);
-    rdl_list_move_all(&batch, &n->waiting);
-    while (!rdl_list_empty(&batch) && rdl_node_ready(n))
-        rdl_lock_send_waiting(RDL_CONTAINER(batch.next, struct redlease_lock, wait_link), now);
-    rdl_list_move_all(&n->waiting, &batch); /* the link went down meanwhile */
+     * being torn down) is parked again and left to its op deadline:
+     * trying until none is parked would never end. Sending frees no lock
+     * (callbacks are owed, not run), so the walk may go on past it. */
+    for (rdl_list *i = c->locks.next; i != &c->locks && c->parked && rdl_node_ready(n);) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        i = i->next;
+        if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);
+    }
 }
 
 void rdl_node_run(rdl_node *n, int64_t now)

@@ -31,9 +31,8 @@ typedef struct rdl_node {
     rdl_conn conn;
     rdl_heap_node wake; /* the connection's deadline (kind RDL_WAKE_NODE) */
     rdl_acks acks;      /* the WAIT in flight and the writes waiting for one */
-    rdl_list waiting;   /* locks with something to send here, parked until
-                           the connection is ready (lk->wait_link) */
-    int flush_needed;   /* became ready: send what waited (only read while
+    int flush_needed;   /* became ready: send what waited, the locks whose
+                           lk->parked is set (only read while
                            ready, so what a broken link owed waits for the
                            next one) */
     int moving;         /* dropped to go where a Sentinel says: the
