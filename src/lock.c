@@ -186,7 +186,7 @@ static void unref(struct redlease_lock *lk)
  * no longer serve, and confirms nothing. */
 static int from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
 {
-    return req->moves != lk->moves || (req->node != lk->node && !req->asking);
+    return (uint16_t)req->moves != lk->moves || (req->node != lk->node && !req->asking);
 }
 
 /* 1 if r is an error saying the key holds another type: not our token. */
@@ -522,13 +522,21 @@ static void queue_drop(struct redlease_lock *lk, int64_t now)
     pump(lk, now);
 }
 
+/* No op deadline beyond this (lock.h: it shares its field with a held
+ * lease's validity deadline). */
+static int64_t op_limit(const struct redlease_lock *lk)
+{
+    return lk->state == RDL_LOCK_HELD ? RDL_NEVER : lk->op_limit;
+}
+
 /* Each command of an op gets a command timeout from its send, cut at
  * op_limit (an acquire's wait budget). */
 static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 {
     int64_t natural = now + lk->c->command_timeout;
-    lk->op_cut = lk->op_limit < natural;
-    lk->op_deadline = lk->op_cut ? lk->op_limit : natural;
+    int64_t limit = op_limit(lk);
+    lk->op_cut = limit < natural;
+    lk->op_deadline = lk->op_cut ? limit : natural;
 }
 
 /* The server confirmed write (an acquire or a renewal) and the lock asks
@@ -542,7 +550,7 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
 {
     if (!rdl_node_ready(write->node) || rdl_node_epoch(write->node) != write->epoch)
         return REDLEASE_ECONN;
-    if (lk->op_limit <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
+    if (op_limit(lk) <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
     rdl_ack_ticket *ticket = rdl_calloc(1, sizeof *ticket);
     if (!ticket) return REDLEASE_ENOMEM;
     rdl_req *t = &ticket->req;
@@ -671,12 +679,11 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     set_state(lk, RDL_LOCK_HELD);
     lk->valid_until = rdl_valid_until(req->t0, lk->ttl);
     lk->confirm_node = req->node;
-    lk->confirm_epoch = req->epoch;
+    lk->confirm_epoch = (uint32_t)req->epoch;
     if (lk->opts) {
         lk->opts->hold_until = lk->opts->max_hold ? req->t0 + lk->opts->max_hold : RDL_NEVER;
         lk->opts->fence = fence; /* 0 unless fencing, which has opts */
     }
-    lk->op_limit = RDL_NEVER; /* renewals run to the validity deadline */
     lk->next_action = next_renewal(lk, req, now);
     lk->acq->status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
@@ -795,7 +802,7 @@ static void renew_confirmed(struct redlease_lock *lk, const rdl_req *req, int cu
     int64_t vu = rdl_valid_until(req->t0, lk->ttl);
     if (vu > lk->valid_until) lk->valid_until = vu;
     lk->confirm_node = req->node;
-    lk->confirm_epoch = req->epoch;
+    lk->confirm_epoch = (uint32_t)req->epoch;
     if (current) lk->next_action = next_renewal(lk, req, now);
     lk->c->stats.renewed++;
     emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
@@ -904,8 +911,8 @@ static void finish_release(struct redlease_lock *lk, int status, int64_t now)
 static void release_failed(struct redlease_lock *lk, int status, int definite, int64_t now)
 {
     redlease_client *c = lk->c;
-    int64_t at = rdl_renew_retry_at(now, 4 * RDL_RELEASE_RETRY_MS, lk->op_limit);
-    int retry = !definite && at < lk->op_limit;
+    int64_t at = rdl_renew_retry_at(now, 4 * RDL_RELEASE_RETRY_MS, op_limit(lk));
+    int retry = !definite && at < op_limit(lk);
     emit(lk, REDLEASE_EV_RELEASE_FAILED, status, -1, retry ? at - now : -1, now);
     if (c->dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
     if (!retry) {
@@ -1012,7 +1019,7 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 /* The lease was last confirmed on n's current connection. */
 static int confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
 {
-    return lk->confirm_node == n && lk->confirm_epoch == rdl_node_epoch(n);
+    return lk->confirm_node == n && lk->confirm_epoch == (uint32_t)rdl_node_epoch(n);
 }
 
 /* The lock's commands go to n from now on; parked, it waits there. */
@@ -1308,8 +1315,9 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     size_t fence_keylen = o->fencing ? rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
     int rare = o->fencing || replica_timeout || o->max_hold_ms;
-    struct redlease_lock *lk =
-        rdl_calloc(1, sizeof *lk + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0));
+    /* the keys start where key[] does, in the struct's tail padding */
+    size_t size = offsetof(struct redlease_lock, key) + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0);
+    struct redlease_lock *lk = rdl_calloc(1, size > sizeof *lk ? size : sizeof *lk);
     struct rdl_lock_acq *acq = rdl_calloc(1, sizeof *acq);
     struct rdl_lock_opts *opts = rare ? rdl_calloc(1, sizeof *opts) : NULL;
     int64_t now = rdl_now(c);
@@ -1371,7 +1379,6 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
      * a single attempt (wait_ms 0) keeps its command timeout. */
     lk->op_limit = o->wait_ms > 0 ? acq->budget_end : RDL_NEVER;
     lk->next_action = now; /* the first attempt goes out from the loop */
-    lk->valid_until = RDL_NEVER;
     rdl_list_push_back(&c->locks, &lk->link);
     c->stats.locks_now++;
     *out = lk;

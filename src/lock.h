@@ -78,20 +78,31 @@ struct redlease_lock {
 
     /* the operation in progress (acquire attempt, renewal, release) */
     int64_t op_deadline;
-    int64_t op_limit;   /* no op deadline beyond this: the wait budget of an
-                           acquire, the first deadline of a release */
     int64_t drop_until; /* a pending drop: after this the key has expired by itself */
     int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
+    /* One field for two states: no handle needs both, and every held
+     * lease would carry the one it does not need. */
+    union {
+        int64_t valid_until; /* HELD: the local validity deadline; read in no
+                                other state */
+        int64_t op_limit;    /* ACQUIRING, RELEASING: no op deadline beyond this
+                                (the wait budget of an acquire, the first
+                                deadline of a release); read through lock.c's
+                                op_limit(), which is RDL_NEVER while HELD
+                                (renewals run to the validity deadline) */
+    };
 
     /* held */
-    int64_t valid_until;
     struct rdl_node *confirm_node; /* node whose connection last confirmed the lease */
-    uint64_t confirm_epoch;        /* that connection */
 
     int32_t ttl;            /* ms, at most REDLEASE_MAX_TTL_MS */
     int32_t renew_interval; /* ms, or REDLEASE_RENEW_OFF */
     uint32_t refs;      /* requests in flight that point here */
-    uint32_t moves;     /* times a new Cluster map moved it (rdl_lock_move) */
+    uint32_t confirm_epoch; /* confirm_node's connection then (its epoch's low
+                               32 bits: 2^32 reconnects apart never meet) */
+    uint16_t moves;     /* times a new Cluster map moved it (rdl_lock_move),
+                           mod 2^16: a request is stale for a few command
+                           timeouts, never 65536 moves */
     uint16_t keylen;    /* keys may hold any byte, NUL included; at most
                            REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 8 */
     int8_t lost_reason, release_status; /* REDLEASE_LOST_*, REDLEASE_E* */
