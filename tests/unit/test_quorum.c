@@ -820,6 +820,17 @@ static void busy_on_all(fake *f, rec *r, long long a, long long b, long long c)
     fake_run(f);
 }
 
+/* The channel (side link w) tells r's lock to check ("c TOKEN 0"): its
+ * attempt goes to every member at once. */
+static void told_to_check(fake *f, fake_side *w, rec *r, const char *channel)
+{
+    char word[80];
+    snprintf(word, sizeof word, "c %s 0", redlease_lock_token(r->lk));
+    fake_link_message(w, channel, word);
+    fake_run(f);
+    for (int i = 0; i < 3; i++) CHECK(queued_attempt(f, i, r, channel));
+}
+
 /* r's lock (TTL 30 s, waiting for ever) finds "job" busy, its channel
  * opens on the first member (the fake's side link w), and its attempt
  * names it; channel gets its name. The first answer is a split vote. */
@@ -877,11 +888,7 @@ static void test_quorum_waiters_are_woken(void)
      * life (10 s): no command for 9 s */
     fake_advance(&f, 9000);
     for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
-    char word[80];
-    snprintf(word, sizeof word, "c %s 0", redlease_lock_token(r.lk));
-    fake_link_message(w, channel, word);
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    told_to_check(&f, w, &r, channel);
     for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
@@ -933,15 +940,9 @@ static void test_quorum_split_vote_backs_off_once(void)
         fake_advance(&f, 900);
         for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
     }
-    char word[80];
-    snprintf(word, sizeof word, "c %s 0", redlease_lock_token(r.lk));
-    fake_link_message(w, channel, word);
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    told_to_check(&f, w, &r, channel);
     busy_on_all(&f, &r, -15001, -15001, -15001);
-    fake_link_message(w, channel, word);
-    fake_run(&f);
-    for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
+    told_to_check(&f, w, &r, channel);
     split_on_three(&f, &r);
     fake_advance(&f, 101);
     for (int i = 0; i < 3; i++) CHECK(queued_attempt(&f, i, &r, channel));
