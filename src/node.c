@@ -67,9 +67,12 @@ static void flush(rdl_node *n, int64_t now)
     /* Each lock parked here gets one try. One the transport refuses though
      * the connection counts as ready (hiredis out of memory, a context
      * being torn down) is parked again and left to its op deadline:
-     * trying until none is parked would never end. Sending frees no lock
-     * (callbacks are owed, not run), so the walk may go on past it. */
-    for (rdl_list *i = c->locks.next; i != &c->locks && c->parked && rdl_node_ready(n);) {
+     * trying until none is parked would never end. A send that fails runs
+     * the event hook, which may free the client: its locks go, the next
+     * one of the walk among them, so the walk stops there (c itself lives
+     * until the outermost entry leaves). Nothing else frees a lock here:
+     * callbacks are owed, not run. */
+    for (rdl_list *i = c->locks.next; i != &c->locks && !c->dead && c->parked && rdl_node_ready(n);) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         i = i->next;
         if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);

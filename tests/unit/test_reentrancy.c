@@ -177,6 +177,45 @@ static void test_free_in_hook_during_release_of_acquiring(void)
     end(&f);
 }
 
+/* Three locks wait for the connection. When it is ready, the first one's
+ * attempt cannot be sent (out of memory) and the event hook frees the
+ * client; the second handle, released from its on_acquire(ECANCELED),
+ * goes inside that free, the third is left to the user. Every handle
+ * hears its end once, the sending of parked locks stops, and the deferred
+ * teardown leaves nothing (ASan and valgrind watch the walk). */
+static void test_free_in_hook_while_parked_locks_are_sent(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_attach(&f, NULL);
+    free_on_event_type = REDLEASE_EV_ATTEMPT_FAILED;
+    redlease_client_set_event_cb(f.c, on_event_free, &f);
+    redlease_client *c = f.c;
+    rec r[3] = {{0}, {.on_acq_do = release_inside}, {0}};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 1000;
+    const char *name[3] = {"x", "y", "z"};
+    for (int i = 0; i < 3; i++) start_lock(&f, &r[i], name[i], &o);
+    fake_run(&f); /* both parked: no connection yet */
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_connect_raw(&f);
+    fake_answer_handshake(&f);
+    fake_alloc_fail_at(1); /* the first parked attempt's request */
+    fake_run(&f);
+    fake_alloc_fail_at(0);
+    CHECK(f.c == NULL);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(r[i].acq_calls, 1);
+        CHECK_EQ(r[i].acq_status, REDLEASE_ECANCELED);
+        CHECK_EQ(r[i].rel_calls, i == 1);
+    }
+    f.c = c;
+    fake_run(&f); /* the deferred teardown */
+    CHECK_EQ(f.detached, 1);
+    f.c = NULL;
+    end(&f);
+}
+
 static void test_calls_from_callbacks_during_free(void)
 {
     fake_alloc_install();
@@ -415,6 +454,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_free_inside_on_release),
         TEST_CASE(test_free_inside_event_hook_is_deferred),
         TEST_CASE(test_free_in_hook_during_release_of_acquiring),
+        TEST_CASE(test_free_in_hook_while_parked_locks_are_sent),
         TEST_CASE(test_calls_from_callbacks_during_free),
         TEST_CASE(test_callbacks_run_after_the_read),
         TEST_CASE(test_a_read_is_one_batch),
