@@ -112,12 +112,12 @@ static void test_queue_fences_rise_in_handover_order(void)
     finish_all(c, o, 2);
 }
 
-/* A dead waiter at the head (an entry still alive, a channel nobody
- * listens on) is handed the lock and never confirms: the waiter behind it
- * is told to check when the claim ends, and gets the lock then. */
-static void test_queue_dead_head_costs_one_claim(void)
+/* A holder, and a waiter behind a ghost at the head of the queue (an
+ * entry alive, told on channel, whose client never confirms): the holder
+ * releases, the ghost is handed the lock for its claim (300 ms), and the
+ * waiter gets it after. How long that took, in ms. */
+static int64_t held_behind_a_ghost(const char *res, const char *channel)
 {
-    const char *res = "q-dead";
     obs o[2] = {{0}}, *a = &o[0], *b = &o[1];
     redlease_client *c[2] = {real_client(a, NULL), real_client(b, NULL)}, *ca = c[0], *cb = c[1];
     hold_real(ca, a, res, qopts(FAR_MS, 0, 0));
@@ -126,7 +126,7 @@ static void test_queue_dead_head_costs_one_claim(void)
     key_of(res, REDLEASE_KEY_WAITERS, w, sizeof w);
     const char *ghost = "0123456789abcdef0123456789abcdef";
     char entry[96];
-    snprintf(entry, sizeof entry, "99999999999999 %lld nobody-listens", (long long)(300 * S));
+    snprintf(entry, sizeof entry, "99999999999999 %lld %s", (long long)(300 * S), channel);
     ADM("ZADD %s 0 %s", q, ghost);
     ADM("HSET %s %s %s", w, ghost, entry);
     acquire(cb, b, res, qopts(FAR_MS, 5000, 0));
@@ -135,12 +135,42 @@ static void test_queue_dead_head_costs_one_claim(void)
     release(a, NULL);
     run_until(&b->acq, 2000, NULL);
     int64_t took = mono_ms() - t0;
-    printf("# behind a dead head: held after %lld ms (claim %lld)\n", (long long)took, (long long)(300 * S));
     CHECK_EQ(b->acq_st, REDLEASE_OK);
-    CHECK(took >= 300 * S - 20); /* not before the claim ran out */
-    CHECK(took < 1300 * S);
     release(b, NULL);
     finish_all(c, o, 2);
+    return took;
+}
+
+/* A dead waiter at the head (a channel nobody listens on) is handed the
+ * lock and never confirms: the waiter behind it is told to check when the
+ * claim ends, and gets the lock then. */
+static void test_queue_dead_head_costs_one_claim(void)
+{
+    int64_t took = held_behind_a_ghost("q-dead", "nobody-listens");
+    printf("# behind a dead head: held after %lld ms (claim %lld)\n", (long long)took, (long long)(300 * S));
+    CHECK(took >= 300 * S - 20); /* not before the claim ran out */
+    CHECK(took < 1300 * S);
+}
+
+/* A frozen waiter at the head: its client is there (its channel has a
+ * listener, so PUBLISH counts one, and the handoff tells only the next
+ * waiter, not three) but it never confirms. The next waiter is still
+ * told, and gets the lock after the claim, not at its own timer. */
+static void test_queue_frozen_head_costs_one_claim(void)
+{
+    redisContext *listener = send_aside("SUBSCRIBE %s", "frozen-listener"); /* never read */
+    long long n = 0;
+    for (int64_t end = mono_ms() + 2000 * S; n != 1 && mono_ms() < end;) {
+        redisReply *r = adm("PUBSUB NUMSUB %s", "frozen-listener");
+        n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : -1;
+        freeReplyObject(r);
+    }
+    CHECK_EQ(n, 1);
+    int64_t took = held_behind_a_ghost("q-frozen", "frozen-listener");
+    printf("# behind a frozen head: held after %lld ms (claim %lld)\n", (long long)took, (long long)(300 * S));
+    CHECK(took >= 300 * S - 20);
+    CHECK(took < 1300 * S);
+    redisFree(listener);
 }
 
 /* A holder that neither renews nor releases: its key expires, and the
@@ -383,6 +413,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_queue_hands_over_in_order),
         TEST_CASE(test_queue_fences_rise_in_handover_order),
         TEST_CASE(test_queue_dead_head_costs_one_claim),
+        TEST_CASE(test_queue_frozen_head_costs_one_claim),
         TEST_CASE(test_queue_expired_holder_is_found_by_the_timer),
         TEST_CASE(test_queue_lost_word_is_made_up_on_resubscribe),
         TEST_CASE(test_queue_leaving_the_queue),

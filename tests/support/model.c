@@ -30,7 +30,8 @@
  * hand a free key to a live head that is not us; else join or refresh
  * and answer -(pttl + 1)), the queued release (leave,
  * compare-and-delete, hand over to the live head for its claim with "g"
- * to it and "c TOKEN k*claim" to the next three; unordered: "c TOKEN 0" to
+ * to it and "c TOKEN k*claim" to the next three, or the next one when a
+ * listener had the "g" (PUBLISH counts it); unordered: "c TOKEN 0" to
  * the live head; nobody queued: the plain compare-and-delete), the fence
  * minted by the take. Strangers (another client's waiters, on a channel
  * of their own) join the queues and may take what is handed to them. The
@@ -324,15 +325,17 @@ static int stranger_channel(const char *ch) { return strncmp(ch, "stranger:", 9)
 static int stranger_token(const char *t) { return strncmp(t, "00000000000000000000", 20) == 0; }
 
 /* PUBLISH ch text from a script (redis.pcall: a refusal is no error). */
-static void publish(const char *ch, const char *text)
+/* PUBLISH: 1 if a listener has the word (PUBLISH's count), else 0. */
+static int publish(const char *ch, const char *text)
 {
-    if (stranger_channel(ch)) return; /* another client's link: not modelled */
+    if (stranger_channel(ch)) return 1; /* another client's link, listening: not modelled */
     waker_sync();
     if (pub_refused || !sub_on || strcmp(ch, sub_channel) != 0) {
         model_reached.words_lost++; /* nobody listened, or it was not let out */
-        return;
+        return 0;
     }
     enqueue(PUSH_WORD, ch, text, 0);
+    return 1;
 }
 
 /* ---------------------------------------------------------- the queues */
@@ -441,9 +444,10 @@ static void hand_over(queue *q, const char *key)
     leave(q, he.tok);
     char text[128];
     snprintf(text, sizeof text, "g %s", he.tok);
-    publish(he.ch, text);
-    tell_first(q, 3, he.claim);
+    int heard = publish(he.ch, text);
+    tell_first(q, heard ? 1 : 3, he.claim); /* one insurance word when the head heard */
     model_reached.handovers++;
+    model_reached.handovers_heard += heard;
 }
 
 /* HSET the entry, ZADD at the tail if not placed, the keys' TTLs at least

@@ -47,6 +47,7 @@ typedef struct model_reach {
     /* the queue (docs/design.md, section 11) */
     long queue_takes;     /* queued acquires that took the lock */
     long handovers;       /* free locks handed to the live head (by a release or an acquire) */
+    long handovers_heard; /* ... whose "g" a listener had (one "c" word follows, not three) */
     long unordered_wakes; /* unordered releases that told the live head to check ("c TOKEN 0") */
     long fast_releases;   /* queue releases with nobody queued: the plain compare-and-delete */
     long release_probes;  /* queue releases in the two-key form (a holder that met no queue) */

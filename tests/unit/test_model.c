@@ -107,8 +107,9 @@ static void test_model_reaches(void)
     printf("# clients closed %ld, freed with live handles %ld, freed while closing %ld\n", m->closes,
            m->frees_live, m->frees_closing);
     printf("# conditional commands run %ld, refused %ld\n", m->native_commands, m->native_refused);
-    printf("# queue: %ld takes, %ld handovers, %ld unordered wake-ups, %ld releases with nobody queued\n",
-           m->queue_takes, m->handovers, m->unordered_wakes, m->fast_releases);
+    printf("# queue: %ld takes, %ld handovers (%ld heard), %ld unordered wake-ups, %ld releases with nobody "
+           "queued\n",
+           m->queue_takes, m->handovers, m->handovers_heard, m->unordered_wakes, m->fast_releases);
     printf("# queue: %ld release probes, %ld of them found a queue\n", m->release_probes,
            m->probes_refused);
     printf("# queue: %ld dead entries dropped, %ld waiters placed again after losing their place\n",
@@ -132,6 +133,7 @@ static void test_model_reaches(void)
     CHECK(m->native_refused > 0);
     CHECK(m->queue_takes > 0);
     CHECK(m->handovers > 0);
+    CHECK(m->handovers_heard > 0 && m->handovers_heard < m->handovers); /* both kinds of insurance */
     CHECK(m->unordered_wakes > 0);
     CHECK(m->fast_releases > 0);
     CHECK(m->release_probes > 0);
