@@ -119,14 +119,21 @@ static void on_event_free(redlease_client *c, const redlease_event *ev, void *ar
     }
 }
 
+/* f's client is freed by its event hook when an event of type comes; the
+ * client, for the test to tear down later. */
+static redlease_client *free_on(fake *f, int type)
+{
+    free_on_event_type = type;
+    redlease_client_set_event_cb(f->c, on_event_free, f);
+    return f->c;
+}
+
 static void test_free_inside_event_hook_is_deferred(void)
 {
     fake_alloc_install();
     fake f;
     fake_start(&f, NULL);
-    free_on_event_type = REDLEASE_EV_ACQUIRED; /* inside a transport callback */
-    redlease_client_set_event_cb(f.c, on_event_free, &f);
-    redlease_client *c = f.c;
+    redlease_client *c = free_on(&f, REDLEASE_EV_ACQUIRED); /* inside a transport callback */
     rec r = {0};
     redlease_lock_options o = opts(3000);
     start_lock(&f, &r, "x", &o);
@@ -152,9 +159,7 @@ static void test_free_in_hook_during_release_of_acquiring(void)
     fake_alloc_install();
     fake f;
     fake_start(&f, NULL);
-    free_on_event_type = REDLEASE_EV_ACQUIRE_FAILED;
-    redlease_client_set_event_cb(f.c, on_event_free, &f);
-    redlease_client *c = f.c;
+    redlease_client *c = free_on(&f, REDLEASE_EV_ACQUIRE_FAILED);
     rec r = {0};
     redlease_lock_options o = opts(3000);
     start_lock(&f, &r, "x", &o);
@@ -188,9 +193,7 @@ static void test_free_in_hook_while_parked_locks_are_sent(void)
     fake_alloc_install();
     fake f;
     fake_attach(&f, NULL);
-    free_on_event_type = REDLEASE_EV_ATTEMPT_FAILED;
-    redlease_client_set_event_cb(f.c, on_event_free, &f);
-    redlease_client *c = f.c;
+    redlease_client *c = free_on(&f, REDLEASE_EV_ATTEMPT_FAILED);
     rec r[3] = {{0}, {.on_acq_do = release_inside}, {0}};
     redlease_lock_options o = opts(3000);
     o.wait_ms = 1000;
@@ -341,8 +344,7 @@ static void test_free_in_the_middle_of_a_read(void)
 {
     fake f;
     fake_start(&f, NULL);
-    free_on_event_type = REDLEASE_EV_ACQUIRED;
-    redlease_client_set_event_cb(f.c, on_event_free, &f);
+    (void)free_on(&f, REDLEASE_EV_ACQUIRED);
     rec a = {0}, b = {0}, d = {0};
     redlease_lock_options o = opts(3000);
     o.fencing = 1; /* the handle's options part goes too */
