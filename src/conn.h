@@ -39,9 +39,10 @@ enum rdl_conn_state {
  * While a connection reports what one read of its socket brought
  * (rdl_conn_read_begin .. _end), the clock answers the time of that read:
  * every reply in it had come by then, so the time is never late, and a
- * pipelined client reads the clock once per read, not once per reply (a read
- * costs, and this is the reply path). User code run meanwhile (an
- * event hook) makes it read the clock again: rdl_clock_forget(). */
+ * pipelined client reads the clock once per read, not once per reply
+ * (reading the clock costs, and this is the reply path). User code run
+ * meanwhile (an event hook) makes it read the clock again:
+ * rdl_clock_forget(). */
 typedef struct rdl_clock {
     redlease_clock_fn fn;
     void *arg;
