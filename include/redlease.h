@@ -52,9 +52,9 @@ extern "C" {
 #endif
 
 #define REDLEASE_VERSION_MAJOR 0
-#define REDLEASE_VERSION_MINOR 1
+#define REDLEASE_VERSION_MINOR 2
 #define REDLEASE_VERSION_PATCH 0
-#define REDLEASE_VERSION "0.1.0"
+#define REDLEASE_VERSION "0.2.0"
 /* The version of the library actually linked (may differ from the header). */
 REDLEASE_EXTERN const char *redlease_version(void);
 

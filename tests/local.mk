@@ -35,8 +35,11 @@ check-valgrind:
 #                   redlease_ and rdl_
 #  doc-examples.sh  the docs' complete programs compile, C99, no warning
 #  license.sh       COPYING, redlease.pc, an SPDX line in every source file
+#  version.sh       one version in configure, header, man pages, NEWS, and
+#                   the ABI baseline's soname
 TREE_TESTS = %reldir%/run-examples.sh %reldir%/run-demo.sh %reldir%/man-lint.sh \
-	%reldir%/symbols.sh %reldir%/doc-examples.sh %reldir%/license.sh
+	%reldir%/symbols.sh %reldir%/doc-examples.sh %reldir%/license.sh \
+	%reldir%/version.sh
 TESTS += $(TREE_TESTS)
 EXTRA_DIST += $(TREE_TESTS) %reldir%/README.md
 
