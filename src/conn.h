@@ -129,11 +129,8 @@ typedef struct rdl_conn_config {
                            has (rdl_conn_native) */
 } rdl_conn_config;
 
-/* The server's own conditional commands a connection found (bits). */
-enum {
-    RDL_NATIVE_DELIFEQ = 1, /* Valkey >= 9.0: DELIFEQ key value; it has SET IFEQ too */
-    RDL_NATIVE_DELEX = 2    /* Redis >= 8.4: DELEX key IFEQ value; it has SET IFEQ too */
-};
+/* The server's own conditional commands a connection found: RDL_NATIVE_*
+ * bits (src/scripts.h). */
 
 struct rdl_conn;
 /* Makes the transport of a connection (src/transport_hiredis.c, or the

@@ -14,6 +14,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/lease_math.h %reldir%/decimal.h \
 	%reldir%/resp.c %reldir%/resp.h \
 	%reldir%/scripts.c %reldir%/scripts.h \
+	%reldir%/lease_cmd.c %reldir%/lease_cmd.h \
 	%reldir%/addr.c %reldir%/addr.h \
 	%reldir%/keys.c %reldir%/keys.h \
 	%reldir%/slot.c %reldir%/slot.h \

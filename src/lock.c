@@ -27,11 +27,11 @@
 #include "alloc.h"
 #include "client.h"
 #include "cluster.h"
-#include "decimal.h"
-#include "lock.h"
 #include "errors.h"
 #include "keys.h"
+#include "lease_cmd.h"
 #include "lease_math.h"
+#include "lock.h"
 #include "scripts.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -324,13 +324,10 @@ static int submit_asking(rdl_node *n, int64_t now)
     return rc;
 }
 
-/* Builds the command for req from its lock and submits it to req->node:
- * EVALSHA under the script's SHA-1, or EVAL once the server said NOSCRIPT.
- * A renewal and a compare-and-delete go as the server's own conditional
- * command where its connection found one (rdl_conn_native): the same
- * test and effect as the script, without Lua. SET IFEQ never creates a
- * missing key, as the renewal script never does; on a key of another
- * type both answer WRONGTYPE, as the scripts' GET does. */
+/* Builds the command for req from its lock (src/lease_cmd.h) and submits
+ * it to req->node: EVALSHA under the script's SHA-1, or EVAL once the
+ * server said NOSCRIPT; a renewal and a compare-and-delete as the server's
+ * own conditional command where its connection found one. */
 static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
@@ -338,106 +335,31 @@ static int req_submit(rdl_req *req)
         int rc = submit_asking(req->node, rdl_now(lk->c));
         if (rc) return rc;
     }
-    char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
-        claim[RDL_DECIMAL_MAX];
-    char queue_key[REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16];
-    char waiters_key[sizeof queue_key];
-    size_t ttl_len = rdl_decimal(ttl, lk->ttl);
-    const char *argv[14];
-    size_t lens[14];
-    int n = 0;
     int s = req->script;
-    int native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
-                     ? rdl_node_native(req->node)
-                     : 0;
-    req->native = native;
-#define ARG(str, l) (argv[n] = (str), lens[n] = (l), n++)
-/* EVALSHA sha numkeys, or EVAL source numkeys once the server said NOSCRIPT */
-#define SCRIPT_HEAD(numkeys)                                    \
-    do {                                                        \
-        if (req->sent_eval) {                                   \
-            ARG("EVAL", 4);                                     \
-            ARG(rdl_script_src[s], strlen(rdl_script_src[s]));  \
-        } else {                                                \
-            ARG("EVALSHA", 7);                                  \
-            ARG(rdl_script_sha(s), 40);                         \
-        }                                                       \
-        ARG(numkeys, 1);                                        \
-    } while (0)
-    if (native && s == RDL_SCRIPT_RENEW) { /* OK, or nil when not ours */
-        ARG("SET", 3);
-        ARG(lk->key, lk->keylen);
-        ARG(lk->token, RDL_TOKEN_LEN);
-        ARG("IFEQ", 4);
-        ARG(lk->token, RDL_TOKEN_LEN);
-        ARG("PX", 2);
-        ARG(ttl, ttl_len);
-    } else if (native & RDL_NATIVE_DELIFEQ) { /* 1 or 0, as the script */
-        ARG("DELIFEQ", 7);
-        ARG(lk->key, lk->keylen);
-        ARG(lk->token, RDL_TOKEN_LEN);
-    } else if (native) {
-        ARG("DELEX", 5);
-        ARG(lk->key, lk->keylen);
-        ARG("IFEQ", 4);
-        ARG(lk->token, RDL_TOKEN_LEN);
-    } else if (s < 0) {
-        ARG("SET", 3);
-        ARG(lk->key, lk->keylen);
-        ARG(lk->token, RDL_TOKEN_LEN);
-        ARG("NX", 2);
-        ARG("PX", 2);
-        ARG(ttl, ttl_len);
-    } else if (req->probe) { /* the queue release's two-key form (scripts.c) */
-        rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
-        SCRIPT_HEAD("2");
-        ARG(lk->key, lk->keylen);
-        ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
-        ARG(lk->token, RDL_TOKEN_LEN);
-    } else if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) {
-        int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
-        int fenced = acq && lk->fencing;
-        rdl_key_derive(queue_key, lk->key, lk->keylen, REDLEASE_KEY_QUEUE);
-        SCRIPT_HEAD(fenced ? "4" : "3");
-        ARG(lk->key, lk->keylen);
-        ARG(queue_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_QUEUE));
-        rdl_key_derive(waiters_key, lk->key, lk->keylen, REDLEASE_KEY_WAITERS);
-        ARG(waiters_key, rdl_key_derived_len(lk->keylen, REDLEASE_KEY_WAITERS));
-        if (fenced) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
-        ARG(lk->token, RDL_TOKEN_LEN);
-        const char *order = lk->unordered ? "0" : "1";
-        if (acq) {
-            size_t chlen;
-            const char *ch = queue_channel(lk, &chlen);
-            if (chlen) {
-                /* in the queue, a lock may be handed to it any time: an
-                 * acquire that ends without it leaves by a drop */
-                lk->acq->in_queue = 1;
-                lk->maybe_set = 1;
-            }
-            ARG(ttl, ttl_len);
-            ARG(life, rdl_decimal(life, queue_life(lk)));
-            ARG(claim, rdl_decimal(claim, queue_claim(lk)));
-            ARG(ch, chlen);
-            ARG(order, 1);
-            if (fenced)
-                ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
-        } else {
-            ARG(order, 1);
-        }
-    } else {
-        SCRIPT_HEAD(s == RDL_SCRIPT_ACQUIRE_FENCED ? "2" : "1");
-        ARG(lk->key, lk->keylen);
-        if (s == RDL_SCRIPT_ACQUIRE_FENCED) ARG(rdl_lock_fence_key(lk), lk->opts->fence_keylen);
-        ARG(lk->token, RDL_TOKEN_LEN);
-        if (s != RDL_SCRIPT_RELEASE) ARG(ttl, ttl_len);
-        if (s == RDL_SCRIPT_ACQUIRE_FENCED) {
-            ARG(counter_ttl, rdl_decimal(counter_ttl, (int64_t)lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
+    req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
+                      ? rdl_node_native(req->node)
+                      : 0;
+    rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
+                         .probe = req->probe, .unordered = lk->unordered, .key = lk->key,
+                         .keylen = lk->keylen, .token = lk->token, .ttl = lk->ttl};
+    if (lk->fencing) {
+        spec.fence_key = rdl_lock_fence_key(lk);
+        spec.fence_keylen = lk->opts->fence_keylen;
+    }
+    if (s == RDL_SCRIPT_QUEUE_ACQUIRE && !req->probe) {
+        spec.life = queue_life(lk);
+        spec.claim = queue_claim(lk);
+        spec.channel = queue_channel(lk, &spec.channel_len);
+        if (spec.channel_len) {
+            /* in the queue, a lock may be handed to it any time: an
+             * acquire that ends without it leaves by a drop */
+            lk->acq->in_queue = 1;
+            lk->maybe_set = 1;
         }
     }
-#undef SCRIPT_HEAD
-#undef ARG
-    int rc = rdl_node_submit(req->node, req, n, argv, lens);
+    rdl_cmd cmd;
+    rdl_cmd_encode(&cmd, &spec);
+    int rc = rdl_node_submit(req->node, req, cmd.argc, cmd.argv, cmd.lens);
     /* An ASKING left without its command would let the next command on
      * the link, maybe another lock's, skip the check that the key is not
      * still on the node the slot leaves: that link goes. */

@@ -14,13 +14,13 @@
 #include "alloc.h"
 #include "client.h"
 #include "errors.h"
+#include "lease_cmd.h"
 #include "lease_math.h"
 #include "lock.h"
 #include "node.h"
 #include "quorum.h"
 #include "scripts.h"
 
-#define MAX_ARGS 14 /* the queue's fenced acquire */
 
 /* What a member said to its part. */
 enum { SAID_NOTHING, SAID_UNSENT, SAID_YES, SAID_NO, SAID_ERROR, SAID_GONE };
@@ -50,8 +50,8 @@ typedef struct rdl_qop {
     char err[80];    /* the first error's text (a definite one's, once seen) */
     size_t errlen;
     int err_definite;
-    const char *argv[MAX_ARGS];
-    size_t lens[MAX_ARGS];
+    const char *argv[RDL_CMD_MAX_ARGS];
+    size_t lens[RDL_CMD_MAX_ARGS];
     rdl_qpart part[]; /* q->n of them; the argument bytes follow */
 } rdl_qop;
 
@@ -181,8 +181,8 @@ static int send_part(rdl_qop *op, size_t i)
 {
     rdl_quorum *q = op->q;
     rdl_qpart *pt = &op->part[i];
-    const char *argv[MAX_ARGS];
-    size_t lens[MAX_ARGS];
+    const char *argv[RDL_CMD_MAX_ARGS];
+    size_t lens[RDL_CMD_MAX_ARGS];
     memcpy(argv, op->argv, op->argc * sizeof *argv);
     memcpy(lens, op->lens, op->argc * sizeof *lens);
     if (op->script >= 0 && !pt->req.sent_eval) {
@@ -195,12 +195,7 @@ static int send_part(rdl_qop *op, size_t i)
         if (q->scripts_epoch[i] != ep) q->scripts_epoch[i] = ep, q->scripts[i] = 0;
         if (!(q->scripts[i] & (1u << op->script))) pt->req.sent_eval = 1;
     }
-    if (pt->req.sent_eval) {
-        argv[0] = "EVAL";
-        lens[0] = 4;
-        argv[1] = rdl_script_src[op->script];
-        lens[1] = strlen(argv[1]);
-    }
+    if (pt->req.sent_eval) rdl_cmd_as_eval(argv, lens, op->script);
     pt->req.t0 = rdl_now(q->c);
     pt->req.epoch = rdl_node_epoch(q->member[i]);
     int rc = rdl_node_submit(q->member[i], &pt->req, op->argc, argv, lens);
@@ -285,9 +280,11 @@ static void sweep(rdl_quorum *q, int64_t now)
 static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mask, int64_t now)
 {
     if (!mask) return;
-    const char *argv[5] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_RELEASE), "1", lk->key, lk->token};
-    size_t lens[5] = {7, 40, 1, lk->keylen, RDL_TOKEN_LEN};
-    rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, 5, argv, lens);
+    rdl_cmd_spec spec = {.script = RDL_SCRIPT_RELEASE, .key = lk->key, .keylen = lk->keylen,
+                         .token = lk->token, .ttl = lk->ttl};
+    rdl_cmd cmd;
+    rdl_cmd_encode(&cmd, &spec);
+    rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, cmd.argc, cmd.argv, cmd.lens);
     if (!op) return; /* the keys expire by themselves */
     op->until = now + lk->ttl + rdl_drift(lk->ttl);
     op->cleanup = 1;
@@ -305,12 +302,11 @@ static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mas
  * unless that member's link broke before the raise ran there. */
 static void raise_fences(rdl_quorum *q, const struct redlease_lock *lk, uint64_t fence, int64_t now)
 {
-    char f[24], ttl[24];
-    snprintf(f, sizeof f, "%llu", (unsigned long long)fence);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)(lk->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
-    const char *argv[6] = {"EVALSHA", rdl_script_sha(RDL_SCRIPT_FENCE_RAISE), "1", rdl_lock_fence_key(lk), f, ttl};
-    size_t lens[6] = {7, 40, 1, lk->opts->fence_keylen, strlen(f), strlen(ttl)};
-    rdl_qop *op = op_new(q, RDL_REQ_FENCE_RAISE, RDL_SCRIPT_FENCE_RAISE, 6, argv, lens);
+    rdl_cmd_spec spec = {.script = RDL_SCRIPT_FENCE_RAISE, .fence_key = rdl_lock_fence_key(lk),
+                         .fence_keylen = lk->opts->fence_keylen, .fence = fence, .ttl = lk->ttl};
+    rdl_cmd cmd;
+    rdl_cmd_encode(&cmd, &spec);
+    rdl_qop *op = op_new(q, RDL_REQ_FENCE_RAISE, RDL_SCRIPT_FENCE_RAISE, cmd.argc, cmd.argv, cmd.lens);
     if (!op) return; /* the fence stays the majority's largest */
     for (size_t i = 0; i < q->n; i++) {
         op->part[i].req.sent_eval = 1;
@@ -322,7 +318,7 @@ static void raise_fences(rdl_quorum *q, const struct redlease_lock *lk, uint64_t
 int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens)
 {
     if (!rdl_quorum_ready(q)) return REDLEASE_ECONN;
-    if (argc > MAX_ARGS) return REDLEASE_EINVAL;
+    if (argc > RDL_CMD_MAX_ARGS) return REDLEASE_EINVAL;
     int64_t now = rdl_now(q->c);
     sweep(q, now);
     rdl_qop *op = op_new(q, req->kind, req->script, argc, argv, lens);

@@ -34,6 +34,13 @@ extern const char *const rdl_script_src[RDL_SCRIPT_COUNT];
  * server caches the script under. */
 const char *rdl_script_sha(int i);
 
+/* The server's own conditional commands that do a script's work without
+ * Lua (bits; a connection asks its server which it has: rdl_conn_native). */
+enum {
+    RDL_NATIVE_DELIFEQ = 1, /* Valkey >= 9.0: DELIFEQ key value; it has SET IFEQ too */
+    RDL_NATIVE_DELEX = 2    /* Redis >= 8.4: DELEX key IFEQ value; it has SET IFEQ too */
+};
+
 /* How long the fence counter outlives the last acquire that used it, beyond
  * the lease's TTL (ms): see RDL_SCRIPT_ACQUIRE_FENCED. */
 #define RDL_FENCE_COUNTER_EXTRA_MS 600000
