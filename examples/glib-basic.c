@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* glib-basic: waiting for a busy lock on a GMainLoop, with fencing. A rival
- * holds the lock for 500 ms; the waiter's acquire (wait_ms 2000) retries,
- * each busy reply shown as REDLEASE_EV_CONTENDED by the event callback, and
- * succeeds once the rival lets go. Its fencing token is larger than the
+ * holds the lock for 500 ms; the waiter's acquire (wait_ms 2000) waits in
+ * the FIFO queue kept in Redis (the default wait mode), each busy reply
+ * shown as REDLEASE_EV_CONTENDED by the event callback, and succeeds once
+ * the rival's release hands it the lock. Its fencing token is larger than the
  * rival's, so storage that keeps the highest token seen can refuse a late
  * write from the rival. The release callback frees both clients and quits.
  *
@@ -78,7 +79,8 @@ static int acquire(redlease_client *c, int64_t wait_ms, redlease_acquire_cb cb,
     redlease_lock_options_init(&o);
     o.fencing = 1;
     o.wait_ms = wait_ms;  /* 0: a single attempt */
-    o.retry_max_ms = 200; /* when waiting, notice a release within 200 ms */
+    o.retry_max_ms = 200; /* backoff cap of the attempts made before the waiter's
+                           * wake-up channel is subscribed (they poll) */
     redlease_lock *lk;
     int rc = redlease_acquire(c, "inventory:sku-42", &o, cb, lost, NULL, &lk);
     if (rc != REDLEASE_OK) printf("acquire: %s\n", redlease_strerror(rc));

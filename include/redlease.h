@@ -282,7 +282,7 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 
 /* ------------------------------------------------------------------ locks */
 #define REDLEASE_RENEW_OFF (-1)   /* renew_interval_ms: never renew */
-#define REDLEASE_WAIT_FOREVER (-1) /* wait_ms: retry until acquired or released */
+#define REDLEASE_WAIT_FOREVER (-1) /* wait_ms: wait until acquired or released */
 
 /* How an acquire with a wait budget (wait_ms != 0) waits while another
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
