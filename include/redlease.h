@@ -405,8 +405,9 @@ REDLEASE_EXTERN int redlease_lock_held(const redlease_lock *lk);
 /* Local validity left in ms; 0 whenever redlease_lock_held() is 0. */
 REDLEASE_EXTERN int64_t redlease_lock_remaining_ms(const redlease_lock *lk);
 REDLEASE_EXTERN const char *redlease_lock_token(const redlease_lock *lk);
-/* The full key (prefix + resource), NUL-terminated; for a binary resource
- * name, redlease_lock_key_len() gives its length (0 if lk is NULL). */
+/* The full lock key (prefix "{" name "}", REDLEASE_KEY_LOCK above),
+ * NUL-terminated; for a binary resource name, redlease_lock_key_len() gives
+ * its length (0 if lk is NULL). */
 REDLEASE_EXTERN const char *redlease_lock_key(const redlease_lock *lk);
 REDLEASE_EXTERN size_t redlease_lock_key_len(const redlease_lock *lk);
 /* The fencing token minted with this lease; 0 unless fencing. Strictly
