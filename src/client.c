@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "lock.h"
+#include "options.h"
 
 static int64_t monotonic_ms(void *arg)
 {

@@ -123,7 +123,4 @@ void rdl_set_errstr(redlease_client *c, const char *s, size_t n);
 /* Test hook: use another transport for clients attached after this. */
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn);
 
-/* options.c */
-int rdl_client_options_check(const redlease_client_options *o);
-
 #endif

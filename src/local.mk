@@ -19,7 +19,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/keys.c %reldir%/keys.h \
 	%reldir%/slot.c %reldir%/slot.h \
 	%reldir%/errors.c %reldir%/errors.h \
-	%reldir%/options.c \
+	%reldir%/options.c %reldir%/options.h \
 	%reldir%/req.h \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/node.c %reldir%/node.h \

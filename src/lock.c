@@ -32,6 +32,7 @@
 #include "lease_cmd.h"
 #include "lease_math.h"
 #include "lock.h"
+#include "options.h"
 #include "scripts.h"
 
 /* ------------------------------------------------------------ helpers */

@@ -206,11 +206,4 @@ void rdl_lock_close(struct redlease_lock *lk, int64_t now);
 /* Frees the handle now: its last reference went, or the client ends. */
 void rdl_lock_destroy(struct redlease_lock *lk);
 
-/* options.c */
-int rdl_lock_options_check(const redlease_lock_options *o);
-/* The WAIT timeout a lock with these (checked) options uses under a client
- * with this command timeout: 0 when it asks for no acknowledgement,
- * REDLEASE_EINVAL when it could not answer before the command times out. */
-int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout);
-
 #endif

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Option defaults and validation. Arguments that cannot work are refused
- * with REDLEASE_EINVAL by the call itself, never discovered later. */
+/* Option defaults and validation (src/options.h). */
+#include "options.h"
+
 #include <string.h>
 
-#include "client.h"
-#include "lock.h"
+#include "addr.h"
 #include "keys.h"
-#include "sentinel.h"
 
 void redlease_client_options_init(redlease_client_options *o)
 {

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The public options' defaults and checks (src/options.c). Arguments that
+ * cannot work are refused with REDLEASE_EINVAL by the call that takes
+ * them, never discovered later. Pure: it reads the option structs only. */
+#ifndef REDLEASE_OPTIONS_H
+#define REDLEASE_OPTIONS_H
+
+#include <stdint.h>
+
+#include "redlease.h"
+
+/* REDLEASE_OK, REDLEASE_EINVAL, REDLEASE_ENOTSUP (TLS asked of a build
+ * without it) or REDLEASE_ENOMEM. */
+int rdl_client_options_check(const redlease_client_options *o);
+int rdl_lock_options_check(const redlease_lock_options *o);
+/* The WAIT timeout a lock with these (checked) options uses under a client
+ * with this command timeout: 0 when it asks for no acknowledgement,
+ * REDLEASE_EINVAL when it could not answer before the command times out. */
+int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout);
+
+#endif
