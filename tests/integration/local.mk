@@ -121,5 +121,5 @@ EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
 	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest
