@@ -7,7 +7,6 @@
 #include "acks.h"
 #include "alloc.h"
 #include "client.h"
-#include "lock.h"
 #include "node.h"
 
 void rdl_acks_init(rdl_acks *a)
@@ -29,9 +28,11 @@ static void answer_all(rdl_list *list, const rdl_reply *r)
     while (!rdl_list_empty(&batch)) {
         rdl_ack_ticket *t = RDL_CONTAINER(batch.next, rdl_ack_ticket, link);
         rdl_list_remove(&t->link);
-        rdl_lock_on_reply(&t->req, r);
+        t->req.ops->reply(&t->req, r);
     }
 }
+
+static const rdl_req_ops wait_ops; /* below */
 
 /* Sends the WAIT (k 1: WAITAOF) for the tickets queued, if any and none is
  * in flight. Tickets from a connection that is gone get NULL: a WAIT on
@@ -48,12 +49,11 @@ static void send_next(rdl_node *node, int k)
         i = i->next;
         if (!rdl_node_ready(node) || t->req.epoch != epoch) {
             rdl_list_remove(&t->link);
-            rdl_lock_on_reply(&t->req, NULL);
+            t->req.ops->reply(&t->req, NULL);
             continue;
         }
-        const struct redlease_lock *lk = t->req.lk;
-        if (rdl_lock_min_replicas(lk) > n) n = rdl_lock_min_replicas(lk);
-        if (!ms || rdl_lock_replica_timeout(lk) < ms) ms = rdl_lock_replica_timeout(lk);
+        if (t->min_replicas > n) n = t->min_replicas;
+        if (!ms || t->timeout < ms) ms = t->timeout;
     }
     if (rdl_list_empty(&a->queued[k])) return;
     rdl_req *w = rdl_calloc(1, sizeof *w);
@@ -67,6 +67,8 @@ static void send_next(rdl_node *node, int k)
     size_t lens[4];
     for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
     if (w) {
+        w->ops = &wait_ops;
+        w->node = node;
         w->kind = RDL_REQ_ACK;
         w->script = -1;
         w->t0 = rdl_now(node->c);
@@ -83,22 +85,27 @@ static void send_next(rdl_node *node, int k)
 
 void rdl_acks_add(rdl_node *node, rdl_ack_ticket *ticket)
 {
-    int k = ticket->req.lk->wait_fsync;
+    int k = ticket->fsync;
     rdl_list_push_back(&node->acks.queued[k], &ticket->link);
     send_next(node, k);
 }
 
-int rdl_acks_on_reply(rdl_node *node, rdl_req *req, const rdl_reply *r)
+/* A WAIT came back (r NULL: the link took it): its answer goes to every
+ * ticket it covered, then the next WAIT covers those queued meanwhile. */
+static void on_wait_reply(rdl_req *req, const rdl_reply *r)
 {
+    rdl_node *node = req->node;
     rdl_acks *a = &node->acks;
     int k = req == a->out[1];
-    if (req != a->out[k]) return 0;
-    a->out[k] = NULL;
+    int current = req == a->out[k]; /* (always: one WAIT of a kind is out at a time) */
     rdl_free(req);
+    if (!current) return;
+    a->out[k] = NULL;
     answer_all(&a->covered[k], r);
     send_next(node, k); /* after a broken link, it fails those queued */
-    return 1;
 }
+
+static const rdl_req_ops wait_ops = {.reply = on_wait_reply};
 
 void rdl_acks_fail_all(rdl_node *node)
 {

@@ -9,7 +9,7 @@
  * the write's send time, epoch and fence, never sent itself); the next
  * WAIT covers every ticket handed in before it, since WAIT counts the
  * replicas that have all of this connection's writes so far. Its answer
- * goes to each ticket's lock as that ticket's reply (rdl_lock_on_reply),
+ * goes to each ticket's lock as that ticket's reply (its req.ops),
  * then the next WAIT covers the tickets that came meanwhile.
  *
  * One WAIT for several writes asks for the most replicas any of them
@@ -34,11 +34,9 @@ typedef struct rdl_acks {
 } rdl_acks;
 
 void rdl_acks_init(rdl_acks *a);
-/* A lock's ticket (lock.c), on the node its write went out on. */
+/* A lock's ticket (lock.c), on the node its write went out on; the WAIT's
+ * answer (or NULL, a link that broke) comes back through ticket->req.ops. */
 void rdl_acks_add(struct rdl_node *node, rdl_ack_ticket *ticket);
-/* 1 when req is a WAIT of node's: it came back (r NULL: the link took it),
- * and its answer went to every ticket it covered. */
-int rdl_acks_on_reply(struct rdl_node *node, rdl_req *req, const rdl_reply *r);
 /* The node ends: every ticket not yet answered gets NULL. */
 void rdl_acks_fail_all(struct rdl_node *node);
 

@@ -170,6 +170,8 @@ rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_node *from, const
     return n;
 }
 
+static const rdl_req_ops query_ops; /* below */
+
 /* Sends CLUSTER SLOTS to a node that is ready, taking them in turn so a
  * node with a stale view is not the only one asked; none ready: each with
  * an address connects, and the first ready asks (rdl_cluster_node_ready). */
@@ -183,6 +185,7 @@ static int ask(redlease_client *c, int64_t now)
         ready = 1;
         rdl_req *q = rdl_calloc(1, sizeof *q);
         if (!q) break;
+        q->ops = &query_ops;
         q->kind = RDL_REQ_CLUSTER_SLOTS;
         q->script = -1;
         q->t0 = now;
@@ -270,18 +273,16 @@ static void failed(redlease_client *c, const char *why, const rdl_reply *r, int6
     rdl_cluster_want_refresh(c, now);
 }
 
-int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rdl_reply *r)
+/* The map query came back (r NULL: the link took it). */
+static void on_query_reply(rdl_req *req, const rdl_reply *r)
 {
-    if (req->kind == RDL_REQ_ASKING) { /* the command behind it tells */
-        rdl_free(req);
-        return 1;
-    }
-    if (req->kind != RDL_REQ_CLUSTER_SLOTS) return 0;
+    rdl_node *n = req->node;
+    redlease_client *c = n->c;
     rdl_cluster *cl = c->cluster;
     int current = cl && cl->query == req;
     rdl_free(req);
     if (current) cl->query = NULL;
-    if (!current || c->dead) return 1;
+    if (!current || c->dead) return;
     int64_t now = rdl_now(c);
     uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
     loading l = {c, n, slots, 0};
@@ -297,7 +298,7 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
                : rc                    ? "an answer of another shape"
                                        : "no slot with a usable address",
                r, now);
-        return 1;
+        return;
     }
     rdl_free(cl->slots);
     cl->slots = slots;
@@ -308,5 +309,31 @@ int rdl_cluster_on_reply(redlease_client *c, rdl_node *n, rdl_req *req, const rd
     cl->failures = 0;
     reroute(c, now);
     set_wake(c);
-    return 1;
+}
+
+static const rdl_req_ops query_ops = {.reply = on_query_reply};
+
+/* ASKING's answer: the command behind it tells. */
+static void on_asking_reply(rdl_req *req, const rdl_reply *r)
+{
+    (void)r;
+    rdl_free(req);
+}
+
+static const rdl_req_ops asking_ops = {.reply = on_asking_reply};
+
+int rdl_cluster_asking(rdl_node *n, int64_t now)
+{
+    rdl_req *a = rdl_calloc(1, sizeof *a);
+    if (!a) return REDLEASE_ENOMEM;
+    a->ops = &asking_ops;
+    a->kind = RDL_REQ_ASKING;
+    a->script = -1;
+    a->t0 = now;
+    a->node = n;
+    const char *argv[1] = {"ASKING"};
+    const size_t lens[1] = {6};
+    int rc = rdl_node_submit(n, a, 1, argv, lens);
+    if (rc) rdl_free(a);
+    return rc;
 }

@@ -87,8 +87,8 @@ void rdl_cluster_want_refresh(struct redlease_client *c, int64_t now);
 void rdl_cluster_node_ready(struct redlease_client *c);
 /* From the client's timer, at cl->wake. */
 void rdl_cluster_run(struct redlease_client *c, int64_t now);
-/* 1 when req is the map query: it came back (r NULL: the link took it). */
-int rdl_cluster_on_reply(struct redlease_client *c, struct rdl_node *n, rdl_req *req,
-                         const rdl_reply *r);
+/* Sends ASKING to node n, ahead of the command an ASK redirect sends there
+ * (its answer is dropped: the command's tells); 0 or a status. */
+int rdl_cluster_asking(struct rdl_node *n, int64_t now);
 
 #endif

@@ -35,6 +35,10 @@
 #include "options.h"
 #include "scripts.h"
 
+/* The handler of every request a lock makes (its req->ops): the layers
+ * below hand its replies back through it (below). */
+static const rdl_req_ops lock_req_ops;
+
 /* ------------------------------------------------------------ helpers */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -308,23 +312,6 @@ void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now)
     }
 }
 
-/* ASKING, ahead of a command an ASK redirect sends to the node importing
- * its slot (its answer is the router's to drop: src/cluster.c). */
-static int submit_asking(rdl_node *n, int64_t now)
-{
-    rdl_req *a = rdl_calloc(1, sizeof *a);
-    if (!a) return REDLEASE_ENOMEM;
-    a->kind = RDL_REQ_ASKING;
-    a->script = -1;
-    a->t0 = now;
-    a->node = n;
-    const char *argv[1] = {"ASKING"};
-    const size_t lens[1] = {6};
-    int rc = rdl_node_submit(n, a, 1, argv, lens);
-    if (rc) rdl_free(a);
-    return rc;
-}
-
 /* Builds the command for req from its lock (src/lease_cmd.h) and submits
  * it to req->node: EVALSHA under the script's SHA-1, or EVAL once the
  * server said NOSCRIPT; a renewal and a compare-and-delete as the server's
@@ -333,7 +320,7 @@ static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     if (req->asking) { /* (the clock is read only here: a read costs) */
-        int rc = submit_asking(req->node, rdl_now(lk->c));
+        int rc = rdl_cluster_asking(req->node, rdl_now(lk->c));
         if (rc) return rc;
     }
     int s = req->script;
@@ -372,6 +359,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
 {
     rdl_req *req = rdl_calloc(1, sizeof *req);
     if (!req) return REDLEASE_ENOMEM;
+    req->ops = &lock_req_ops;
     req->lk = lk;
     req->kind = kind;
     req->script = script_for(lk, kind);
@@ -477,6 +465,7 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     rdl_ack_ticket *ticket = rdl_calloc(1, sizeof *ticket);
     if (!ticket) return REDLEASE_ENOMEM;
     rdl_req *t = &ticket->req;
+    t->ops = &lock_req_ops;
     t->lk = lk;
     t->kind = RDL_REQ_ACK;
     t->script = -1;
@@ -485,6 +474,9 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     t->node = write->node;
     t->moves = write->moves;
     ticket->fence = fence;
+    ticket->min_replicas = rdl_lock_min_replicas(lk);
+    ticket->timeout = rdl_lock_replica_timeout(lk);
+    ticket->fsync = lk->wait_fsync;
     rdl_list_init(&ticket->link);
     lk->refs++;
     lk->req = t;
@@ -1112,7 +1104,9 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 /* The lock owns its requests from send_req() to here: each holds a
  * reference to it, and is freed once back (unless resent), also when the
  * client is ending and nothing is acted on. */
-void rdl_lock_on_reply(rdl_req *req, const rdl_reply *r)
+/* One of the lock's requests came back (r NULL: the link took it): the
+ * lock frees it, or sends it again (NOSCRIPT -> EVAL, a redirect). */
+static void on_reply(rdl_req *req, const rdl_reply *r)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
@@ -1120,6 +1114,12 @@ void rdl_lock_on_reply(rdl_req *req, const rdl_reply *r)
     unref(lk);
     rdl_free(req);
 }
+
+/* Its reply comes soon: fetch the handle while the replies before it are
+ * handled. */
+static void on_prefetch(const rdl_req *req) { rdl_lock_prefetch(req->lk); }
+
+static const rdl_req_ops lock_req_ops = {.reply = on_reply, .prefetch = on_prefetch};
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
  * redlease_client_free(), when c->dead already stops the normal path. */

@@ -186,9 +186,6 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now);
 int rdl_lock_waits_for(const struct rdl_req *req);
 /* Its node is ready: send what the lock parked (lk->parked). */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
-/* One of the lock's requests came back (r NULL: the link took it); the
- * lock frees it, or sends it again (NOSCRIPT -> EVAL). */
-void rdl_lock_on_reply(struct rdl_req *req, const struct rdl_reply *r);
 /* Its node's connection became ready: a held lease not confirmed on it
  * renews at once. */
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);

@@ -118,10 +118,7 @@ static void on_refused(void *owner, int status, int64_t now)
 static void reply_to(rdl_node *n, rdl_req *req, const rdl_reply *r)
 {
     redlease_client *c = n->c;
-    if (req && c->quorum)
-        rdl_quorum_on_reply(c->quorum, req, r); /* a member's part of a lock's */
-    else if (req && !rdl_cluster_on_reply(c, n, req, r) && !rdl_acks_on_reply(n, req, r))
-        rdl_lock_on_reply(req, r); /* a lock's */
+    if (req) req->ops->reply(req, r); /* its maker's: a lock's, a WAIT, the router's, a quorum part */
     if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
 }
 
@@ -184,7 +181,7 @@ static void on_prefetch(void *owner, void *p)
 {
     const rdl_req *req = p;
     (void)owner;
-    if (req->lk) rdl_lock_prefetch(req->lk); /* NULL: the connection's own */
+    if (req->ops && req->ops->prefetch) req->ops->prefetch(req); /* no ops: the connection's own */
 }
 
 static const rdl_conn_owner node_owner = {

@@ -145,6 +145,8 @@ void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now)
 
 /* ----------------------------------------------------------- sending */
 
+static const rdl_req_ops part_ops; /* below */
+
 static rdl_qop *op_new(rdl_quorum *q, int kind, int script, int argc, const char **argv,
                        const size_t *lens)
 {
@@ -169,6 +171,7 @@ static rdl_qop *op_new(rdl_quorum *q, int kind, int script, int argc, const char
         rdl_qpart *pt = &op->part[i];
         pt->op = op;
         pt->member = (uint8_t)i;
+        pt->req.ops = &part_ops;
         pt->req.kind = kind;
         pt->req.script = script;
         pt->req.node = q->member[i];
@@ -429,7 +432,7 @@ static void answer(rdl_qop *op, const rdl_reply *r)
         if (op->part[i].out) rdl_node_note_timeout(op->q->member[i], op->part[i].req.t0, now);
     rdl_req *parent = op->parent;
     op->parent = NULL;
-    rdl_lock_on_reply(parent, r);
+    parent->ops->reply(parent, r);
 }
 
 /* The fan-out failed: a definite error more members gave than may fail,
@@ -518,10 +521,12 @@ static void decide(rdl_qop *op, int64_t now)
     }
 }
 
-void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
+/* A member's part came back (r NULL: the link took it). */
+static void on_part_reply(rdl_req *req, const rdl_reply *r)
 {
     rdl_qpart *pt = (rdl_qpart *)req;
     rdl_qop *op = pt->op;
+    rdl_quorum *q = op->q;
     size_t i = pt->member;
     redlease_client *c = q->c;
     pt->out = 0;
@@ -560,6 +565,8 @@ void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *req, const rdl_reply *r)
     op->pinned = 0;
     maybe_free(op);
 }
+
+static const rdl_req_ops part_ops = {.reply = on_part_reply};
 
 int64_t rdl_quorum_settle_time(int64_t connect_timeout, int64_t command_timeout)
 {

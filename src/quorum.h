@@ -101,9 +101,9 @@ int rdl_quorum_refusal(const rdl_quorum *q);
 int rdl_quorum_status(const rdl_quorum *q);
 void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now);
 
-/* A member node's reports (src/node.c): ready, its link failed. */
+/* A member node's reports (src/node.c): ready, its link failed. (A
+ * member's replies come back through its parts' own ops.) */
 void rdl_quorum_member_ready(rdl_quorum *q, struct rdl_node *m);
 void rdl_quorum_member_failed(rdl_quorum *q, struct rdl_node *m);
-void rdl_quorum_on_reply(rdl_quorum *q, rdl_req *part, const struct rdl_reply *r);
 
 #endif

@@ -41,10 +41,26 @@ enum rdl_req_kind {
 };
 
 struct rdl_node;
+struct rdl_reply;
+struct rdl_req;
 
-/* 40 bytes: a client renewing a million leases has many on the wire. */
+/* Whose a request is: the module that made it registers these, and the
+ * layers below that carry it (node, acks, quorum) hand its reply back
+ * through them, never by calling that module. */
+typedef struct rdl_req_ops {
+    /* The request came back (r NULL: the link took it): req is the
+     * handler's, to free or to send again. */
+    void (*reply)(struct rdl_req *req, const struct rdl_reply *r);
+    /* Optional: its reply comes soon (rdl_conn_prefetch); fetch what the
+     * handler will touch. Reads req; changes nothing. */
+    void (*prefetch)(const struct rdl_req *req);
+} rdl_req_ops;
+
+/* 48 bytes: a client renewing a million leases has many on the wire. */
 typedef struct rdl_req {
-    struct redlease_lock *lk; /* holds a reference; NULL for handshake */
+    const rdl_req_ops *ops;   /* its handler; NULL for a connection's own */
+    struct redlease_lock *lk; /* a lock's: holds a reference (read by lock.c
+                                 and, until it has a seam of its own, the quorum) */
     struct rdl_node *node;    /* where a lock's (or the router's) went */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
@@ -62,11 +78,15 @@ typedef struct rdl_req {
 } rdl_req;
 
 /* A lock's ticket for a WAIT (kind RDL_REQ_ACK, src/acks.h): the request
- * the lock waits for, and what the WAIT's answer needs besides. */
+ * the lock waits for (the WAIT's answer comes back through its ops), the
+ * terms of the acknowledgement, and what the answer needs besides. */
 typedef struct rdl_ack_ticket {
-    rdl_req req;    /* first: the lock frees it as its request */
-    uint64_t fence; /* the fence its acquire minted */
-    rdl_list link;  /* its place in the node's acks */
+    rdl_req req;          /* first: the lock frees it as its request */
+    uint64_t fence;       /* the fence its acquire minted */
+    rdl_list link;        /* its place in the node's acks */
+    int32_t min_replicas; /* replicas the write must reach */
+    int32_t timeout;      /* the WAIT's timeout, ms */
+    uint8_t fsync;        /* WAITAOF: fsynced too */
 } rdl_ack_ticket;
 
 #endif
