@@ -6,11 +6,11 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "client.h"
-#include "node.h"
 
-void rdl_acks_init(rdl_acks *a)
+void rdl_acks_init(rdl_acks *a, rdl_conn *conn, rdl_svc *svc)
 {
+    a->conn = conn;
+    a->svc = svc;
     for (int k = 0; k < 2; k++) {
         rdl_list_init(&a->queued[k]);
         rdl_list_init(&a->covered[k]);
@@ -37,17 +37,25 @@ static const rdl_req_ops wait_ops; /* below */
 /* Sends the WAIT (k 1: WAITAOF) for the tickets queued, if any and none is
  * in flight. Tickets from a connection that is gone get NULL: a WAIT on
  * another one would count nothing of theirs. */
-static void send_next(rdl_node *node, int k)
+/* The WAIT in flight: a request that knows whose it is. */
+typedef struct rdl_wait_req {
+    rdl_req req; /* first: freed as the request */
+    rdl_acks *acks;
+} rdl_wait_req;
+
+/* The connection takes commands (and its client is not ending). */
+static int ready(const rdl_acks *a) { return rdl_conn_ready(a->conn) && !a->svc->dead; }
+
+static void send_next(rdl_acks *a, int k)
 {
-    rdl_acks *a = &node->acks;
     if (a->out[k] || rdl_list_empty(&a->queued[k])) return;
-    uint64_t epoch = rdl_node_epoch(node);
+    uint64_t epoch = rdl_conn_epoch(a->conn);
     int n = 0;
     int64_t ms = 0;
     for (rdl_list *i = a->queued[k].next; i != &a->queued[k];) {
         rdl_ack_ticket *t = RDL_CONTAINER(i, rdl_ack_ticket, link);
         i = i->next;
-        if (!rdl_node_ready(node) || t->req.epoch != epoch) {
+        if (!ready(a) || t->req.epoch != epoch) {
             rdl_list_remove(&t->link);
             t->req.ops->reply(&t->req, NULL);
             continue;
@@ -56,7 +64,8 @@ static void send_next(rdl_node *node, int k)
         if (!ms || t->timeout < ms) ms = t->timeout;
     }
     if (rdl_list_empty(&a->queued[k])) return;
-    rdl_req *w = rdl_calloc(1, sizeof *w);
+    rdl_wait_req *wr = rdl_calloc(1, sizeof *wr);
+    rdl_req *w = wr ? &wr->req : NULL;
     /* WAIT numreplicas timeout, or WAITAOF numlocal numreplicas timeout */
     char replicas[16], timeout[24];
     snprintf(replicas, sizeof replicas, "%d", n);
@@ -67,14 +76,14 @@ static void send_next(rdl_node *node, int k)
     size_t lens[4];
     for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
     if (w) {
+        wr->acks = a;
         w->ops = &wait_ops;
-        w->node = node;
         w->kind = RDL_REQ_ACK;
         w->script = -1;
-        w->t0 = rdl_now(node->c);
+        w->t0 = rdl_svc_now(a->svc);
         w->epoch = epoch;
     }
-    if (!w || rdl_node_submit(node, w, argc, argv, lens) != 0) {
+    if (!w || rdl_conn_submit(a->conn, w, argc, argv, lens) != 0) {
         rdl_free(w);
         answer_all(&a->queued[k], NULL); /* as a link that broke */
         return;
@@ -83,34 +92,33 @@ static void send_next(rdl_node *node, int k)
     rdl_list_move_all(&a->covered[k], &a->queued[k]);
 }
 
-void rdl_acks_add(rdl_node *node, rdl_ack_ticket *ticket)
+void rdl_acks_add(rdl_acks *a, rdl_ack_ticket *ticket)
 {
     int k = ticket->fsync;
-    rdl_list_push_back(&node->acks.queued[k], &ticket->link);
-    send_next(node, k);
+    rdl_list_push_back(&a->queued[k], &ticket->link);
+    send_next(a, k);
 }
 
 /* A WAIT came back (r NULL: the link took it): its answer goes to every
  * ticket it covered, then the next WAIT covers those queued meanwhile. */
 static void on_wait_reply(rdl_req *req, const rdl_reply *r)
 {
-    rdl_node *node = req->node;
-    rdl_acks *a = &node->acks;
+    rdl_acks *a = ((rdl_wait_req *)req)->acks;
     int k = req == a->out[1];
     int current = req == a->out[k]; /* (always: one WAIT of a kind is out at a time) */
     rdl_free(req);
     if (!current) return;
     a->out[k] = NULL;
     answer_all(&a->covered[k], r);
-    send_next(node, k); /* after a broken link, it fails those queued */
+    send_next(a, k); /* after a broken link, it fails those queued */
 }
 
 static const rdl_req_ops wait_ops = {.reply = on_wait_reply};
 
-void rdl_acks_fail_all(rdl_node *node)
+void rdl_acks_fail_all(rdl_acks *a)
 {
     for (int k = 0; k < 2; k++) {
-        answer_all(&node->acks.covered[k], NULL);
-        answer_all(&node->acks.queued[k], NULL);
+        answer_all(&a->covered[k], NULL);
+        answer_all(&a->queued[k], NULL);
     }
 }

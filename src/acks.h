@@ -21,23 +21,27 @@
 #ifndef REDLEASE_ACKS_H
 #define REDLEASE_ACKS_H
 
+#include "conn.h"
 #include "list.h"
 #include "req.h"
+#include "svc.h"
 #include "transport.h"
 
-struct rdl_node;
-
 typedef struct rdl_acks {
+    rdl_conn *conn;      /* the connection the WAITs go on (its node's) */
+    rdl_svc *svc;
     rdl_list queued[2];  /* tickets for the next WAIT; [1]: WAITAOF */
     rdl_list covered[2]; /* tickets the WAIT in flight answers */
     rdl_req *out[2];     /* the WAIT in flight, or NULL */
 } rdl_acks;
 
-void rdl_acks_init(rdl_acks *a);
-/* A lock's ticket (lock.c), on the node its write went out on; the WAIT's
- * answer (or NULL, a link that broke) comes back through ticket->req.ops. */
-void rdl_acks_add(struct rdl_node *node, rdl_ack_ticket *ticket);
-/* The node ends: every ticket not yet answered gets NULL. */
-void rdl_acks_fail_all(struct rdl_node *node);
+/* The WAITs of conn (a node's). */
+void rdl_acks_init(rdl_acks *a, rdl_conn *conn, rdl_svc *svc);
+/* A lock's ticket (lock.c), on the acks of the node its write went out on;
+ * the WAIT's answer (or NULL, a link that broke) comes back through
+ * ticket->req.ops. */
+void rdl_acks_add(rdl_acks *a, rdl_ack_ticket *ticket);
+/* The connection ends: every ticket not yet answered gets NULL. */
+void rdl_acks_fail_all(rdl_acks *a);
 
 #endif

@@ -16,54 +16,10 @@
 #include "lock.h"
 #include "options.h"
 
-static int64_t monotonic_ms(void *arg)
-{
-    (void)arg;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t rdl_now(const redlease_client *c)
-{
-    return c->now_hinted ? c->now_hint : rdl_clock_now(&c->clock);
-}
-
-void rdl_now_hint(redlease_client *c, int64_t now, rdl_now_saved *saved)
-{
-    saved->now = c->now_hint;
-    saved->hinted = c->now_hinted;
-    c->now_hint = now;
-    c->now_hinted = 1;
-}
-
-void rdl_now_restore(redlease_client *c, const rdl_now_saved *saved)
-{
-    if (!c->now_hinted) return; /* user code ran meanwhile: no hint holds */
-    c->now_hint = saved->now;
-    c->now_hinted = saved->hinted;
-}
-
-void rdl_set_errstr(redlease_client *c, const char *s, size_t n)
-{
-    if (!s) s = "", n = 0;
-    if (n >= sizeof c->errstr) n = sizeof c->errstr - 1;
-    memcpy(c->errstr, s, n);
-    c->errstr[n] = '\0';
-}
-
-void rdl_emit(redlease_client *c, const redlease_event *ev)
-{
-    if (c->event_cb && !c->dead) {
-        /* user code takes time: the library reads the clock again after it */
-        c->now_hinted = 0;
-        rdl_clock_forget(&c->clock);
-        c->event_cb(c, ev, c->event_arg);
-    }
-}
-
 /* ------------------------------------------------------------- creation */
 
+static const rdl_svc_ops svc_ops;               /* below: the outermost entry left */
+static const rdl_node_owner node_owner;         /* below: what the nodes tell us */
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
 
@@ -81,7 +37,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
 
     redlease_client *c = rdl_calloc(1, sizeof *c);
     if (!c) return REDLEASE_ENOMEM;
-    rdl_heap_init(&c->heap);
+    rdl_svc_init(&c->svc, c, &svc_ops, c);
+    rdl_heap_init(&c->svc.heap);
     rdl_list_init(&c->locks);
     rdl_list_init(&c->notify);
     rdl_conn_config cc = {.host = o->host, .unix_path = o->unix_path, .port = o->port, .db = o->db,
@@ -101,7 +58,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         cc.host = nseeds ? seeds[0].host : NULL;
         cc.port = nseeds ? seeds[0].port : 0;
         c->cluster = rdl_calloc(1, sizeof *c->cluster);
-        ok = ok && c->cluster && rdl_cluster_init(c->cluster) == REDLEASE_OK;
+        ok = ok && c->cluster && rdl_cluster_init(c->cluster, c) == REDLEASE_OK;
     }
     rdl_addr members[REDLEASE_MAX_QUORUM];
     int nmembers = 0;
@@ -121,14 +78,14 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         cc.verify_primary = 1;
         c->sentinel = rdl_calloc(1, sizeof *c->sentinel);
         ok = c->sentinel && rdl_sentinel_init(c->sentinel, &o->sentinel, &cc, &sentinel_owner, c,
-                                              &c->clock, &c->rng) == REDLEASE_OK;
+                                              &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
-    ok = rdl_node_init(&c->main, c, &cc) == REDLEASE_OK && ok;
+    ok = rdl_node_init(&c->main, &c->svc, &node_owner, c, &cc) == REDLEASE_OK && ok;
     if (ok) { /* a quorum's listens on its first member (below) */
         const char *prefix = o->key_prefix ? o->key_prefix : "";
         c->waker = rdl_calloc(1, sizeof *c->waker);
         ok = c->waker && rdl_waker_init(c->waker, &cc, prefix, strlen(prefix), &waker_owner, c,
-                                        &c->clock, &c->rng) == REDLEASE_OK;
+                                        &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
     c->nodes = rdl_malloc(4 * sizeof *c->nodes);
     if (c->nodes) {
@@ -145,8 +102,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         for (int i = 0; i < nmembers && ok; i++)
             ok = (m[i] = rdl_client_node_at(c, members[i].host, strlen(members[i].host),
                                             members[i].port)) != NULL;
-        ok = ok && rdl_quorum_init(c->quorum, c, m, (size_t)nmembers) == REDLEASE_OK;
-        if (ok) c->main.quorum = c->quorum;
+        ok = ok && rdl_quorum_init(c->quorum, c, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
         ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
     rdl_addr_list_free(members, nmembers);
@@ -160,40 +116,36 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     }
     c->prefix_len = strlen(c->prefix);
     c->command_timeout = o->command_timeout_ms;
-    c->clock.fn = monotonic_ms;
-    rdl_xorshift_seed(&c->xs);
-    c->rng.fn = rdl_xorshift_next;
-    c->rng.arg = &c->xs;
     c->armed_at = -1;
-    c->transport_new = rdl_transport_hiredis_new;
+    c->svc.transport_new = rdl_transport_hiredis_new;
     *out = c;
     return REDLEASE_OK;
 }
 
 int redlease_client_set_clock(redlease_client *c, redlease_clock_fn fn, void *arg)
 {
-    if (!c || !fn || c->loop) return REDLEASE_EINVAL;
-    c->clock.fn = fn;
-    c->clock.arg = arg;
+    if (!c || !fn || c->svc.loop) return REDLEASE_EINVAL;
+    c->svc.clock.fn = fn;
+    c->svc.clock.arg = arg;
     return REDLEASE_OK;
 }
 
 int redlease_client_set_rng(redlease_client *c, redlease_rng_fn fn, void *arg)
 {
     if (!c || !fn) return REDLEASE_EINVAL;
-    c->rng.fn = fn;
-    c->rng.arg = arg;
+    c->svc.rng.fn = fn;
+    c->svc.rng.arg = arg;
     return REDLEASE_OK;
 }
 
 void redlease_client_set_event_cb(redlease_client *c, redlease_event_cb fn, void *arg)
 {
     if (!c) return;
-    c->event_cb = fn;
-    c->event_arg = arg;
+    c->svc.event_cb = fn;
+    c->svc.event_arg = arg;
 }
 
-const char *redlease_client_errstr(const redlease_client *c) { return c ? c->errstr : ""; }
+const char *redlease_client_errstr(const redlease_client *c) { return c ? c->svc.errstr : ""; }
 
 int redlease_client_connected(const redlease_client *c)
 {
@@ -229,7 +181,8 @@ rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, 
     cc.port = port;
     rdl_node *n = rdl_calloc(1, sizeof *n);
     if (!n) return NULL;
-    if (rdl_node_init(n, c, &cc) != REDLEASE_OK || (c->loop && rdl_node_attach(n) != REDLEASE_OK)) {
+    if (rdl_node_init(n, &c->svc, &node_owner, c, &cc) != REDLEASE_OK ||
+        (c->svc.loop && rdl_node_attach(n) != REDLEASE_OK)) {
         rdl_node_free(n);
         rdl_free(n);
         return NULL;
@@ -253,7 +206,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
 
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn)
 {
-    c->transport_new = fn;
+    c->svc.transport_new = fn;
 }
 
 /* ----------------------------------------------------------- the timer */
@@ -263,7 +216,7 @@ void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory 
  * (due work is found by its _due(), not by the heap). */
 static void link_ran(redlease_client *c, rdl_heap_node *wake, int64_t at, int64_t now)
 {
-    rdl_heap_update(&c->heap, wake, at <= now ? RDL_NEVER : at);
+    rdl_heap_update(&c->svc.heap, wake, at <= now ? RDL_NEVER : at);
 }
 
 static void sentinel_run(redlease_client *c, int64_t now)
@@ -305,81 +258,78 @@ static int nodes_due(const redlease_client *c)
  * the clock and call the loop on every reply. */
 static void arm(redlease_client *c)
 {
-    if (!c->loop) return;
-    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->dead ||
+    if (!c->svc.loop) return;
+    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->svc.dead ||
         c->close_check) {
         if (c->armed_at == ARMED_NOW) return;
         c->armed_at = ARMED_NOW; /* due now */
-        c->loop->timer_set(c->loop_data, 0);
+        c->svc.loop->timer_set(c->svc.loop_data, 0);
         return;
     }
-    rdl_heap_node *top = rdl_heap_top(&c->heap);
+    rdl_heap_node *top = rdl_heap_top(&c->svc.heap);
     int64_t at = top ? top->at : RDL_NEVER;
     if (at == RDL_NEVER) {
         if (c->armed_at == -1) return;
         c->armed_at = -1;
-        c->loop->timer_set(c->loop_data, -1);
+        c->svc.loop->timer_set(c->svc.loop_data, -1);
         return;
     }
     /* (An immediate tick asked for what is no longer due is replaced.) */
     if (c->armed_at != -1 && c->armed_at != ARMED_NOW && c->armed_at <= at) return;
-    int64_t now = rdl_now(c);
+    int64_t now = rdl_svc_now(&c->svc);
     int64_t after = at > now ? at - now : 0;
     c->armed_at = after ? at : ARMED_NOW;
-    c->loop->timer_set(c->loop_data, after);
+    c->svc.loop->timer_set(c->svc.loop_data, after);
 }
 
-void rdl_enter(redlease_client *c) { c->depth++; }
+/* The outermost entry into the library left. Freed from inside a
+ * transport callback: hiredis must not be freed there, so arm()
+ * (c->svc.dead) asks the loop for an immediate tick. */
+static void on_idle(void *owner) { arm(owner); }
+
+static const rdl_svc_ops svc_ops = {.idle = on_idle};
 
 static void teardown(redlease_client *c);
-
-void rdl_leave(redlease_client *c)
-{
-    if (--c->depth > 0) return;
-    /* Freed from inside a transport callback: hiredis must not be freed
-     * there, so arm() (c->dead) asks the loop for an immediate tick. */
-    arm(c);
-}
 
 /* ---------------------------------------------------------- connection */
 
 int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops, void *loop_data)
 {
     if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
-    if (c->loop || c->dead || c->closing) return REDLEASE_EINVAL;
-    c->loop = ops;
-    c->loop_data = loop_data;
-    int rc = rdl_heap_insert(&c->heap, &c->close_wake, RDL_NEVER);
-    if (!rc && c->sentinel) rc = rdl_heap_insert(&c->heap, &c->sentinel->wake, RDL_NEVER);
-    if (!rc && c->waker) rc = rdl_heap_insert(&c->heap, &c->waker->wake, RDL_NEVER);
-    if (!rc && c->cluster) rc = rdl_heap_insert(&c->heap, &c->cluster->wake, 0);
+    if (c->svc.loop || c->svc.dead || c->closing) return REDLEASE_EINVAL;
+    c->svc.loop = ops;
+    c->svc.loop_data = loop_data;
+    int rc = rdl_heap_insert(&c->svc.heap, &c->close_wake, RDL_NEVER);
+    if (!rc && c->sentinel) rc = rdl_heap_insert(&c->svc.heap, &c->sentinel->wake, RDL_NEVER);
+    if (!rc && c->waker) rc = rdl_heap_insert(&c->svc.heap, &c->waker->wake, RDL_NEVER);
+    if (!rc && c->cluster) rc = rdl_heap_insert(&c->svc.heap, &c->cluster->wake, 0);
     if (!rc && c->quorum) {
         rdl_conn_config cc;
         rdl_conn_settings(&c->main.conn, &cc);
         int64_t settle = rdl_quorum_settle_time(cc.connect_timeout, c->command_timeout);
-        rc = rdl_heap_insert(&c->heap, &c->quorum->wake, rdl_now(c) + settle);
+        rc = rdl_heap_insert(&c->svc.heap, &c->quorum->wake, rdl_svc_now(&c->svc) + settle);
     }
     for (size_t i = 0; i < c->nnodes && !rc; i++) rc = rdl_node_attach(c->nodes[i]);
-    if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->transport_new, ops, loop_data);
-    if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->transport_new, ops, loop_data);
+    if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->svc.transport_new, ops, loop_data);
+    if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->svc.transport_new, ops, loop_data);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
-        rdl_heap_remove(&c->heap, &c->close_wake);
-        for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->heap, &c->nodes[i]->wake);
-        if (c->sentinel) rdl_heap_remove(&c->heap, &c->sentinel->wake);
-        if (c->waker) rdl_heap_remove(&c->heap, &c->waker->wake);
-        if (c->cluster) rdl_heap_remove(&c->heap, &c->cluster->wake);
-        if (c->quorum) rdl_heap_remove(&c->heap, &c->quorum->wake);
-        c->loop = NULL;
-        c->loop_data = NULL;
+        rdl_heap_remove(&c->svc.heap, &c->close_wake);
+        for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->svc.heap, &c->nodes[i]->wake);
+        if (c->sentinel) rdl_heap_remove(&c->svc.heap, &c->sentinel->wake);
+        if (c->waker) rdl_heap_remove(&c->svc.heap, &c->waker->wake);
+        if (c->cluster) rdl_heap_remove(&c->svc.heap, &c->cluster->wake);
+        if (c->quorum) rdl_heap_remove(&c->svc.heap, &c->quorum->wake);
+        c->svc.loop = NULL;
+        c->svc.loop_data = NULL;
         return rc;
     }
-    rdl_enter(c);
-    int64_t now = rdl_now(c);
+    rdl_svc_enter(&c->svc);
+    int64_t now = rdl_svc_now(&c->svc);
     rdl_conn_connect(&c->main.conn, now); /* with Sentinel: waits for an address */
     for (size_t i = 1; i < c->nnodes; i++) rdl_conn_connect(&c->nodes[i]->conn, now); /* seeds */
     if (c->sentinel) rdl_sentinel_start(c->sentinel, now);
-    rdl_leave(c);
+    rdl_svc_leave(&c->svc);
     return REDLEASE_OK;
 }
 
@@ -399,16 +349,16 @@ static int close_finished(redlease_client *c, int64_t now)
  * fired: the loop timer has fired (else it may still be armed). */
 static void run_due(redlease_client *c, int fired)
 {
-    rdl_enter(c);
+    rdl_svc_enter(&c->svc);
     if (fired) c->armed_at = -1; /* the one-shot timer has fired */
     c->close_check = 0;
-    int64_t now = rdl_now(c);
-    while (!c->dead) {
+    int64_t now = rdl_svc_now(&c->svc);
+    while (!c->svc.dead) {
         for (size_t i = 0; i < c->nnodes; i++)
             if (rdl_node_due(c->nodes[i])) rdl_node_run(c->nodes[i], now);
         if (sentinel_due(c)) sentinel_run(c, now);
         if (waker_due(c)) waker_run(c, now);
-        rdl_heap_node *top = rdl_heap_top(&c->heap);
+        rdl_heap_node *top = rdl_heap_top(&c->svc.heap);
         if (top && top->at <= now) {
             switch (top->kind) {
             case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
@@ -417,21 +367,21 @@ static void run_due(redlease_client *c, int fired)
             case RDL_WAKE_CLUSTER: rdl_cluster_run(c, now); break;
             case RDL_WAKE_QUORUM: rdl_quorum_run(c->quorum, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
-                rdl_heap_update(&c->heap, top, RDL_NEVER);
+                rdl_heap_update(&c->svc.heap, top, RDL_NEVER);
                 break;
             default: {
                 /* The lock's memory is cold (its last turn was a renewal
                  * interval ago): start fetching the next one's while this
                  * one runs. */
                 int64_t next_at;
-                rdl_heap_node *next = rdl_heap_second(&c->heap, &next_at);
+                rdl_heap_node *next = rdl_heap_second(&c->svc.heap, &next_at);
                 /* (not read: a node's or the close's would be a harmless guess) */
                 if (next && next_at <= now) rdl_lock_prefetch(RDL_CONTAINER(next, struct redlease_lock, wake));
                 /* the lock reads the time read above (no user code runs) */
                 rdl_now_saved saved;
-                rdl_now_hint(c, now, &saved);
+                rdl_svc_hint(&c->svc, now, &saved);
                 rdl_lock_run(RDL_CONTAINER(top, struct redlease_lock, wake), now);
-                rdl_now_restore(c, &saved);
+                rdl_svc_restore(&c->svc, &saved);
                 break;
             }
             }
@@ -440,20 +390,20 @@ static void run_due(redlease_client *c, int fired)
         if (!rdl_list_empty(&c->notify)) {
             struct redlease_lock *lk = RDL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
             rdl_lock_deliver(lk);
-            now = rdl_now(c); /* user code ran: deadlines are judged by the clock */
+            now = rdl_svc_now(&c->svc); /* user code ran: deadlines are judged by the clock */
             continue;
         }
         if (c->closing && close_finished(c, now)) {
             redlease_close_cb done = c->close_cb;
             void *arg = c->close_arg;
-            c->dead = 1; /* no callbacks after done */
+            c->svc.dead = 1; /* no callbacks after done */
             if (done) done(c, arg);
             break;
         }
         break;
     }
-    c->depth--;
-    if (c->dead) {
+    c->svc.depth--;
+    if (c->svc.dead) {
         teardown(c);
         return;
     }
@@ -463,7 +413,7 @@ static void run_due(redlease_client *c, int fired)
 void redlease_client_on_timer(redlease_client *c)
 {
     if (!c) return;
-    if (c->depth) {
+    if (c->svc.depth) {
         /* Never re-entered from inside the library: a loop run from a
          * callback fired the timer. It is armed no more: the outermost
          * entry arms it again as it leaves (arm() would otherwise take it
@@ -480,7 +430,7 @@ void redlease_client_on_timer(redlease_client *c)
  * batch of replies. The tick stays armed until run_due() arms again. */
 void rdl_client_drain(redlease_client *c)
 {
-    if (c->depth || c->armed_at != ARMED_NOW) return;
+    if (c->svc.depth || c->armed_at != ARMED_NOW) return;
     run_due(c, 0);
 }
 
@@ -488,14 +438,14 @@ void rdl_client_drain(redlease_client *c)
 
 static void teardown(redlease_client *c)
 {
-    c->dead = 1;
-    c->depth = 1; /* the NULL replies below must not re-arm the timer */
+    c->svc.dead = 1;
+    c->svc.depth = 1; /* the NULL replies below must not re-arm the timer */
     /* every request and WAIT ticket comes back now, NULL */
     rdl_node_free(&c->main);
     for (size_t i = 1; i < c->nnodes; i++) rdl_node_free(c->nodes[i]);
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->waker) rdl_waker_free(c->waker); /* its waiters leave it */
-    if (c->loop) c->loop->detach(c->loop_data);
+    if (c->svc.loop) c->svc.loop->detach(c->svc.loop_data);
     while (!rdl_list_empty(&c->locks))
         rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
     /* After the locks: taking each off the heap moves the other nodes,
@@ -508,18 +458,18 @@ static void teardown(redlease_client *c)
     rdl_free(c->cluster);
     if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
     rdl_free(c->quorum);
-    rdl_heap_free(&c->heap);
+    rdl_heap_free(&c->svc.heap);
     rdl_free(c->prefix);
     rdl_free(c);
 }
 
 void redlease_client_free(redlease_client *c)
 {
-    if (!c || c->dead) return;
-    rdl_enter(c);
+    if (!c || c->svc.dead) return;
+    rdl_svc_enter(&c->svc);
     /* Every handle hears its end now; calls made from those callbacks see
-     * c->dead and return REDLEASE_ECANCELED. */
-    c->dead = 1;
+     * c->svc.dead and return REDLEASE_ECANCELED. */
+    c->svc.dead = 1;
     c->freeing = 1;
     for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rdl_lock_end_by_client(RDL_CONTAINER(n, struct redlease_lock, link));
@@ -535,31 +485,31 @@ void redlease_client_free(redlease_client *c)
         c->close_cb = NULL;
         done(c, c->close_arg);
     }
-    c->depth--;
-    if (c->depth == 0) teardown(c);
-    /* else the outermost entry finishes it (see rdl_leave / on_timer) */
+    c->svc.depth--;
+    if (c->svc.depth == 0) teardown(c);
+    /* else the outermost entry finishes it (see rdl_svc_leave / on_timer) */
 }
 
 void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg)
 {
-    if (!c || c->dead || c->closing) return;
+    if (!c || c->svc.dead || c->closing) return;
     c->closing = 1;
     c->close_cb = done;
     c->close_arg = arg;
-    if (!c->loop) {
+    if (!c->svc.loop) {
         /* No loop: nothing can be sent nor delivered later. Acts as free,
          * which owes done. */
         redlease_client_free(c);
         return;
     }
-    rdl_enter(c);
-    int64_t now = rdl_now(c);
+    rdl_svc_enter(&c->svc);
+    int64_t now = rdl_svc_now(&c->svc);
     c->close_deadline = now + c->command_timeout;
-    rdl_heap_update(&c->heap, &c->close_wake, c->close_deadline);
+    rdl_heap_update(&c->svc.heap, &c->close_wake, c->close_deadline);
     for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
         rdl_lock_close(RDL_CONTAINER(n, struct redlease_lock, link), now);
     c->close_check = 1; /* maybe nothing is pending: done on the next tick */
-    rdl_leave(c);
+    rdl_svc_leave(&c->svc);
 }
 
 /* ------------------------------------------------- what the servers say */
@@ -569,9 +519,87 @@ void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, in
     for (rdl_list *i = c->locks.next; i != &c->locks;) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         i = i->next; /* nothing is freed here: callbacks only get queued */
-        if (!c->dead && (!node || lk->node == node)) rdl_lock_on_refused(lk, status, now);
+        if (!c->svc.dead && (!node || lk->node == node)) rdl_lock_on_refused(lk, status, now);
     }
 }
+
+/* ------------------------------------------------- what the nodes tell the client */
+
+static void on_node_ready(void *owner, rdl_node *n)
+{
+    redlease_client *c = owner;
+    if (c->cluster) rdl_cluster_node_ready(c);
+    if (c->quorum) rdl_quorum_member_ready(c->quorum, n);
+}
+
+static void on_node_refused(void *owner, rdl_node *n, int status, int64_t now)
+{
+    redlease_client *c = owner;
+    rdl_client_refused(c, n, status, now);
+    /* a quorum member: the quorum's locks, once too many are refused */
+    int q = c->quorum ? rdl_quorum_refusal(c->quorum) : 0;
+    if (q) rdl_client_refused(c, &c->main, q, now);
+}
+
+static void on_node_lost(void *owner, rdl_node *n)
+{
+    redlease_client *c = owner;
+    /* The primary failed us (gone, a replica now, READONLY): it may have
+     * moved while we missed the news. Not when we left it on the news. */
+    if (c->sentinel) {
+        if (n->moving)
+            n->moving = 0;
+        else
+            rdl_sentinel_refresh(c->sentinel);
+    }
+    /* A quorum member failed: the quorum waits for it no longer. */
+    if (c->quorum && n != &c->main) rdl_quorum_member_failed(c->quorum, n);
+    /* A Cluster node that serves slots (or any, before a map) failed: a
+     * failover may have moved its slots. */
+    if (c->cluster && (!c->cluster->loaded || n->serves))
+        rdl_cluster_want_refresh(c, rdl_svc_now(&c->svc));
+}
+
+static void on_node_replied(void *owner)
+{
+    redlease_client *c = owner;
+    if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
+}
+
+static void on_node_drain(void *owner) { rdl_client_drain(owner); }
+
+/* Sends what waited for node n, and re-verifies the leases held on it at
+ * once: the server may have restarted and lost them. */
+static void on_node_flush(void *owner, rdl_node *n, int64_t now)
+{
+    redlease_client *c = owner;
+    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        if (lk->node == n) rdl_lock_on_ready(lk, now);
+    }
+    /* Each lock parked here gets one try. One the transport refuses though
+     * the connection counts as ready (hiredis out of memory, a context
+     * being torn down) is parked again and left to its op deadline:
+     * trying until none is parked would never end. A send that fails runs
+     * the event hook, which may free the client: its locks go, the next
+     * one of the walk among them, so the walk stops there (c itself lives
+     * until the outermost entry leaves). Nothing else frees a lock here:
+     * callbacks are owed, not run. */
+    for (rdl_list *i = c->locks.next; i != &c->locks && !c->svc.dead && c->parked && rdl_node_ready(n);) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        i = i->next;
+        if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);
+    }
+}
+
+static const rdl_node_owner node_owner = {
+    .ready = on_node_ready,
+    .refused = on_node_refused,
+    .lost = on_node_lost,
+    .replied = on_node_replied,
+    .drain = on_node_drain,
+    .flush = on_node_flush,
+};
 
 /* ------------------------------------------ what the Sentinels tell the client */
 
@@ -581,7 +609,7 @@ void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, in
 static void on_sentinel_primary(void *owner, const char *host, int port)
 {
     redlease_client *c = owner;
-    int64_t now = rdl_now(c);
+    int64_t now = rdl_svc_now(&c->svc);
     /* the wake-up channel listens where the locks are (an idle one waits
      * for its first waiter; no memory: its link goes on, timers cover it) */
     if (c->waker) rdl_conn_set_endpoint(&c->waker->conn, host, port, now);
@@ -592,13 +620,13 @@ static void on_sentinel_primary(void *owner, const char *host, int port)
     snprintf(where, sizeof where, "%s:%d", host, port);
     redlease_event ev = {.type = REDLEASE_EV_PRIMARY, .rtt_ms = -1, .remaining_ms = -1,
                          .retry_in_ms = -1, .detail = where};
-    rdl_emit(c, &ev);
+    rdl_svc_emit(&c->svc, &ev);
 }
 
 static void on_sentinel_deadline(void *owner, int64_t at)
 {
     redlease_client *c = owner;
-    if (c->sentinel->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->sentinel->wake, at);
+    if (c->sentinel->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &c->sentinel->wake, at);
 }
 
 /* A Sentinel's trouble is the user's only while we have no primary: it
@@ -606,15 +634,15 @@ static void on_sentinel_deadline(void *owner, int64_t at)
 static void on_sentinel_error(void *owner, const char *text, size_t len)
 {
     redlease_client *c = owner;
-    if (!rdl_node_ready(&c->main)) rdl_set_errstr(c, text, len);
+    if (!rdl_node_ready(&c->main)) rdl_svc_set_errstr(&c->svc, text, len);
 }
 
 /* A word read on the channel makes a waiter's attempt due now: it goes
  * out right after the read, not one loop iteration later. */
 static void on_link_drain(void *owner) { rdl_client_drain(owner); }
-static void on_link_enter(void *owner) { rdl_enter(owner); }
-static void on_link_leave(void *owner) { rdl_leave(owner); }
-static int on_link_ending(void *owner) { return ((redlease_client *)owner)->dead; }
+static void on_link_enter(void *owner) { rdl_svc_enter(&((redlease_client *)owner)->svc); }
+static void on_link_leave(void *owner) { rdl_svc_leave(&((redlease_client *)owner)->svc); }
+static int on_link_ending(void *owner) { return ((redlease_client *)owner)->svc.dead; }
 
 static void on_sentinel_refused(void *owner, int status, int64_t now)
 {
@@ -634,7 +662,7 @@ static const rdl_sentinel_owner sentinel_owner = {
 static void on_waker_word(void *owner, rdl_waiter *w, int64_t ms)
 {
     redlease_client *c = owner;
-    rdl_lock_word(w, ms, rdl_now(c));
+    rdl_lock_word(w, ms, rdl_svc_now(&c->svc));
 }
 
 /* Under a Cluster the channel may listen on any node (a script's PUBLISH
@@ -666,7 +694,7 @@ static void on_waker_link_lost(void *owner)
 static void on_waker_deadline(void *owner, int64_t at)
 {
     redlease_client *c = owner;
-    if (c->waker->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &c->waker->wake, at);
+    if (c->waker->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &c->waker->wake, at);
 }
 
 /* The user learns that queued waiting lost its wake-ups (an ACL without
@@ -680,7 +708,7 @@ static void on_waker_channel(void *owner, int status, const char *text, size_t l
     detail[len] = '\0';
     redlease_event ev = {.type = REDLEASE_EV_CHANNEL, .status = status, .rtt_ms = -1,
                          .remaining_ms = -1, .retry_in_ms = -1, .detail = len ? detail : NULL};
-    rdl_emit(c, &ev);
+    rdl_svc_emit(&c->svc, &ev);
 }
 
 static const rdl_waker_owner waker_owner = {

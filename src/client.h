@@ -9,7 +9,7 @@
  *    from redlease_client_on_timer() or after a read (rdl_client_drain()),
  *    never inside a transport callback or an API call. State changes queue
  *    them on c->notify and ask for an immediate tick; either drains.
- *  - c->depth counts nested entries into the library. redlease_client_free()
+ *  - c->svc.depth counts nested entries into the library. redlease_client_free()
  *    inside any of them only marks the client; the outermost entry tears it
  *    down (the timer at once, a transport callback via a 0 ms timer, since
  *    hiredis must not be freed from inside its own callbacks).
@@ -25,9 +25,11 @@
 #include "heap.h"
 #include "list.h"
 #include "node.h"
+#include "quorum.h"
 #include "redlease.h"
 #include "req.h"
 #include "sentinel.h"
+#include "svc.h"
 #include "transport.h"
 #include "waker.h"
 
@@ -37,17 +39,10 @@ struct redlease_client {
     size_t prefix_len;
     int64_t command_timeout; /* each lock operation's, and a close's */
 
-    /* environment */
-    rdl_clock clock;
-    int64_t now_hint; /* what rdl_now() answers while now_hinted (rdl_now_hint()) */
-    int now_hinted;
-    rdl_xorshift xs;
-    rdl_rng rng;
-    const redlease_loop_ops *loop;
-    void *loop_data;
+    /* the services every layer uses (clock, generator, heap, loop, event
+     * hook, errstr, nesting): src/svc.h */
+    rdl_svc svc;
     int64_t armed_at; /* the time the loop timer was last set for, -1: not set (arm()) */
-    redlease_event_cb event_cb;
-    void *event_arg;
 
     /* The one node (connection and what waits on it), embedded: it lives
      * exactly as long as the client and costs no allocation (nor a failure
@@ -61,7 +56,6 @@ struct redlease_client {
     rdl_quorum *quorum;   /* the quorum (src/quorum.h): main is its node, the
                              members are nodes[1..]; or NULL */
     rdl_heap_node close_wake; /* a graceful close's deadline (RDL_WAKE_CLOSE) */
-    char errstr[128];   /* the last failure's text: a connection's or Redis's */
     /* With Sentinel (client options): where the primary is; its link's
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
@@ -71,16 +65,13 @@ struct redlease_client {
     rdl_waker *waker;
 
     /* locks */
-    rdl_heap heap;
     rdl_list locks, notify;
     uint64_t parked; /* locks with lk->parked set (close waits for them) */
     uint64_t release_retries; /* releases waiting to retry (close waits for them);
                                  lock.c keeps it with each lk->release_retry */
     redlease_stats stats; /* the locks' counters; the connection keeps its own */
 
-    /* lifetime */
-    int depth;          /* nested entries into the library */
-    int dead;           /* redlease_client_free() called */
+    /* lifetime (and svc.depth, svc.dead: redlease_client_free() called) */
     int freeing;        /* redlease_client_free() is ending the handles */
     int closing;        /* redlease_client_close() called */
     int close_check;    /* a reply came while closing: see if it is done */
@@ -88,26 +79,12 @@ struct redlease_client {
     redlease_close_cb close_cb;
     void *close_arg;
 
-    /* tests replace the transport (see rdl_client_set_transport_factory) */
-    rdl_transport_factory transport_new;
 };
 
 /* client.c */
 /* A connection's read was dispatched (rdl_conn_on_read_done()): runs now
  * what an immediate timer tick was asked for, unless inside the library. */
 void rdl_client_drain(redlease_client *c);
-int64_t rdl_now(const redlease_client *c);
-/* rdl_now(c) answers now, without reading the clock, until restored: the
- * time the client's timer read for the locks it runs, or the time a reply
- * came (its connection read it for the round trip). Only while no user
- * code runs: rdl_emit() forgets it before the event hook. saved keeps
- * what was set before (a reply reported inside a timer run). */
-typedef struct rdl_now_saved {
-    int64_t now;
-    int hinted;
-} rdl_now_saved;
-void rdl_now_hint(redlease_client *c, int64_t now, rdl_now_saved *saved);
-void rdl_now_restore(redlease_client *c, const rdl_now_saved *saved);
 /* A server refused us for good (node's connection, or with node NULL
  * every Sentinel): what the locks of node (all, for NULL) wait to send
  * fails with status. */
@@ -116,10 +93,6 @@ void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, in
  * connection settings, on its loop) if there is none yet; NULL when out of
  * memory. */
 rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, int port);
-void rdl_enter(redlease_client *c);
-void rdl_leave(redlease_client *c);
-void rdl_emit(redlease_client *c, const redlease_event *ev);
-void rdl_set_errstr(redlease_client *c, const char *s, size_t n);
 /* Test hook: use another transport for clients attached after this. */
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn);
 

@@ -105,9 +105,10 @@ static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
 
 /* ------------------------------------------------------------ the map */
 
-int rdl_cluster_init(rdl_cluster *cl)
+int rdl_cluster_init(rdl_cluster *cl, redlease_client *c)
 {
     memset(cl, 0, sizeof *cl);
+    cl->c = c;
     cl->wake.idx = RDL_HEAP_OUT;
     cl->wake.kind = RDL_WAKE_CLUSTER;
     cl->refresh_at = 0; /* the first map is wanted at once */
@@ -125,7 +126,7 @@ static void set_wake(redlease_client *c)
 {
     rdl_cluster *cl = c->cluster;
     int64_t at = cl->query ? cl->answer_by : cl->refresh_at;
-    if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &cl->wake, at);
+    if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &cl->wake, at);
 }
 
 rdl_node *rdl_cluster_route(redlease_client *c, const char *key, size_t len)
@@ -172,6 +173,12 @@ rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_node *from, const
 
 static const rdl_req_ops query_ops; /* below */
 
+/* The map query: a request that knows its router. */
+typedef struct rdl_cluster_query {
+    rdl_req req; /* first: freed as the request */
+    rdl_cluster *cl;
+} rdl_cluster_query;
+
 /* Sends CLUSTER SLOTS to a node that is ready, taking them in turn so a
  * node with a stale view is not the only one asked; none ready: each with
  * an address connects, and the first ready asks (rdl_cluster_node_ready). */
@@ -183,8 +190,10 @@ static int ask(redlease_client *c, int64_t now)
         rdl_node *n = c->nodes[(cl->next_ask + k) % c->nnodes];
         if (!rdl_node_ready(n)) continue;
         ready = 1;
-        rdl_req *q = rdl_calloc(1, sizeof *q);
-        if (!q) break;
+        rdl_cluster_query *cq = rdl_calloc(1, sizeof *cq);
+        if (!cq) break;
+        cq->cl = cl;
+        rdl_req *q = &cq->req;
         q->ops = &query_ops;
         q->kind = RDL_REQ_CLUSTER_SLOTS;
         q->script = -1;
@@ -224,7 +233,7 @@ void rdl_cluster_run(redlease_client *c, int64_t now)
     }
     if (!cl->query && now >= cl->refresh_at && ask(c, now) == 0) {
         /* nobody to ask yet: rdl_cluster_node_ready() wakes us */
-        if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->heap, &cl->wake, RDL_NEVER);
+        if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &cl->wake, RDL_NEVER);
         return;
     }
     set_wake(c);
@@ -268,7 +277,7 @@ static void failed(redlease_client *c, const char *why, const rdl_reply *r, int6
     int len = snprintf(text, sizeof text, "CLUSTER SLOTS: %s%.*s", why,
                        r && r->type == RDL_REPLY_ERROR ? (int)(r->len < 150 ? r->len : 150) : 0,
                        r && r->type == RDL_REPLY_ERROR ? r->str : "");
-    rdl_set_errstr(c, text, len > 0 ? (size_t)len : 0);
+    rdl_svc_set_errstr(&c->svc, text, len > 0 ? (size_t)len : 0);
     c->cluster->failures++;
     rdl_cluster_want_refresh(c, now);
 }
@@ -277,13 +286,13 @@ static void failed(redlease_client *c, const char *why, const rdl_reply *r, int6
 static void on_query_reply(rdl_req *req, const rdl_reply *r)
 {
     rdl_node *n = req->node;
-    redlease_client *c = n->c;
-    rdl_cluster *cl = c->cluster;
-    int current = cl && cl->query == req;
+    rdl_cluster *cl = ((rdl_cluster_query *)req)->cl;
+    redlease_client *c = cl->c;
+    int current = cl->query == req;
     rdl_free(req);
     if (current) cl->query = NULL;
-    if (!current || c->dead) return;
-    int64_t now = rdl_now(c);
+    if (!current || c->svc.dead) return;
+    int64_t now = rdl_svc_now(&c->svc);
     uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
     loading l = {c, n, slots, 0};
     int rc = !r ? -1 : !slots ? REDLEASE_ENOMEM : rdl_cluster_parse_slots(r, load_range, &l);

@@ -38,6 +38,7 @@ struct rdl_node;
 #define RDL_CLUSTER_REFRESH_MS 100
 
 typedef struct rdl_cluster {
+    struct redlease_client *c; /* its client (the nodes it makes are the client's) */
     rdl_heap_node wake; /* the next refresh, or the answer's deadline (RDL_WAKE_CLUSTER) */
     uint16_t *slots;    /* slot -> the client's node index + 1; 0: not known */
     int loaded;         /* a map was read */
@@ -67,8 +68,8 @@ int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, con
 /* 1 when r is a MOVED or ASK. */
 int rdl_cluster_is_redirect(const rdl_reply *r);
 
-/* 0 or ENOMEM. */
-int rdl_cluster_init(rdl_cluster *cl);
+/* The router of client c; 0 or ENOMEM. */
+int rdl_cluster_init(rdl_cluster *cl, struct redlease_client *c);
 void rdl_cluster_free(rdl_cluster *cl);
 
 /* The node a key goes to (its slot's primary, or without one known a seed);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "redlease.h"
 #include "req.h"
 #include "transport.h"
@@ -33,25 +34,6 @@ enum rdl_conn_state {
     RDL_CONN_DOWN,      /* broken; the transport's disconnect report follows */
     RDL_CONN_BACKOFF    /* waiting to reconnect */
 };
-
-/* The owner's clock (redlease_client_set_clock), read through a pointer:
- * it may be replaced until a loop is attached, never after.
- * While a connection reports what one read of its socket brought
- * (rdl_conn_read_begin .. _end), the clock answers the time of that read:
- * every reply in it had come by then, so the time is never late, and a
- * pipelined client reads the clock once per read, not once per reply
- * (reading the clock costs, and this is the reply path). User code run
- * meanwhile (an event hook) makes it read the clock again:
- * rdl_clock_forget(). */
-typedef struct rdl_clock {
-    redlease_clock_fn fn;
-    void *arg;
-    int64_t read_at;
-    int reading; /* read_at holds */
-} rdl_clock;
-
-static inline int64_t rdl_clock_now(const rdl_clock *k) { return k->reading ? k->read_at : k->fn(k->arg); }
-static inline void rdl_clock_forget(rdl_clock *k) { k->reading = 0; }
 
 /* What a connection tells its owner. Each gets the owner pointer given to
  * rdl_conn_init(); none may free the connection. */
@@ -132,11 +114,6 @@ typedef struct rdl_conn_config {
 /* The server's own conditional commands a connection found: RDL_NATIVE_*
  * bits (src/scripts.h). */
 
-struct rdl_conn;
-/* Makes the transport of a connection (src/transport_hiredis.c, or the
- * unit tests' fake); it reports to cn. */
-typedef int (*rdl_transport_factory)(rdl_transport *out, struct rdl_conn *cn,
-                                     const redlease_loop_ops *loop, void *loop_data);
 
 /* In the header so an owner can embed it; its fields are conn.c's alone,
  * everyone else goes through the functions below. */

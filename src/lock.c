@@ -57,7 +57,7 @@ static int64_t wake_at(const struct redlease_lock *lk)
 
 static void reschedule(struct redlease_lock *lk)
 {
-    rdl_heap_update(&lk->c->heap, &lk->wake, wake_at(lk));
+    rdl_heap_update(&lk->c->svc.heap, &lk->wake, wake_at(lk));
 }
 
 /* Every change of a lock's state goes through here, so stats.held_now
@@ -89,7 +89,7 @@ static void owe(struct redlease_lock *lk, unsigned bit)
 }
 
 /* The text that goes with a failure status in an event: Redis's or the
- * connection's (c->errstr, set when the failure was seen). */
+ * connection's (c->svc.errstr, set when the failure was seen). */
 static const char *detail_for(const redlease_client *c, int status)
 {
     switch (status) {
@@ -100,7 +100,7 @@ static const char *detail_for(const redlease_client *c, int status)
     case REDLEASE_ENOMEM: return NULL;
     case REDLEASE_ETIMEDOUT: return "no reply in time";
     case REDLEASE_EPROTO: return "a reply of an unexpected type";
-    default: return c->errstr[0] ? c->errstr : NULL;
+    default: return c->svc.errstr[0] ? c->svc.errstr : NULL;
     }
 }
 
@@ -108,7 +108,7 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
                  int64_t now)
 {
     redlease_client *c = lk->c;
-    if (!c->event_cb || c->dead) return;
+    if (!c->svc.event_cb || c->svc.dead) return;
     int64_t remaining = -1;
     if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
@@ -116,7 +116,7 @@ static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, in
                          .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
                          .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(c, status),
                          .key_len = lk->keylen};
-    rdl_emit(c, &ev);
+    rdl_svc_emit(&c->svc, &ev);
 }
 
 static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
@@ -148,7 +148,7 @@ static void abandon_op(struct redlease_lock *lk)
         /* it was for that request alone: the key goes by the map again
          * (a drop that waits goes there) */
         lk->asking = 0;
-        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), rdl_now(lk->c));
+        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), rdl_svc_now(&lk->c->svc));
     }
 }
 
@@ -170,7 +170,7 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     rdl_list_remove(&lk->link);
     unpark(lk);
     rdl_list_remove(&lk->notify_link);
-    rdl_heap_remove(&c->heap, &lk->wake);
+    rdl_heap_remove(&c->svc.heap, &lk->wake);
     set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
     set_release_retry(lk, 0);
     c->stats.locks_now--;
@@ -208,7 +208,7 @@ static int reply_failure(redlease_client *c, const rdl_reply *r, int *definite)
     *definite = 0;
     if (!r) return REDLEASE_ECONN;
     if (r->type == RDL_REPLY_ERROR) {
-        rdl_set_errstr(c, r->str, r->len);
+        rdl_svc_set_errstr(&c->svc, r->str, r->len);
         rdl_error_class e = rdl_error_classify(r->str, r->len);
         /* a redirect not followed (too many, or to nowhere usable): the
          * Cluster is moving the slot, which ends */
@@ -290,7 +290,7 @@ static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
     if (acq->in_queue && !(split && !acq->split_backoff))
         d = queue_life(lk) / 3;
     else
-        d = rdl_backoff_next(&acq->backoff, &lk->c->rng);
+        d = rdl_backoff_next(&acq->backoff, &lk->c->svc.rng);
     acq->split_backoff = split;
     if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
     if (d < 1) d = 1;
@@ -320,7 +320,7 @@ static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     if (req->asking) { /* (the clock is read only here: a read costs) */
-        int rc = rdl_cluster_asking(req->node, rdl_now(lk->c));
+        int rc = rdl_cluster_asking(req->node, rdl_svc_now(&lk->c->svc));
         if (rc) return rc;
     }
     int s = req->script;
@@ -482,7 +482,7 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
     lk->req = t;
     lk->op = op;
     set_op_deadline(lk, now);
-    rdl_acks_add(write->node, ticket); /* may answer it at once, NULL: the link went */
+    rdl_acks_add(&write->node->acks, ticket); /* may answer it at once, NULL: the link went */
     return REDLEASE_OK;
 }
 
@@ -553,7 +553,7 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
         (void)rdl_waker_add(c->waker, &lk->acq->waiter, now);
         next = min64(queue_next_check(lk, now), latest);
     } else if (!out) {
-        int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->rng);
+        int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->svc.rng);
         if (d < 1) d = 1; /* always progress in time */
         next = min64(now + d, latest);
     }
@@ -569,7 +569,7 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     /* the hook may end the handle, and its acquire part with it */
     emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
          out ? -1 : next - now, now);
-    if (c->dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
+    if (c->svc.dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
     if (out)
         finish_acquire(lk, report, now);
     else
@@ -701,7 +701,7 @@ static void lose(struct redlease_lock *lk, int reason, int64_t now)
     c->stats.lost++;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
-    if (reason != REDLEASE_LOST_NOT_OWNER && !c->dead) queue_drop(lk, now);
+    if (reason != REDLEASE_LOST_NOT_OWNER && !c->svc.dead) queue_drop(lk, now);
 }
 
 static void renew_failed(struct redlease_lock *lk, int status, int64_t now)
@@ -776,7 +776,7 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
     else
         snprintf(text, sizeof text, "WAIT: %lld of %d replicas acknowledged in %ld ms", replicas,
                  rdl_lock_min_replicas(lk), (long)rdl_lock_replica_timeout(lk));
-    rdl_set_errstr(lk->c, text, strlen(text));
+    rdl_svc_set_errstr(&lk->c->svc, text, strlen(text));
     return 0;
 }
 
@@ -829,7 +829,7 @@ static void release_failed(struct redlease_lock *lk, int status, int definite, i
     int64_t at = rdl_renew_retry_at(now, 4 * RDL_RELEASE_RETRY_MS, op_limit(lk));
     int retry = !definite && at < op_limit(lk);
     emit(lk, REDLEASE_EV_RELEASE_FAILED, status, -1, retry ? at - now : -1, now);
-    if (c->dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
+    if (c->svc.dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
     if (!retry) {
         finish_release(lk, status, now);
         return;
@@ -1110,7 +1110,7 @@ static void on_reply(rdl_req *req, const rdl_reply *r)
 {
     struct redlease_lock *lk = req->lk;
     redlease_client *c = lk->c;
-    if (!c->dead && handle_reply(req, r, rdl_now(c))) return;
+    if (!c->svc.dead && handle_reply(req, r, rdl_svc_now(&c->svc))) return;
     unref(lk);
     rdl_free(req);
 }
@@ -1122,12 +1122,12 @@ static void on_prefetch(const rdl_req *req) { rdl_lock_prefetch(req->lk); }
 static const rdl_req_ops lock_req_ops = {.reply = on_reply, .prefetch = on_prefetch};
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
- * redlease_client_free(), when c->dead already stops the normal path. */
+ * redlease_client_free(), when c->svc.dead already stops the normal path. */
 static void run_callbacks(struct redlease_lock *lk, int forced)
 {
     redlease_client *c = lk->c;
     lk->refs++; /* a release inside a callback must not free lk under us */
-    while (lk->notify && (forced || !c->dead)) {
+    while (lk->notify && (forced || !c->svc.dead)) {
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             lk->notify &= ~RDL_NOTIFY_ACQUIRE;
             /* the acquire's part goes with its last use */
@@ -1147,7 +1147,7 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
     }
     if (!lk->notify) rdl_list_remove(&lk->notify_link);
     lk->refs--;
-    if (!c->dead) maybe_free(lk);
+    if (!c->svc.dead) maybe_free(lk);
 }
 
 void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, lk->ended); }
@@ -1233,7 +1233,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     int64_t replica_timeout = rdl_replica_timeout(o, c->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
     if (replica_timeout && c->quorum) return REDLEASE_EINVAL; /* whose replicas? */
-    if (c->dead || c->closing) return REDLEASE_ECANCELED;
+    if (c->svc.dead || c->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     size_t fence_keylen = o->fencing ? rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
@@ -1243,10 +1243,10 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     struct redlease_lock *lk = rdl_calloc(1, size > sizeof *lk ? size : sizeof *lk);
     struct rdl_lock_acq *acq = rdl_calloc(1, sizeof *acq);
     struct rdl_lock_opts *opts = rare ? rdl_calloc(1, sizeof *opts) : NULL;
-    int64_t now = rdl_now(c);
+    int64_t now = rdl_svc_now(&c->svc);
     rc = !lk || !acq || (rare && !opts)                      ? REDLEASE_ENOMEM
          : rdl_token_new(lk->token) != 0                    ? REDLEASE_ESYS
-         : rdl_heap_insert(&c->heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
+         : rdl_heap_insert(&c->svc.heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
                                                            : REDLEASE_OK;
     if (rc) {
         rdl_free(lk);
@@ -1305,8 +1305,8 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     rdl_list_push_back(&c->locks, &lk->link);
     c->stats.locks_now++;
     *out = lk;
-    rdl_enter(c);
-    rdl_leave(c); /* arms the timer */
+    rdl_svc_enter(&c->svc);
+    rdl_svc_leave(&c->svc); /* arms the timer */
     return REDLEASE_OK;
 }
 
@@ -1314,8 +1314,8 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
 {
     if (!lk || lk->release_called) return REDLEASE_EINVAL;
     redlease_client *c = lk->c;
-    if (c->dead && !c->freeing) return REDLEASE_ECANCELED; /* from close's done callback */
-    if (c->dead) {
+    if (c->svc.dead && !c->freeing) return REDLEASE_ECANCELED; /* from close's done callback */
+    if (c->svc.dead) {
         /* During redlease_client_free(): the handle ends with the client,
          * and on_release runs before free returns, as it does after a close. */
         lk->release_called = 1;
@@ -1327,8 +1327,8 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         }
         return REDLEASE_OK;
     }
-    rdl_enter(c);
-    int64_t now = rdl_now(c);
+    rdl_svc_enter(&c->svc);
+    int64_t now = rdl_svc_now(&c->svc);
     lk->release_called = 1;
     lk->on_release = on_release;
     lk->release_arg = arg;
@@ -1339,12 +1339,12 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
     case RDL_LOCK_ACQUIRING:
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
-        if (!c->dead) finish_release(lk, REDLEASE_OK, now);
+        if (!c->svc.dead) finish_release(lk, REDLEASE_OK, now);
         break;
     case RDL_LOCK_HELD:
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             cancel_unannounced(lk, now);
-            if (!c->dead) finish_release(lk, REDLEASE_OK, now);
+            if (!c->svc.dead) finish_release(lk, REDLEASE_OK, now);
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
@@ -1356,8 +1356,8 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         finish_release(lk, done_release_status(lk), now);
         break;
     }
-    if (!c->dead) reschedule(lk);
-    rdl_leave(c);
+    if (!c->svc.dead) reschedule(lk);
+    rdl_svc_leave(&c->svc);
     return REDLEASE_OK;
 }
 
@@ -1366,13 +1366,13 @@ int redlease_lock_held(const redlease_lock *lk)
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
     const redlease_client *c = lk->c;
     return lk->confirm_node && rdl_node_ready(lk->confirm_node) && confirmed_on(lk, lk->confirm_node) &&
-           rdl_now(c) < lk->valid_until;
+           rdl_svc_now(&c->svc) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {
     if (!redlease_lock_held(lk)) return 0; /* one rule for both */
-    int64_t left = lk->valid_until - rdl_now(lk->c);
+    int64_t left = lk->valid_until - rdl_svc_now(&lk->c->svc);
     return left > 0 ? left : 0;
 }
 

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* A Redis server the client sends lock commands to (src/node.c): its
  * connection, its deadline in the client's heap, the WAITs in flight on
- * it, and the locks waiting for it to be ready.
+ * it, and whether what waited for it is to be sent.
  *
  * Each lock goes to one node (lk->node). With one Redis or with Sentinel
  * the client has one node, embedded; the Cluster router and the quorum
  * give a client several, each with a connection of its own on the same
  * loop. Under a quorum, locks go to the embedded node, which has no
- * server: it hands their requests to the quorum (src/quorum.h), which
- * sends them on to its member nodes. A node is the owner of its connection (rdl_conn_owner): what the
- * connection reports comes here and is passed on to the client and to the
- * node's locks.
+ * server: the quorum registered an rdl_node_via table on it, and its
+ * calls go there (src/quorum.h), which sends them on to its member nodes.
+ *
+ * A node is the owner of its connection (rdl_conn_owner): what the
+ * connection reports comes here. Replies go back through each request's
+ * own ops (src/req.h); what the node's owner (the client) must hear, it
+ * hears through the rdl_node_owner table it registered: the node calls
+ * nothing above it.
  */
 #ifndef REDLEASE_NODE_H
 #define REDLEASE_NODE_H
@@ -21,31 +25,71 @@
 #include "conn.h"
 #include "heap.h"
 #include "list.h"
-#include "quorum.h"
+#include "svc.h"
 
-struct redlease_client;
+struct rdl_node;
+
+/* What a node tells its owner. Each gets the owner pointer given to
+ * rdl_node_init(); none may free the node. */
+typedef struct rdl_node_owner {
+    /* The handshake passed: the node's connection is ready (what waited
+     * for it is sent from the owner's timer: flush). */
+    void (*ready)(void *owner, struct rdl_node *n);
+    /* The server refused the connection in a way retrying cannot cure
+     * (EAUTH, EPERM, ECONFIG): what waits for this node can stop. */
+    void (*refused)(void *owner, struct rdl_node *n, int status, int64_t now);
+    /* The node's link failed (its REDLEASE_EV_DISCONNECTED was emitted). */
+    void (*lost)(void *owner, struct rdl_node *n);
+    /* A request of the node came back (a graceful close waits for the last). */
+    void (*replied)(void *owner);
+    /* What a read made due may run now (rdl_conn_on_read_done()). */
+    void (*drain)(void *owner);
+    /* From rdl_node_run(): the node is ready and flush was wanted (it
+     * became ready, or rdl_node_flush_soon()): send what waited for it,
+     * and have every held lease on it renew at once. */
+    void (*flush)(void *owner, struct rdl_node *n, int64_t now);
+} rdl_node_owner;
+
+/* A node with no server of its own (the quorum's): its calls go to the
+ * registrant (src/quorum.c) with its arg, not to its connection. A server
+ * node has none (NULL). */
+typedef struct rdl_node_via {
+    int (*submit)(void *arg, rdl_req *req, int argc, const char **argv, const size_t *lens);
+    int (*ready)(const void *arg);
+    uint64_t (*epoch)(const void *arg);
+    int64_t (*rtt_floor)(const void *arg);
+    int (*refusal)(const void *arg);
+    int (*status)(const void *arg);
+    void (*note_timeout)(void *arg, int64_t sent_at, int64_t now);
+} rdl_node_via;
 
 typedef struct rdl_node {
-    struct redlease_client *c;
+    rdl_svc *svc;
+    const rdl_node_owner *owner_ops;
+    void *owner;
     size_t index;       /* its place in c->nodes (0: the embedded one) */
     rdl_conn conn;
     rdl_heap_node wake; /* the connection's deadline (kind RDL_WAKE_NODE) */
     rdl_acks acks;      /* the WAIT in flight and the writes waiting for one */
-    int flush_needed;   /* became ready: send what waited, the locks whose
-                           lk->parked is set (only read while
-                           ready, so what a broken link owed waits for the
-                           next one) */
+    int flush_needed;   /* became ready: the owner's flush is due (only
+                           acted on while ready, so what a broken link owed
+                           waits for the next one) */
     int moving;         /* dropped to go where a Sentinel says: the
-                           disconnect that follows is ours */
+                           disconnect that follows is ours (the owner's) */
     uint32_t serves;    /* Cluster: slots the last map gives it */
-    rdl_quorum *quorum; /* the client's main node under a quorum: no server
-                           of its own, its calls go to the quorum's members
-                           (src/quorum.h) */
+    const rdl_node_via *via; /* the quorum's node: where its calls go, or NULL */
+    void *via_arg;
 } rdl_node;
 
-/* A node of client c, IDLE: 0 or REDLEASE_ENOMEM (then rdl_node_free()
- * still frees what was made). */
-int rdl_node_init(rdl_node *n, struct redlease_client *c, const rdl_conn_config *cc);
+/* A node reporting to owner through ops, with the services svc, IDLE: 0
+ * or REDLEASE_ENOMEM (then rdl_node_free() still frees what was made). */
+int rdl_node_init(rdl_node *n, rdl_svc *svc, const rdl_node_owner *ops, void *owner,
+                  const rdl_conn_config *cc);
+/* Its calls go to via (with arg) from now on: a node with no server. */
+void rdl_node_set_via(rdl_node *n, const rdl_node_via *via, void *arg);
+/* The owner's flush is wanted at its next timer run, if the node is
+ * ready then (a via that became ready). */
+static inline void rdl_node_flush_soon(rdl_node *n) { n->flush_needed = 1; }
 /* Closes the connection (its requests and the WAITs' tickets come back,
  * NULL) and takes the node out of the heap. */
 void rdl_node_free(rdl_node *n);
@@ -60,40 +104,41 @@ void rdl_node_use(rdl_node *n, int64_t now);
 int rdl_node_ready(const rdl_node *n);
 /* What the locks and the WAITs ask of a node, never of its connection
  * directly: the node decides how a request reaches Redis. Each is its
- * connection's (src/conn.h) for a node of one server, the quorum's for
- * the quorum's node. */
+ * connection's (src/conn.h) for a node of one server, its via's for the
+ * quorum's node. */
 static inline int rdl_node_submit(rdl_node *n, rdl_req *req, int argc, const char **argv,
                                   const size_t *lens)
 {
-    if (n->quorum) return rdl_quorum_submit(n->quorum, req, argc, argv, lens);
+    if (n->via) return n->via->submit(n->via_arg, req, argc, argv, lens);
     return rdl_conn_submit(&n->conn, req, argc, argv, lens);
 }
 /* The server's own conditional commands to use on the node (RDL_NATIVE_*):
- * a quorum's members are sent scripts, each as the quorum builds them. */
+ * none through a via (a quorum's members are sent scripts, each as the
+ * quorum builds them). */
 static inline int rdl_node_native(const rdl_node *n)
 {
-    return n->quorum ? 0 : rdl_conn_native(&n->conn);
+    return n->via ? 0 : rdl_conn_native(&n->conn);
 }
 static inline uint64_t rdl_node_epoch(const rdl_node *n)
 {
-    return n->quorum ? n->quorum->epoch : rdl_conn_epoch(&n->conn);
+    return n->via ? n->via->epoch(n->via_arg) : rdl_conn_epoch(&n->conn);
 }
 static inline int64_t rdl_node_rtt_floor(const rdl_node *n)
 {
-    return n->quorum ? rdl_quorum_rtt_floor(n->quorum) : rdl_conn_rtt_floor(&n->conn);
+    return n->via ? n->via->rtt_floor(n->via_arg) : rdl_conn_rtt_floor(&n->conn);
 }
 static inline int rdl_node_refusal(const rdl_node *n)
 {
-    return n->quorum ? rdl_quorum_refusal(n->quorum) : rdl_conn_refusal(&n->conn);
+    return n->via ? n->via->refusal(n->via_arg) : rdl_conn_refusal(&n->conn);
 }
 static inline int rdl_node_status(const rdl_node *n)
 {
-    return n->quorum ? rdl_quorum_status(n->quorum) : rdl_conn_status(&n->conn);
+    return n->via ? n->via->status(n->via_arg) : rdl_conn_status(&n->conn);
 }
 static inline void rdl_node_note_timeout(rdl_node *n, int64_t sent_at, int64_t now)
 {
-    if (n->quorum)
-        rdl_quorum_note_timeout(n->quorum, sent_at, now);
+    if (n->via)
+        n->via->note_timeout(n->via_arg, sent_at, now);
     else
         rdl_conn_note_timeout(&n->conn, sent_at, now);
 }
@@ -108,7 +153,7 @@ static inline void rdl_node_restart(rdl_node *n, int status, const char *why)
 /* Work for the client's timer now, whatever the deadline. */
 int rdl_node_due(const rdl_node *n);
 /* From the client's timer: the connection's work (its deadline passed, or
- * rdl_node_due()), then what waited for it once it is ready. */
+ * rdl_node_due()), then the owner's flush once it is ready. */
 void rdl_node_run(rdl_node *n, int64_t now);
 
 #endif

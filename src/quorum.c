@@ -57,9 +57,13 @@ typedef struct rdl_qop {
 
 /* ------------------------------------------------------------ members */
 
-int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node **members, size_t n)
+static const rdl_node_via front_via; /* below */
+
+int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node *front, rdl_node **members,
+                    size_t n)
 {
     q->c = c;
+    q->front = front;
     q->n = n;
     q->need = n / 2 + 1;
     rdl_list_init(&q->owing);
@@ -71,6 +75,7 @@ int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node **members, size_
     q->scripts_epoch = rdl_calloc(n, sizeof *q->scripts_epoch);
     if (!q->member || !q->owed_n || !q->scripts || !q->scripts_epoch) return REDLEASE_ENOMEM;
     memcpy(q->member, members, n * sizeof *q->member);
+    rdl_node_set_via(front, &front_via, q);
     return REDLEASE_OK;
 }
 
@@ -99,7 +104,7 @@ int rdl_quorum_ready(const rdl_quorum *q)
     size_t ready = 0;
     for (size_t i = 0; i < q->n; i++) ready += member_ready(q, i);
     int settled = q->settled == (1u << q->n) - 1 || ready == q->n;
-    return ready >= q->need && settled && !q->c->dead;
+    return ready >= q->need && settled && !q->c->svc.dead;
 }
 
 /* The slowest member's floor: an answer from a majority takes that long
@@ -199,7 +204,7 @@ static int send_part(rdl_qop *op, size_t i)
         if (!(q->scripts[i] & (1u << op->script))) pt->req.sent_eval = 1;
     }
     if (pt->req.sent_eval) rdl_cmd_as_eval(argv, lens, op->script);
-    pt->req.t0 = rdl_now(q->c);
+    pt->req.t0 = rdl_svc_now(&q->c->svc);
     pt->req.epoch = rdl_node_epoch(q->member[i]);
     int rc = rdl_node_submit(q->member[i], &pt->req, op->argc, argv, lens);
     if (rc) return rc;
@@ -322,7 +327,7 @@ int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, 
 {
     if (!rdl_quorum_ready(q)) return REDLEASE_ECONN;
     if (argc > RDL_CMD_MAX_ARGS) return REDLEASE_EINVAL;
-    int64_t now = rdl_now(q->c);
+    int64_t now = rdl_svc_now(&q->c->svc);
     sweep(q, now);
     rdl_qop *op = op_new(q, req->kind, req->script, argc, argv, lens);
     if (!op) return REDLEASE_ENOMEM;
@@ -427,8 +432,8 @@ static uint32_t may_hold(const rdl_qop *op)
  * its link, and every fan-out waiting on it, for ever. */
 static void answer(rdl_qop *op, const rdl_reply *r)
 {
-    int64_t now = rdl_now(op->q->c);
-    for (size_t i = 0; i < op->q->n && !op->q->c->dead; i++)
+    int64_t now = rdl_svc_now(&op->q->c->svc);
+    for (size_t i = 0; i < op->q->n && !op->q->c->svc.dead; i++)
         if (op->part[i].out) rdl_node_note_timeout(op->q->member[i], op->part[i].req.t0, now);
     rdl_req *parent = op->parent;
     op->parent = NULL;
@@ -531,14 +536,14 @@ static void on_part_reply(rdl_req *req, const rdl_reply *r)
     redlease_client *c = q->c;
     pt->out = 0;
     op->out--;
-    if (c->dead) {
+    if (c->svc.dead) {
         /* ending: nothing is sent or decided; the lock frees its request */
         if (op->parent) answer(op, NULL);
         forget_owed(op);
         maybe_free(op);
         return;
     }
-    int64_t now = rdl_now(c);
+    int64_t now = rdl_svc_now(&c->svc);
     int deletes = op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP;
     int noscript = r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).noscript;
     if (noscript && op->script >= 0 && !pt->req.sent_eval && (op->parent || deletes)) {
@@ -582,8 +587,8 @@ void rdl_quorum_run(rdl_quorum *q, int64_t now)
 {
     (void)now;
     q->settled = (1u << q->n) - 1;
-    rdl_heap_update(&q->c->heap, &q->wake, RDL_NEVER);
-    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
+    rdl_heap_update(&q->c->svc.heap, &q->wake, RDL_NEVER);
+    if (rdl_quorum_ready(q)) rdl_node_flush_soon(q->front);
 }
 
 /* Member m's first connection is over: once all are, the quorum may be
@@ -592,15 +597,41 @@ static void settle(rdl_quorum *q, rdl_node *m)
 {
     for (size_t i = 0; i < q->n; i++)
         if (q->member[i] == m) q->settled |= 1u << i;
-    if (rdl_quorum_ready(q)) q->c->main.flush_needed = 1;
+    if (rdl_quorum_ready(q)) rdl_node_flush_soon(q->front);
 }
 
 void rdl_quorum_member_ready(rdl_quorum *q, rdl_node *m)
 {
     q->epoch++; /* held leases are confirmed again, with this member asked */
     for (size_t i = 0; i < q->n; i++)
-        if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_now(q->c));
+        if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_svc_now(&q->c->svc));
     settle(q, m);
 }
 
 void rdl_quorum_member_failed(rdl_quorum *q, rdl_node *m) { settle(q, m); }
+
+/* ------------------------------------------------ the front node's calls */
+
+static int via_submit(void *q, rdl_req *req, int argc, const char **argv, const size_t *lens)
+{
+    return rdl_quorum_submit(q, req, argc, argv, lens);
+}
+static int via_ready(const void *q) { return rdl_quorum_ready(q); }
+static uint64_t via_epoch(const void *q) { return ((const rdl_quorum *)q)->epoch; }
+static int64_t via_rtt_floor(const void *q) { return rdl_quorum_rtt_floor(q); }
+static int via_refusal(const void *q) { return rdl_quorum_refusal(q); }
+static int via_status(const void *q) { return rdl_quorum_status(q); }
+static void via_note_timeout(void *q, int64_t sent_at, int64_t now)
+{
+    rdl_quorum_note_timeout(q, sent_at, now);
+}
+
+static const rdl_node_via front_via = {
+    .submit = via_submit,
+    .ready = via_ready,
+    .epoch = via_epoch,
+    .rtt_floor = via_rtt_floor,
+    .refusal = via_refusal,
+    .status = via_status,
+    .note_timeout = via_note_timeout,
+};

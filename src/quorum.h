@@ -63,6 +63,8 @@ struct rdl_node;
 
 typedef struct rdl_quorum {
     struct redlease_client *c;
+    struct rdl_node *front;   /* the node locks send to: its calls come here
+                                 (rdl_node_via, registered by init) */
     struct rdl_node **member; /* n of them, nodes of the client */
     size_t n, need;           /* need: a majority, n / 2 + 1 */
     uint64_t epoch;           /* bumped each time a member becomes ready */
@@ -80,9 +82,11 @@ typedef struct rdl_quorum {
                                  not ready (rdl_qop.link) */
 } rdl_quorum;
 
-/* A quorum of client c over members (addresses already made nodes);
- * 0 or REDLEASE_ENOMEM. */
-int rdl_quorum_init(rdl_quorum *q, struct redlease_client *c, struct rdl_node **members, size_t n);
+/* A quorum of client c over members (addresses already made nodes),
+ * fronted by node front (a node with no server: the quorum registers its
+ * calls on it); 0 or REDLEASE_ENOMEM. */
+int rdl_quorum_init(rdl_quorum *q, struct redlease_client *c, struct rdl_node *front,
+                    struct rdl_node **members, size_t n);
 /* The loop is attached, the members start connecting: the settling time
  * (RDL_QUORUM_SETTLE_MS at most, a quarter of the command timeout, the
  * connect timeout) starts. */
@@ -93,7 +97,7 @@ void rdl_quorum_run(rdl_quorum *q, int64_t now);
 /* After the members' nodes were freed (their requests came back). */
 void rdl_quorum_free(rdl_quorum *q);
 
-/* The node calls (src/node.h) for the quorum's node. */
+/* The node calls (src/node.h) for the quorum's front node. */
 int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens);
 int rdl_quorum_ready(const rdl_quorum *q);
 int64_t rdl_quorum_rtt_floor(const rdl_quorum *q);

@@ -97,6 +97,11 @@ typedef struct rdl_transport {
     void *self;
 } rdl_transport;
 
+/* Makes the transport of a connection (src/transport_hiredis.c, or the
+ * unit tests' fake); it reports to cn. */
+typedef int (*rdl_transport_factory)(rdl_transport *out, struct rdl_conn *cn,
+                                     const struct redlease_loop_ops *loop, void *loop_data);
+
 /* The hiredis binding: attaches each new context through loop->attach. */
 int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
                              const struct redlease_loop_ops *loop, void *loop_data);
