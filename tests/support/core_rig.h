@@ -4,10 +4,11 @@
  * handle's callbacks, the helpers that start, hold and release a lease and
  * look at what was sent, and a recorder of the client's events.
  *
- * Header-only, as testutil.h, whose CHECK counters are per translation
- * unit: a CHECK in a callback here must count in the test that runs it.
- * The functions are static inline: a program that uses only some of them
- * gets no unused-function warning for the others. */
+ * Header-only: each file that includes it has its own copy, the event
+ * recorder's seen[] too, so events recorded by a client that one file's
+ * helper started are read in that file. (testutil.h's CHECK counters are
+ * one per program.) The functions are static inline: a program that uses
+ * only some of them gets no unused-function warning for the others. */
 #ifndef REDLEASE_CORE_RIG_H
 #define REDLEASE_CORE_RIG_H
 #include <stdint.h>

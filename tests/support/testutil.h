@@ -6,8 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static int t_fails;
-static const char *t_skip; /* set by SKIP_TEST: the case reports "# SKIP why" */
+/* One of each per program, however many files its cases are in: a CHECK
+ * in any of them counts in the case that runs it, which run_tests() (in
+ * the file of main) reads. Weak: every file that includes this defines
+ * them, and the linker keeps one. */
+__attribute__((weak)) int t_fails;
+__attribute__((weak)) const char *t_skip; /* set by SKIP_TEST: the case reports "# SKIP why" */
 
 /* Ends the current case as skipped, with the reason in the TAP line. */
 #define SKIP_TEST(why)                                                                   \
