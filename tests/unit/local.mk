@@ -26,7 +26,9 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_alloc_SOURCES = %reldir%/test_alloc.c $(SUPPORT_H)
 %canon_reldir%_test_replicas_SOURCES = %reldir%/test_replicas.c $(SUPPORT_H)
 %canon_reldir%_test_sentinel_SOURCES = %reldir%/test_sentinel.c $(SUPPORT_H)
-%canon_reldir%_test_cluster_SOURCES = %reldir%/test_cluster.c $(SUPPORT_H)
+%canon_reldir%_test_cluster_SOURCES = %reldir%/test_cluster.c %reldir%/test_cluster.h \
+	%reldir%/test_cluster_parsers.c %reldir%/test_cluster_routing.c %reldir%/test_cluster_queue.c \
+	$(SUPPORT_H)
 %canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c $(SUPPORT_H)
 %canon_reldir%_test_native_SOURCES = %reldir%/test_native.c $(SUPPORT_H)
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(SUPPORT_H)
