@@ -5,10 +5,12 @@
 INTEGRATION_CPPFLAGS = $(IN_TREE_CPPFLAGS) $(SUPPORT_CPPFLAGS) $(HIREDIS_CFLAGS)
 INTEGRATION_LDADD = libredlease_core.la $(HIREDIS_LIBS)
 
-# The suite (suite.c) once per adapter: test_NAME links it with
-# loop_NAME.c. libev and the poll() loop written in the test (the "your
-# own loop" proof) always; the others when configure found their library.
-SUITE_SOURCES = %reldir%/suite.c %reldir%/testloop.h tests/support/testutil.h
+# The suite (suite.c, which runs the cases of suite_*.c) once per adapter:
+# test_NAME links it with loop_NAME.c. libev and the poll() loop written in
+# the test (the "your own loop" proof) always; the others when configure
+# found their library.
+SUITE_SOURCES = %reldir%/suite.c %reldir%/suite.h %reldir%/suite_leases.c \
+	%reldir%/suite_adapter.c %reldir%/testloop.h tests/support/testutil.h
 INTEGRATION_TESTS = %reldir%/libev.itest %reldir%/poll.itest
 check_PROGRAMS += %reldir%/test_libev %reldir%/test_poll
 if HAVE_LIBEVENT

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The event loop an integration test program runs on. suite.c holds the
- * scenarios; each loop_<name>.c implements this interface with one adapter,
- * and the two are linked into tests/integration/test_<name>. */
+/* The event loop an integration test program runs on. The suite (suite.c
+ * and the suite_*.c it runs) holds the scenarios; each loop_<name>.c
+ * implements this interface with one adapter, and the two are linked into
+ * tests/integration/test_<name>. */
 #ifndef REDLEASE_TESTLOOP_H
 #define REDLEASE_TESTLOOP_H
 
