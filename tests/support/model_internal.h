@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the model check (model.h) share: model.c (the
+ * driver's choices, the leases, the checks, the steps), model_redis.c (the
+ * model's Redis: its keys, queues and the commands it runs) and
+ * model_pubsub.c (the client's subscriber link). Each name is said at its
+ * definition. They keep the short names they had when the model was one
+ * file: only the model's own programs (test_model, replay_model,
+ * fuzz_model) link them, and none is a library's (rdl_, redlease_). */
+#ifndef REDLEASE_MODEL_INTERNAL_H
+#define REDLEASE_MODEL_INTERNAL_H
+#include <stdint.h>
+
+#include "fake.h"
+#include "model.h"
+
+/* ------------------------------------------------------------ model.c */
+
+#define NL 12
+typedef struct lease {
+    redlease_lock *lk;
+    int alive, acq, acq_ok, lost, rel, release_called, in_call;
+    int saw_busy, saw_acquire_error, saw_renew_zero; /* replies delivered to it */
+    int delete_failed;    /* a compare-and-delete of its token was answered an error */
+    int acq_done;         /* its acquire ended (ACQUIRED or ACQUIRE_FAILED): it waits no more */
+    int failed_ev;        /* ACQUIRE_FAILED: its drop (if any) is behind its attempts */
+    int drop_ran;         /* a compare-and-delete of its token ran after that */
+    int deleted;          /* a compare-and-delete of its token ran and deleted its key */
+    int fail_links;       /* links made when it failed */
+    int fail_up;          /* ...and whether the link was up then */
+    int lost_ev;          /* EV_LOST came */
+    int joined;           /* its token has been placed in a queue */
+    int64_t sleep_max;    /* the longest a waiting attempt of it sleeps (the quiet phase) */
+    int64_t ttl;
+    int64_t deadline;     /* the local deadline its events reported, or -1 */
+    int64_t exec_until;   /* what its confirmations executed so far could give */
+    int64_t exempt_until; /* its key was wiped: held() without it is excused until then, */
+    int exempt_link;      /* on the link it was confirmed on (redlease.h: held() is 0 after a
+                           * reconnect until a renewal confirms it again) */
+    char token[40], key[64];
+} lease;
+
+int R(int n);
+extern fake F;
+void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int64_t contract_drift(int64_t ttl);
+int64_t contract_until(int64_t t0, int64_t ttl);
+extern lease L[NL];
+lease *by_token(const char *token);
+lease *by_token_any(const char *token);
+
+/* ------------------------------------------------------ model_redis.c */
+
+typedef struct kv {
+    char key[64], val[64];
+    int64_t exp;
+    int used;
+    int handed; /* set by a queue's hand-over, not by its holder's own command */
+} kv;
+
+/* A resource's queue: the sorted set KEYS[2] (members in score order,
+ * scores counting up) and the hash KEYS[3] (token -> deadline claim
+ * channel), each a key of its own, gone when empty, with a TTL (expiry by
+ * our clock, or -1) that the joins raise to the entry's life. */
+#define NQ 24
+typedef struct qmember {
+    char tok[40];
+    long long score;
+} qmember;
+typedef struct qentry {
+    char tok[40];
+    int64_t deadline, claim; /* deadline: the server's TIME */
+    char ch[96];
+} qentry;
+typedef struct queue {
+    qmember z[NQ];
+    int nz;
+    int64_t zexp;
+    qentry w[NQ];
+    int nw;
+    int64_t wexp;
+} queue;
+
+extern const char *const errors[5]; /* the error replies the model answers */
+#define N_ERRORS ((int)(sizeof errors / sizeof errors[0]))
+extern kv db[16];
+extern long long fence_ctr;
+extern int noscript_mode;
+extern int fast_server;
+extern int links;
+extern int native;
+extern int native_refused;
+kv *find(const char *k, int64_t now);
+void put(const char *k, const char *v, int64_t exp);
+extern queue Q[2];
+extern int64_t srv_skew;
+extern int strangers;
+void qexpire(queue *q);
+int live_entry(queue *q, const char *tok);
+extern int xh;
+extern int next_error;
+int pending_exec(void);
+void execute(void);
+void deliver(void);
+void execute_and_deliver(void);
+void reconnect(void);
+void wipe(void);
+void stranger_joins(void);
+void stranger_takes(void);
+
+/* ----------------------------------------------------- model_pubsub.c */
+
+/* What the server pushed on the client's subscriber link and the client
+ * has not read yet, oldest first: the SUBSCRIBE's confirmation (or its
+ * refusal) and the words published to its channel after it. They belong
+ * to one link (its connect count): a broken link loses them. */
+enum { PUSH_CONFIRM, PUSH_REFUSED, PUSH_WORD };
+typedef struct push {
+    int kind;
+    int link;   /* F.side.connects when pushed */
+    int forged; /* a word the queue never published */
+    char ch[96], text[128];
+} push;
+#define NPUSH 64
+
+extern push fifo[NPUSH];
+extern int nfifo;
+extern int sub_on;
+extern int sub_link;
+extern int sub_idx;
+extern int pub_refused;
+void waker_sync(void);
+void link_break(void);
+int stranger_token(const char *t);
+int publish(const char *ch, const char *text);
+extern int quieting;
+extern int told_g[NL];
+int sub_pending(void);
+void srv_subscribe(int may_refuse);
+void read_pushes(int k, int mode);
+void link_connect(void);
+void forge_word(void);
+
+#endif
