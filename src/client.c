@@ -102,7 +102,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         for (int i = 0; i < nmembers && ok; i++)
             ok = (m[i] = rdl_client_node_at(c, members[i].host, strlen(members[i].host),
                                             members[i].port)) != NULL;
-        ok = ok && rdl_quorum_init(c->quorum, c, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
+        ok = ok && rdl_quorum_init(c->quorum, &c->svc, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
         ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
     rdl_addr_list_free(members, nmembers);

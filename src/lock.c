@@ -922,7 +922,6 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
     maybe_free(lk); /* a released handle whose drop expired */
 }
 
-int rdl_lock_waits_for(const rdl_req *req) { return req->lk->req == req; }
 
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
 {
@@ -1119,7 +1118,26 @@ static void on_reply(rdl_req *req, const rdl_reply *r)
  * handled. */
 static void on_prefetch(const rdl_req *req) { rdl_lock_prefetch(req->lk); }
 
-static const rdl_req_ops lock_req_ops = {.reply = on_reply, .prefetch = on_prefetch};
+/* The lease a request is about, for the quorum's own commands. */
+static void on_lease(const rdl_req *req, rdl_cmd_spec *spec)
+{
+    const struct redlease_lock *lk = req->lk;
+    spec->key = lk->key;
+    spec->keylen = lk->keylen;
+    spec->token = lk->token;
+    spec->ttl = lk->ttl;
+    spec->fence_key = lk->fencing ? rdl_lock_fence_key(lk) : NULL;
+    spec->fence_keylen = lk->fencing ? lk->opts->fence_keylen : 0;
+}
+
+static int on_waited(const rdl_req *req) { return req->lk->req == req; }
+
+static const rdl_req_ops lock_req_ops = {
+    .reply = on_reply,
+    .prefetch = on_prefetch,
+    .lease = on_lease,
+    .waited = on_waited,
+};
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
  * redlease_client_free(), when c->svc.dead already stops the normal path. */

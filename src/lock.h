@@ -182,8 +182,6 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
 void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now);
 /* The client's timer reached the lock's deadline (lk->wake). */
 void rdl_lock_run(struct redlease_lock *lk, int64_t now);
-/* The lock still waits for req (its op's request, not a stale one). */
-int rdl_lock_waits_for(const struct rdl_req *req);
 /* Its node is ready: send what the lock parked (lk->parked). */
 void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* Its node's connection became ready: a held lease not confirmed on it

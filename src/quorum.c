@@ -12,11 +12,9 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "client.h"
 #include "errors.h"
 #include "lease_cmd.h"
 #include "lease_math.h"
-#include "lock.h"
 #include "node.h"
 #include "quorum.h"
 #include "scripts.h"
@@ -59,10 +57,9 @@ typedef struct rdl_qop {
 
 static const rdl_node_via front_via; /* below */
 
-int rdl_quorum_init(rdl_quorum *q, redlease_client *c, rdl_node *front, rdl_node **members,
-                    size_t n)
+int rdl_quorum_init(rdl_quorum *q, rdl_svc *svc, rdl_node *front, rdl_node **members, size_t n)
 {
-    q->c = c;
+    q->svc = svc;
     q->front = front;
     q->n = n;
     q->need = n / 2 + 1;
@@ -104,7 +101,7 @@ int rdl_quorum_ready(const rdl_quorum *q)
     size_t ready = 0;
     for (size_t i = 0; i < q->n; i++) ready += member_ready(q, i);
     int settled = q->settled == (1u << q->n) - 1 || ready == q->n;
-    return ready >= q->need && settled && !q->c->svc.dead;
+    return ready >= q->need && settled && !q->svc->dead;
 }
 
 /* The slowest member's floor: an answer from a majority takes that long
@@ -204,7 +201,7 @@ static int send_part(rdl_qop *op, size_t i)
         if (!(q->scripts[i] & (1u << op->script))) pt->req.sent_eval = 1;
     }
     if (pt->req.sent_eval) rdl_cmd_as_eval(argv, lens, op->script);
-    pt->req.t0 = rdl_svc_now(&q->c->svc);
+    pt->req.t0 = rdl_svc_now(q->svc);
     pt->req.epoch = rdl_node_epoch(q->member[i]);
     int rc = rdl_node_submit(q->member[i], &pt->req, op->argc, argv, lens);
     if (rc) return rc;
@@ -283,18 +280,26 @@ static void sweep(rdl_quorum *q, int64_t now)
     }
 }
 
+/* The lease the lock's request is about (its key, token, TTL, fence key). */
+static rdl_cmd_spec lease_of(const rdl_req *parent, int script)
+{
+    rdl_cmd_spec spec = {.script = script};
+    parent->ops->lease(parent, &spec);
+    return spec;
+}
+
 /* A compare-and-delete of the lock's key on the members in mask, made by
  * the quorum itself (a failed acquire's leftovers, a lost lease's). */
-static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mask, int64_t now)
+static void clean_up(rdl_quorum *q, const rdl_req *parent, uint32_t mask, int64_t now)
 {
     if (!mask) return;
-    rdl_cmd_spec spec = {.script = RDL_SCRIPT_RELEASE, .key = lk->key, .keylen = lk->keylen,
-                         .token = lk->token, .ttl = lk->ttl};
+    rdl_cmd_spec spec = lease_of(parent, RDL_SCRIPT_RELEASE);
+    spec.fence_key = NULL;
     rdl_cmd cmd;
     rdl_cmd_encode(&cmd, &spec);
     rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, cmd.argc, cmd.argv, cmd.lens);
     if (!op) return; /* the keys expire by themselves */
-    op->until = now + lk->ttl + rdl_drift(lk->ttl);
+    op->until = now + spec.ttl + rdl_drift(spec.ttl);
     op->cleanup = 1;
     /* EVAL from the start: a NOSCRIPT would send it again, behind the
      * lock's next attempt, whose key it would then delete. */
@@ -308,10 +313,10 @@ static void clean_up(rdl_quorum *q, const struct redlease_lock *lk, uint32_t mas
  * EVAL, behind the acquire on each link (so before its release): the next
  * holder's majority shares a member with this one and mints above it,
  * unless that member's link broke before the raise ran there. */
-static void raise_fences(rdl_quorum *q, const struct redlease_lock *lk, uint64_t fence, int64_t now)
+static void raise_fences(rdl_quorum *q, const rdl_cmd_spec *lease, uint64_t fence, int64_t now)
 {
-    rdl_cmd_spec spec = {.script = RDL_SCRIPT_FENCE_RAISE, .fence_key = rdl_lock_fence_key(lk),
-                         .fence_keylen = lk->opts->fence_keylen, .fence = fence, .ttl = lk->ttl};
+    rdl_cmd_spec spec = {.script = RDL_SCRIPT_FENCE_RAISE, .fence_key = lease->fence_key,
+                         .fence_keylen = lease->fence_keylen, .fence = fence, .ttl = lease->ttl};
     rdl_cmd cmd;
     rdl_cmd_encode(&cmd, &spec);
     rdl_qop *op = op_new(q, RDL_REQ_FENCE_RAISE, RDL_SCRIPT_FENCE_RAISE, cmd.argc, cmd.argv, cmd.lens);
@@ -327,14 +332,15 @@ int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, 
 {
     if (!rdl_quorum_ready(q)) return REDLEASE_ECONN;
     if (argc > RDL_CMD_MAX_ARGS) return REDLEASE_EINVAL;
-    int64_t now = rdl_svc_now(&q->c->svc);
+    int64_t now = rdl_svc_now(q->svc);
     sweep(q, now);
     rdl_qop *op = op_new(q, req->kind, req->script, argc, argv, lens);
     if (!op) return REDLEASE_ENOMEM;
     op->parent = req;
     int deletes = req->kind == RDL_REQ_RELEASE || req->kind == RDL_REQ_DROP;
     if (deletes) {
-        op->until = now + req->lk->ttl + rdl_drift(req->lk->ttl);
+        int64_t ttl = lease_of(req, req->script).ttl;
+        op->until = now + ttl + rdl_drift(ttl);
     }
     int last = REDLEASE_ECONN;
     for (size_t i = 0; i < q->n; i++) {
@@ -432,8 +438,8 @@ static uint32_t may_hold(const rdl_qop *op)
  * its link, and every fan-out waiting on it, for ever. */
 static void answer(rdl_qop *op, const rdl_reply *r)
 {
-    int64_t now = rdl_svc_now(&op->q->c->svc);
-    for (size_t i = 0; i < op->q->n && !op->q->c->svc.dead; i++)
+    int64_t now = rdl_svc_now(op->q->svc);
+    for (size_t i = 0; i < op->q->n && !op->q->svc->dead; i++)
         if (op->part[i].out) rdl_node_note_timeout(op->q->member[i], op->part[i].req.t0, now);
     rdl_req *parent = op->parent;
     op->parent = NULL;
@@ -486,19 +492,20 @@ static void decide(rdl_qop *op, int64_t now)
                 r.type = RDL_REPLY_STATUS;
                 r.str = "OK";
                 r.len = 2;
-            } else if (op->script == RDL_SCRIPT_ACQUIRE_FENCED ||
-                       (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->parent->lk->fencing)) {
-                r.integer = (long long)op->fence;
-                raise_fences(q, op->parent->lk, op->fence, now);
             } else {
-                r.integer = 1;
+                /* a fenced acquire's answer is the fence, every other's 1 */
+                rdl_cmd_spec lease = lease_of(op->parent, op->script);
+                int fenced = op->script == RDL_SCRIPT_ACQUIRE_FENCED ||
+                             (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && lease.fence_key);
+                r.integer = fenced ? (long long)op->fence : 1;
+                if (fenced) raise_fences(q, &lease, op->fence, now);
             }
             answer(op, &r);
         } else if (op->yes + op->out < need) {
             /* Delete what it set, unless the lock stopped waiting for it:
              * then its next attempt may be on the links already, and that
              * attempt (or the lock's drop) covers these keys. */
-            if (rdl_lock_waits_for(op->parent)) clean_up(q, op->parent->lk, may_hold(op), now);
+            if (op->parent->ops->waited(op->parent)) clean_up(q, op->parent, may_hold(op), now);
             answer_failure(op);
         }
         break;
@@ -507,7 +514,7 @@ static void decide(rdl_qop *op, int64_t now)
             answer(op, &r);
         } else if (op->no > may_fail) {
             /* Not ours on a majority: lost, and what is left of it goes. */
-            clean_up(q, op->parent->lk, may_hold(op), now);
+            clean_up(q, op->parent, may_hold(op), now);
             r.integer = 0;
             answer(op, &r);
         } else if (op->yes + op->out < need) {
@@ -533,17 +540,17 @@ static void on_part_reply(rdl_req *req, const rdl_reply *r)
     rdl_qop *op = pt->op;
     rdl_quorum *q = op->q;
     size_t i = pt->member;
-    redlease_client *c = q->c;
+    rdl_svc *svc = q->svc;
     pt->out = 0;
     op->out--;
-    if (c->svc.dead) {
+    if (svc->dead) {
         /* ending: nothing is sent or decided; the lock frees its request */
         if (op->parent) answer(op, NULL);
         forget_owed(op);
         maybe_free(op);
         return;
     }
-    int64_t now = rdl_svc_now(&c->svc);
+    int64_t now = rdl_svc_now(svc);
     int deletes = op->kind == RDL_REQ_RELEASE || op->kind == RDL_REQ_DROP;
     int noscript = r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).noscript;
     if (noscript && op->script >= 0 && !pt->req.sent_eval && (op->parent || deletes)) {
@@ -587,7 +594,7 @@ void rdl_quorum_run(rdl_quorum *q, int64_t now)
 {
     (void)now;
     q->settled = (1u << q->n) - 1;
-    rdl_heap_update(&q->c->svc.heap, &q->wake, RDL_NEVER);
+    rdl_heap_update(&q->svc->heap, &q->wake, RDL_NEVER);
     if (rdl_quorum_ready(q)) rdl_node_flush_soon(q->front);
 }
 
@@ -604,7 +611,7 @@ void rdl_quorum_member_ready(rdl_quorum *q, rdl_node *m)
 {
     q->epoch++; /* held leases are confirmed again, with this member asked */
     for (size_t i = 0; i < q->n; i++)
-        if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_svc_now(&q->c->svc));
+        if (q->member[i] == m && q->owed_n[i]) pay(q, i, rdl_svc_now(q->svc));
     settle(q, m);
 }
 

@@ -57,12 +57,12 @@
 #include "heap.h"
 #include "list.h"
 #include "req.h"
+#include "svc.h"
 
-struct redlease_client;
 struct rdl_node;
 
 typedef struct rdl_quorum {
-    struct redlease_client *c;
+    rdl_svc *svc;
     struct rdl_node *front;   /* the node locks send to: its calls come here
                                  (rdl_node_via, registered by init) */
     struct rdl_node **member; /* n of them, nodes of the client */
@@ -82,11 +82,11 @@ typedef struct rdl_quorum {
                                  not ready (rdl_qop.link) */
 } rdl_quorum;
 
-/* A quorum of client c over members (addresses already made nodes),
- * fronted by node front (a node with no server: the quorum registers its
- * calls on it); 0 or REDLEASE_ENOMEM. */
-int rdl_quorum_init(rdl_quorum *q, struct redlease_client *c, struct rdl_node *front,
-                    struct rdl_node **members, size_t n);
+/* A quorum over members (addresses already made nodes), with the
+ * services svc, fronted by node front (a node with no server: the quorum
+ * registers its calls on it); 0 or REDLEASE_ENOMEM. */
+int rdl_quorum_init(rdl_quorum *q, rdl_svc *svc, struct rdl_node *front, struct rdl_node **members,
+                    size_t n);
 /* The loop is attached, the members start connecting: the settling time
  * (RDL_QUORUM_SETTLE_MS at most, a quarter of the command timeout, the
  * connect timeout) starts. */

@@ -40,6 +40,7 @@ enum rdl_req_kind {
     RDL_REQ_WAKE_SUB        /* SUBSCRIBE to the client's wake-up channel (src/waker.c) */
 };
 
+struct rdl_cmd_spec;
 struct rdl_node;
 struct rdl_reply;
 struct rdl_req;
@@ -54,13 +55,19 @@ typedef struct rdl_req_ops {
     /* Optional: its reply comes soon (rdl_conn_prefetch); fetch what the
      * handler will touch. Reads req; changes nothing. */
     void (*prefetch)(const struct rdl_req *req);
+    /* A lock's, for a layer below that sends commands of its own about
+     * the lease (a quorum's clean-up and fence raise): fills spec's key,
+     * token, TTL and fence key (src/lease_cmd.h). */
+    void (*lease)(const struct rdl_req *req, struct rdl_cmd_spec *spec);
+    /* A lock's: 1 while it still waits for this request's answer (not
+     * timed out, not cancelled: its next attempt is not on the wire). */
+    int (*waited)(const struct rdl_req *req);
 } rdl_req_ops;
 
 /* 48 bytes: a client renewing a million leases has many on the wire. */
 typedef struct rdl_req {
     const rdl_req_ops *ops;   /* its handler; NULL for a connection's own */
-    struct redlease_lock *lk; /* a lock's: holds a reference (read by lock.c
-                                 and, until it has a seam of its own, the quorum) */
+    struct redlease_lock *lk; /* a lock's: holds a reference (read by lock.c only) */
     struct rdl_node *node;    /* where a lock's (or the router's) went */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
