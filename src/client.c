@@ -20,6 +20,7 @@
 
 static const rdl_svc_ops svc_ops;               /* below: the outermost entry left */
 static const rdl_node_owner node_owner;         /* below: what the nodes tell us */
+static const rdl_cluster_owner cluster_owner;   /* below: what the router tells us */
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
 
@@ -58,7 +59,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         cc.host = nseeds ? seeds[0].host : NULL;
         cc.port = nseeds ? seeds[0].port : 0;
         c->cluster = rdl_calloc(1, sizeof *c->cluster);
-        ok = ok && c->cluster && rdl_cluster_init(c->cluster, c) == REDLEASE_OK;
+        ok = ok && c->cluster && rdl_cluster_init(c->cluster, &c->nodes, &c->svc, o->command_timeout_ms,
+                                                         &cluster_owner, c) == REDLEASE_OK;
     }
     rdl_addr members[REDLEASE_MAX_QUORUM];
     int nmembers = 0;
@@ -87,21 +89,15 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         ok = c->waker && rdl_waker_init(c->waker, &cc, prefix, strlen(prefix), &waker_owner, c,
                                         &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
-    c->nodes = rdl_malloc(4 * sizeof *c->nodes);
-    if (c->nodes) {
-        c->nodes[0] = &c->main;
-        c->nnodes = 1;
-        c->nodes_cap = 4;
-    }
-    ok = ok && c->nodes;
+    ok = rdl_nodes_init(&c->nodes, &c->main, &c->svc, &node_owner, c) == REDLEASE_OK && ok;
     for (int i = 1; i < nseeds && ok; i++)
-        ok = rdl_client_node_at(c, seeds[i].host, strlen(seeds[i].host), seeds[i].port) != NULL;
+        ok = rdl_nodes_at(&c->nodes, seeds[i].host, strlen(seeds[i].host), seeds[i].port) != NULL;
     rdl_addr_list_free(seeds, nseeds);
     if (c->quorum && ok) {
         rdl_node *m[REDLEASE_MAX_QUORUM];
         for (int i = 0; i < nmembers && ok; i++)
-            ok = (m[i] = rdl_client_node_at(c, members[i].host, strlen(members[i].host),
-                                            members[i].port)) != NULL;
+            ok = (m[i] = rdl_nodes_at(&c->nodes, members[i].host, strlen(members[i].host),
+                                      members[i].port)) != NULL;
         ok = ok && rdl_quorum_init(c->quorum, &c->svc, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
         ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
@@ -152,44 +148,9 @@ int redlease_client_connected(const redlease_client *c)
     if (!c) return 0;
     if (!c->cluster) return rdl_node_ready(&c->main);
     /* a Cluster: its map is known and a node is ready to be asked */
-    for (size_t i = 0; c->cluster->loaded && i < c->nnodes; i++)
-        if (rdl_node_ready(c->nodes[i])) return 1;
+    for (size_t i = 0; c->cluster->loaded && i < c->nodes.n; i++)
+        if (rdl_node_ready(c->nodes.v[i])) return 1;
     return 0;
-}
-
-rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, int port)
-{
-    for (size_t i = 0; i < c->nnodes; i++) {
-        const rdl_conn *cn = &c->nodes[i]->conn;
-        const char *h = rdl_conn_host(cn);
-        if (h && rdl_conn_port(cn) == port && strlen(h) == hlen && memcmp(h, host, hlen) == 0)
-            return c->nodes[i];
-    }
-    if (hlen > 255 || c->nnodes >= UINT16_MAX - 1) return NULL; /* the router's slot map holds 16 bits */
-    if (c->nnodes == c->nodes_cap) {
-        rdl_node **v = rdl_realloc(c->nodes, 2 * c->nodes_cap * sizeof *v);
-        if (!v) return NULL;
-        c->nodes = v;
-        c->nodes_cap *= 2;
-    }
-    char h[256];
-    memcpy(h, host, hlen);
-    h[hlen] = '\0';
-    rdl_conn_config cc;
-    rdl_conn_settings(&c->main.conn, &cc);
-    cc.host = h;
-    cc.port = port;
-    rdl_node *n = rdl_calloc(1, sizeof *n);
-    if (!n) return NULL;
-    if (rdl_node_init(n, &c->svc, &node_owner, c, &cc) != REDLEASE_OK ||
-        (c->svc.loop && rdl_node_attach(n) != REDLEASE_OK)) {
-        rdl_node_free(n);
-        rdl_free(n);
-        return NULL;
-    }
-    n->index = c->nnodes;
-    c->nodes[c->nnodes++] = n;
-    return n;
 }
 
 void redlease_client_stats(const redlease_client *c, redlease_stats *out)
@@ -200,7 +161,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
         return;
     }
     *out = c->stats;
-    for (size_t i = 0; i < c->nnodes; i++) rdl_conn_stats(&c->nodes[i]->conn, out);
+    for (size_t i = 0; i < c->nodes.n; i++) rdl_conn_stats(&c->nodes.v[i]->conn, out);
     if (c->waker) rdl_conn_stats(&c->waker->conn, out);
 }
 
@@ -240,8 +201,8 @@ static int waker_due(const redlease_client *c) { return c->waker && rdl_waker_du
 
 static int nodes_due(const redlease_client *c)
 {
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (rdl_node_due(c->nodes[i])) return 1;
+    for (size_t i = 0; i < c->nodes.n; i++)
+        if (rdl_node_due(c->nodes.v[i])) return 1;
     return 0;
 }
 
@@ -309,13 +270,13 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
         int64_t settle = rdl_quorum_settle_time(cc.connect_timeout, c->command_timeout);
         rc = rdl_heap_insert(&c->svc.heap, &c->quorum->wake, rdl_svc_now(&c->svc) + settle);
     }
-    for (size_t i = 0; i < c->nnodes && !rc; i++) rc = rdl_node_attach(c->nodes[i]);
+    for (size_t i = 0; i < c->nodes.n && !rc; i++) rc = rdl_node_attach(c->nodes.v[i]);
     if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->svc.transport_new, ops, loop_data);
     if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->svc.transport_new, ops, loop_data);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
         rdl_heap_remove(&c->svc.heap, &c->close_wake);
-        for (size_t i = 0; i < c->nnodes; i++) rdl_heap_remove(&c->svc.heap, &c->nodes[i]->wake);
+        for (size_t i = 0; i < c->nodes.n; i++) rdl_heap_remove(&c->svc.heap, &c->nodes.v[i]->wake);
         if (c->sentinel) rdl_heap_remove(&c->svc.heap, &c->sentinel->wake);
         if (c->waker) rdl_heap_remove(&c->svc.heap, &c->waker->wake);
         if (c->cluster) rdl_heap_remove(&c->svc.heap, &c->cluster->wake);
@@ -327,7 +288,7 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     rdl_svc_enter(&c->svc);
     int64_t now = rdl_svc_now(&c->svc);
     rdl_conn_connect(&c->main.conn, now); /* with Sentinel: waits for an address */
-    for (size_t i = 1; i < c->nnodes; i++) rdl_conn_connect(&c->nodes[i]->conn, now); /* seeds */
+    for (size_t i = 1; i < c->nodes.n; i++) rdl_conn_connect(&c->nodes.v[i]->conn, now); /* seeds */
     if (c->sentinel) rdl_sentinel_start(c->sentinel, now);
     rdl_svc_leave(&c->svc);
     return REDLEASE_OK;
@@ -340,8 +301,8 @@ static int close_finished(redlease_client *c, int64_t now)
     if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
     if (c->parked) return 0;
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (rdl_conn_in_flight(&c->nodes[i]->conn)) return 0;
+    for (size_t i = 0; i < c->nodes.n; i++)
+        if (rdl_conn_in_flight(&c->nodes.v[i]->conn)) return 0;
     return c->release_retries == 0;
 }
 
@@ -354,8 +315,8 @@ static void run_due(redlease_client *c, int fired)
     c->close_check = 0;
     int64_t now = rdl_svc_now(&c->svc);
     while (!c->svc.dead) {
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (rdl_node_due(c->nodes[i])) rdl_node_run(c->nodes[i], now);
+        for (size_t i = 0; i < c->nodes.n; i++)
+            if (rdl_node_due(c->nodes.v[i])) rdl_node_run(c->nodes.v[i], now);
         if (sentinel_due(c)) sentinel_run(c, now);
         if (waker_due(c)) waker_run(c, now);
         rdl_heap_node *top = rdl_heap_top(&c->svc.heap);
@@ -364,7 +325,7 @@ static void run_due(redlease_client *c, int fired)
             case RDL_WAKE_NODE: rdl_node_run(RDL_CONTAINER(top, rdl_node, wake), now); break;
             case RDL_WAKE_SENTINEL: sentinel_run(c, now); break;
             case RDL_WAKE_WAKER: waker_run(c, now); break;
-            case RDL_WAKE_CLUSTER: rdl_cluster_run(c, now); break;
+            case RDL_WAKE_CLUSTER: rdl_cluster_run(c->cluster, now); break;
             case RDL_WAKE_QUORUM: rdl_quorum_run(c->quorum, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
                 rdl_heap_update(&c->svc.heap, top, RDL_NEVER);
@@ -442,7 +403,7 @@ static void teardown(redlease_client *c)
     c->svc.depth = 1; /* the NULL replies below must not re-arm the timer */
     /* every request and WAIT ticket comes back now, NULL */
     rdl_node_free(&c->main);
-    for (size_t i = 1; i < c->nnodes; i++) rdl_node_free(c->nodes[i]);
+    for (size_t i = 1; i < c->nodes.n; i++) rdl_node_free(c->nodes.v[i]);
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->waker) rdl_waker_free(c->waker); /* its waiters leave it */
     if (c->svc.loop) c->svc.loop->detach(c->svc.loop_data);
@@ -452,8 +413,7 @@ static void teardown(redlease_client *c)
      * the Sentinel's among them. */
     rdl_free(c->sentinel);
     rdl_free(c->waker);
-    for (size_t i = 1; i < c->nnodes; i++) rdl_free(c->nodes[i]);
-    rdl_free(c->nodes);
+    rdl_nodes_free(&c->nodes);
     if (c->cluster) rdl_cluster_free(c->cluster);
     rdl_free(c->cluster);
     if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
@@ -528,7 +488,7 @@ void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, in
 static void on_node_ready(void *owner, rdl_node *n)
 {
     redlease_client *c = owner;
-    if (c->cluster) rdl_cluster_node_ready(c);
+    if (c->cluster) rdl_cluster_node_ready(c->cluster);
     if (c->quorum) rdl_quorum_member_ready(c->quorum, n);
 }
 
@@ -557,7 +517,7 @@ static void on_node_lost(void *owner, rdl_node *n)
     /* A Cluster node that serves slots (or any, before a map) failed: a
      * failover may have moved its slots. */
     if (c->cluster && (!c->cluster->loaded || n->serves))
-        rdl_cluster_want_refresh(c, rdl_svc_now(&c->svc));
+        rdl_cluster_want_refresh(c->cluster, rdl_svc_now(&c->svc));
 }
 
 static void on_node_replied(void *owner)
@@ -591,6 +551,22 @@ static void on_node_flush(void *owner, rdl_node *n, int64_t now)
         if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);
     }
 }
+
+/* ------------------------------------------------ what the router tells the client */
+
+/* A new map: every lock goes where it says; one whose node changed sends
+ * from there (a held lease is confirmed there before it counts again). */
+static void on_cluster_remap(void *owner, int64_t now)
+{
+    redlease_client *c = owner;
+    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        rdl_node *n = rdl_cluster_route(c->cluster, lk->key, lk->keylen);
+        if (n != lk->node) rdl_lock_move(lk, n, now);
+    }
+}
+
+static const rdl_cluster_owner cluster_owner = {.remap = on_cluster_remap};
 
 static const rdl_node_owner node_owner = {
     .ready = on_node_ready,
@@ -676,14 +652,14 @@ static void on_waker_link_lost(void *owner)
     if (!c->cluster && !c->quorum) return;
     const rdl_conn *wc = &c->waker->conn;
     size_t at = 0;
-    for (size_t i = 0; i < c->nnodes; i++) {
-        const rdl_conn *nc = &c->nodes[i]->conn;
+    for (size_t i = 0; i < c->nodes.n; i++) {
+        const rdl_conn *nc = &c->nodes.v[i]->conn;
         if (rdl_conn_host(nc) && rdl_conn_host(wc) && strcmp(rdl_conn_host(nc), rdl_conn_host(wc)) == 0 &&
             rdl_conn_port(nc) == rdl_conn_port(wc))
             at = i;
     }
-    for (size_t k = 1; k <= c->nnodes; k++) {
-        const rdl_conn *nc = &c->nodes[(at + k) % c->nnodes]->conn;
+    for (size_t k = 1; k <= c->nodes.n; k++) {
+        const rdl_conn *nc = &c->nodes.v[(at + k) % c->nodes.n]->conn;
         if (rdl_conn_host(nc)) {
             rdl_conn_set_address(&c->waker->conn, rdl_conn_host(nc), rdl_conn_port(nc));
             return; /* no memory: the same node again */

@@ -25,6 +25,7 @@
 #include "heap.h"
 #include "list.h"
 #include "node.h"
+#include "nodes.h"
 #include "quorum.h"
 #include "redlease.h"
 #include "req.h"
@@ -48,10 +49,9 @@ struct redlease_client {
      * exactly as long as the client and costs no allocation (nor a failure
      * path); fake.c reaches its connection as &c->main.conn. */
     rdl_node main;
-    /* Every node, main first (nodes[0]); a Cluster's other seeds and
-     * primaries after it, each allocated, all living as long as the client. */
-    rdl_node **nodes;
-    size_t nnodes, nodes_cap;
+    /* Every node, main first (nodes.v[0]); a Cluster's other seeds and
+     * primaries, or a quorum's members, after it: src/nodes.h. */
+    rdl_nodes nodes;
     rdl_cluster *cluster; /* the router (src/cluster.h), or NULL */
     rdl_quorum *quorum;   /* the quorum (src/quorum.h): main is its node, the
                              members are nodes[1..]; or NULL */
@@ -89,10 +89,6 @@ void rdl_client_drain(redlease_client *c);
  * every Sentinel): what the locks of node (all, for NULL) wait to send
  * fails with status. */
 void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, int64_t now);
-/* The node at host (hlen bytes) and port, made (with the client's
- * connection settings, on its loop) if there is none yet; NULL when out of
- * memory. */
-rdl_node *rdl_client_node_at(redlease_client *c, const char *host, size_t hlen, int port);
 /* Test hook: use another transport for clients attached after this. */
 void rdl_client_set_transport_factory(redlease_client *c, rdl_transport_factory fn);
 

@@ -6,9 +6,7 @@
 
 #include "addr.h"
 #include "alloc.h"
-#include "client.h"
 #include "cluster.h"
-#include "lock.h"
 #include "node.h"
 #include "slot.h"
 
@@ -105,10 +103,15 @@ static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
 
 /* ------------------------------------------------------------ the map */
 
-int rdl_cluster_init(rdl_cluster *cl, redlease_client *c)
+int rdl_cluster_init(rdl_cluster *cl, rdl_nodes *nodes, rdl_svc *svc, int64_t command_timeout,
+                     const rdl_cluster_owner *ops, void *owner)
 {
     memset(cl, 0, sizeof *cl);
-    cl->c = c;
+    cl->nodes = nodes;
+    cl->svc = svc;
+    cl->command_timeout = command_timeout;
+    cl->ops = ops;
+    cl->owner = owner;
     cl->wake.idx = RDL_HEAP_OUT;
     cl->wake.kind = RDL_WAKE_CLUSTER;
     cl->refresh_at = 0; /* the first map is wanted at once */
@@ -122,51 +125,49 @@ void rdl_cluster_free(rdl_cluster *cl)
     cl->slots = NULL;
 }
 
-static void set_wake(redlease_client *c)
+static void set_wake(rdl_cluster *cl)
 {
-    rdl_cluster *cl = c->cluster;
     int64_t at = cl->query ? cl->answer_by : cl->refresh_at;
-    if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &cl->wake, at);
+    if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&cl->svc->heap, &cl->wake, at);
 }
 
-rdl_node *rdl_cluster_route(redlease_client *c, const char *key, size_t len)
+rdl_node *rdl_cluster_route(rdl_cluster *cl, const char *key, size_t len)
 {
-    uint16_t i = c->cluster->slots[rdl_key_slot(key, len)];
-    return i ? c->nodes[i - 1] : c->nodes[0];
+    uint16_t i = cl->slots[rdl_key_slot(key, len)];
+    return i ? cl->nodes->v[i - 1] : cl->nodes->v[0];
 }
 
-void rdl_cluster_want_refresh(redlease_client *c, int64_t now)
+void rdl_cluster_want_refresh(rdl_cluster *cl, int64_t now)
 {
-    rdl_cluster *cl = c->cluster;
     /* every answer that was no map doubles the pause, up to 32 times */
     int64_t pause = (int64_t)RDL_CLUSTER_REFRESH_MS << (cl->failures < 5 ? cl->failures : 5);
     int64_t at = cl->last_sent ? cl->last_sent + pause : now;
     if (at < now) at = now;
     if (at < cl->refresh_at) cl->refresh_at = at;
-    set_wake(c);
+    set_wake(cl);
 }
 
-void rdl_cluster_node_ready(redlease_client *c)
+void rdl_cluster_node_ready(rdl_cluster *cl)
 {
     /* A refresh that found no node ready waits at refresh_at: due now. */
-    set_wake(c);
+    set_wake(cl);
 }
 
-rdl_node *rdl_cluster_redirected(redlease_client *c, const rdl_node *from, const rdl_reply *r,
+rdl_node *rdl_cluster_redirected(rdl_cluster *cl, const rdl_node *from, const rdl_reply *r,
                                  int *ask, int64_t now)
 {
     unsigned slot;
     const char *host;
     size_t hlen;
     int port;
-    if (!c->cluster || !rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
+    if (!cl || !rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
     or_answering(from, &host, &hlen);
     if (!hlen || !usable_host(host, hlen)) return NULL; /* nowhere to go: transient */
-    rdl_node *n = rdl_client_node_at(c, host, hlen, port);
+    rdl_node *n = rdl_nodes_at(cl->nodes, host, hlen, port);
     if (!n) return NULL;
     if (!*ask) {
-        c->cluster->slots[slot] = (uint16_t)(n->index + 1);
-        rdl_cluster_want_refresh(c, now); /* one slot moved: others may have too */
+        cl->slots[slot] = (uint16_t)(n->index + 1);
+        rdl_cluster_want_refresh(cl, now); /* one slot moved: others may have too */
     }
     return n;
 }
@@ -182,12 +183,11 @@ typedef struct rdl_cluster_query {
 /* Sends CLUSTER SLOTS to a node that is ready, taking them in turn so a
  * node with a stale view is not the only one asked; none ready: each with
  * an address connects, and the first ready asks (rdl_cluster_node_ready). */
-static int ask(redlease_client *c, int64_t now)
+static int ask(rdl_cluster *cl, int64_t now)
 {
-    rdl_cluster *cl = c->cluster;
     int ready = 0;
-    for (size_t k = 0; k < c->nnodes; k++) {
-        rdl_node *n = c->nodes[(cl->next_ask + k) % c->nnodes];
+    for (size_t k = 0; k < cl->nodes->n; k++) {
+        rdl_node *n = cl->nodes->v[(cl->next_ask + k) % cl->nodes->n];
         if (!rdl_node_ready(n)) continue;
         ready = 1;
         rdl_cluster_query *cq = rdl_calloc(1, sizeof *cq);
@@ -206,7 +206,7 @@ static int ask(redlease_client *c, int64_t now)
             continue;
         }
         cl->query = q;
-        cl->answer_by = now + c->command_timeout;
+        cl->answer_by = now + cl->command_timeout;
         cl->last_sent = now;
         cl->refresh_at = RDL_NEVER;
         cl->next_ask = n->index + 1; /* taken modulo the nodes there are then */
@@ -216,33 +216,32 @@ static int ask(redlease_client *c, int64_t now)
         cl->refresh_at = now + RDL_CLUSTER_REFRESH_MS;
         return -1;
     }
-    for (size_t k = 0; k < c->nnodes; k++) rdl_node_use(c->nodes[k], now);
+    for (size_t k = 0; k < cl->nodes->n; k++) rdl_node_use(cl->nodes->v[k], now);
     return 0;
 }
 
-void rdl_cluster_run(redlease_client *c, int64_t now)
+void rdl_cluster_run(rdl_cluster *cl, int64_t now)
 {
-    rdl_cluster *cl = c->cluster;
     if (cl->query && now >= cl->answer_by) {
         /* stays on the wire, its answer ignored; the stall rule watches
          * that link */
         rdl_node_note_timeout(cl->query->node, cl->query->t0, now);
         cl->query = NULL;
         cl->failures++;
-        rdl_cluster_want_refresh(c, now); /* paced like any answer that was no map */
+        rdl_cluster_want_refresh(cl, now); /* paced like any answer that was no map */
     }
-    if (!cl->query && now >= cl->refresh_at && ask(c, now) == 0) {
+    if (!cl->query && now >= cl->refresh_at && ask(cl, now) == 0) {
         /* nobody to ask yet: rdl_cluster_node_ready() wakes us */
-        if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&c->svc.heap, &cl->wake, RDL_NEVER);
+        if (cl->wake.idx != RDL_HEAP_OUT) rdl_heap_update(&cl->svc->heap, &cl->wake, RDL_NEVER);
         return;
     }
-    set_wake(c);
+    set_wake(cl);
 }
 
 /* ------------------------------------------------------- the answer */
 
 typedef struct loading {
-    redlease_client *c;
+    rdl_cluster *cl;
     rdl_node *asked;
     uint16_t *slots;
     int ranges; /* with an address */
@@ -253,33 +252,22 @@ static int load_range(void *arg, unsigned from, unsigned to, const char *host, s
     loading *l = arg;
     or_answering(l->asked, &host, &hlen); /* empty: by the address we reached it at */
     if (!hlen) return 0;                   /* a unix socket: no address to give others */
-    rdl_node *n = rdl_client_node_at(l->c, host, hlen, port);
+    rdl_node *n = rdl_nodes_at(l->cl->nodes, host, hlen, port);
     if (!n) return REDLEASE_ENOMEM;
     for (unsigned s = from; s <= to; s++) l->slots[s] = (uint16_t)(n->index + 1);
     l->ranges++;
     return 0;
 }
 
-/* Every lock goes where the new map says; one whose node changed sends
- * from there (a held lease is confirmed there before it counts again). */
-static void reroute(redlease_client *c, int64_t now)
-{
-    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
-        struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
-        rdl_node *n = rdl_cluster_route(c, lk->key, lk->keylen);
-        if (n != lk->node) rdl_lock_move(lk, n, now);
-    }
-}
-
-static void failed(redlease_client *c, const char *why, const rdl_reply *r, int64_t now)
+static void failed(rdl_cluster *cl, const char *why, const rdl_reply *r, int64_t now)
 {
     char text[200];
     int len = snprintf(text, sizeof text, "CLUSTER SLOTS: %s%.*s", why,
                        r && r->type == RDL_REPLY_ERROR ? (int)(r->len < 150 ? r->len : 150) : 0,
                        r && r->type == RDL_REPLY_ERROR ? r->str : "");
-    rdl_svc_set_errstr(&c->svc, text, len > 0 ? (size_t)len : 0);
-    c->cluster->failures++;
-    rdl_cluster_want_refresh(c, now);
+    rdl_svc_set_errstr(cl->svc, text, len > 0 ? (size_t)len : 0);
+    cl->failures++;
+    rdl_cluster_want_refresh(cl, now);
 }
 
 /* The map query came back (r NULL: the link took it). */
@@ -287,20 +275,19 @@ static void on_query_reply(rdl_req *req, const rdl_reply *r)
 {
     rdl_node *n = req->node;
     rdl_cluster *cl = ((rdl_cluster_query *)req)->cl;
-    redlease_client *c = cl->c;
     int current = cl->query == req;
     rdl_free(req);
     if (current) cl->query = NULL;
-    if (!current || c->svc.dead) return;
-    int64_t now = rdl_svc_now(&c->svc);
+    if (!current || cl->svc->dead) return;
+    int64_t now = rdl_svc_now(cl->svc);
     uint16_t *slots = r ? rdl_calloc(RDL_SLOTS, sizeof *slots) : NULL;
-    loading l = {c, n, slots, 0};
+    loading l = {cl, n, slots, 0};
     int rc = !r ? -1 : !slots ? REDLEASE_ENOMEM : rdl_cluster_parse_slots(r, load_range, &l);
     if (rc || !l.ranges) {
         /* no map at all (a node not in a cluster yet answers an empty
          * one): the one we have stays, and we ask again */
         rdl_free(slots);
-        failed(c,
+        failed(cl,
                !r                      ? "no answer"
                : rc == REDLEASE_ENOMEM ? "out of memory"
                : rc && r->type == RDL_REPLY_ERROR ? ""
@@ -312,12 +299,12 @@ static void on_query_reply(rdl_req *req, const rdl_reply *r)
     rdl_free(cl->slots);
     cl->slots = slots;
     cl->loaded = 1;
-    for (size_t i = 0; i < c->nnodes; i++) c->nodes[i]->serves = 0;
+    for (size_t i = 0; i < cl->nodes->n; i++) cl->nodes->v[i]->serves = 0;
     for (size_t s = 0; s < RDL_SLOTS; s++)
-        if (slots[s]) c->nodes[slots[s] - 1]->serves++;
+        if (slots[s]) cl->nodes->v[slots[s] - 1]->serves++;
     cl->failures = 0;
-    reroute(c, now);
-    set_wake(c);
+    cl->ops->remap(cl->owner, now); /* every lock goes where the new map says */
+    set_wake(cl);
 }
 
 static const rdl_req_ops query_ops = {.reply = on_query_reply};

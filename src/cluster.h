@@ -25,11 +25,19 @@
 #include <stdint.h>
 
 #include "heap.h"
+#include "nodes.h"
 #include "req.h"
+#include "svc.h"
 #include "transport.h"
 
-struct redlease_client;
 struct rdl_node;
+
+/* What the router tells its owner. */
+typedef struct rdl_cluster_owner {
+    /* A new map was read: every lock goes where rdl_cluster_route() now
+     * says (one whose node changed sends from there). */
+    void (*remap)(void *owner, int64_t now);
+} rdl_cluster_owner;
 
 /* A command follows at most this many redirects; then the redirect is
  * its failure, a transient one (a Cluster still moving its slots). */
@@ -38,7 +46,11 @@ struct rdl_node;
 #define RDL_CLUSTER_REFRESH_MS 100
 
 typedef struct rdl_cluster {
-    struct redlease_client *c; /* its client (the nodes it makes are the client's) */
+    rdl_nodes *nodes;   /* the client's nodes: the router makes the primaries there */
+    rdl_svc *svc;
+    int64_t command_timeout; /* how long the map query may take */
+    const rdl_cluster_owner *ops;
+    void *owner;
     rdl_heap_node wake; /* the next refresh, or the answer's deadline (RDL_WAKE_CLUSTER) */
     uint16_t *slots;    /* slot -> the client's node index + 1; 0: not known */
     int loaded;         /* a map was read */
@@ -68,26 +80,28 @@ int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, con
 /* 1 when r is a MOVED or ASK. */
 int rdl_cluster_is_redirect(const rdl_reply *r);
 
-/* The router of client c; 0 or ENOMEM. */
-int rdl_cluster_init(rdl_cluster *cl, struct redlease_client *c);
+/* A router over nodes (whose first is the first seed), reporting to owner
+ * through ops; 0 or ENOMEM. */
+int rdl_cluster_init(rdl_cluster *cl, rdl_nodes *nodes, rdl_svc *svc, int64_t command_timeout,
+                     const rdl_cluster_owner *ops, void *owner);
 void rdl_cluster_free(rdl_cluster *cl);
 
 /* The node a key goes to (its slot's primary, or without one known a seed);
  * never NULL. */
-struct rdl_node *rdl_cluster_route(struct redlease_client *c, const char *key, size_t len);
+struct rdl_node *rdl_cluster_route(rdl_cluster *cl, const char *key, size_t len);
 /* A lock's command came back from node from redirected: the node to send
  * it to (MOVED has corrected the map, and a refresh is wanted), or NULL
  * when r is no redirect, names no usable address ("?"), or the node cannot
  * be made. *ask: only this command goes there. */
-struct rdl_node *rdl_cluster_redirected(struct redlease_client *c, const struct rdl_node *from,
+struct rdl_node *rdl_cluster_redirected(rdl_cluster *cl, const struct rdl_node *from,
                                         const rdl_reply *r, int *ask, int64_t now);
 /* The map may be stale (a node failed, a redirect): ask again soon. Safe
  * inside transport callbacks. */
-void rdl_cluster_want_refresh(struct redlease_client *c, int64_t now);
+void rdl_cluster_want_refresh(rdl_cluster *cl, int64_t now);
 /* A node became ready: a refresh waiting for one can go. */
-void rdl_cluster_node_ready(struct redlease_client *c);
+void rdl_cluster_node_ready(rdl_cluster *cl);
 /* From the client's timer, at cl->wake. */
-void rdl_cluster_run(struct redlease_client *c, int64_t now);
+void rdl_cluster_run(rdl_cluster *cl, int64_t now);
 /* Sends ASKING to node n, ahead of the command an ASK redirect sends there
  * (its answer is dropped: the command's tells); 0 or a status. */
 int rdl_cluster_asking(struct rdl_node *n, int64_t now);

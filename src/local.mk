@@ -23,7 +23,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/options.c %reldir%/options.h \
 	%reldir%/req.h \
 	%reldir%/conn.c %reldir%/conn.h \
-	%reldir%/node.c %reldir%/node.h \
+	%reldir%/node.c %reldir%/node.h %reldir%/nodes.c %reldir%/nodes.h \
 	%reldir%/cluster.c %reldir%/cluster.h \
 	%reldir%/quorum.c %reldir%/quorum.h \
 	%reldir%/sentinel.c %reldir%/sentinel.h \

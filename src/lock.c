@@ -148,7 +148,7 @@ static void abandon_op(struct redlease_lock *lk)
         /* it was for that request alone: the key goes by the map again
          * (a drop that waits goes there) */
         lk->asking = 0;
-        set_node(lk, rdl_cluster_route(lk->c, lk->key, lk->keylen), rdl_svc_now(&lk->c->svc));
+        set_node(lk, rdl_cluster_route(lk->c->cluster, lk->key, lk->keylen), rdl_svc_now(&lk->c->svc));
     }
 }
 
@@ -381,7 +381,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     if (lk->asking && kind != RDL_REQ_DROP) {
         /* the command an ASK sent is out: what follows goes by the map */
         lk->asking = 0;
-        lk->node = rdl_cluster_route(lk->c, lk->key, lk->keylen);
+        lk->node = rdl_cluster_route(lk->c->cluster, lk->key, lk->keylen);
     }
     return REDLEASE_OK;
 }
@@ -985,7 +985,7 @@ static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
     redlease_client *c = lk->c;
     int ask;
     if (!c->cluster) return 0;
-    rdl_node *to = rdl_cluster_redirected(c, req->node, r, &ask, now);
+    rdl_node *to = rdl_cluster_redirected(c->cluster, req->node, r, &ask, now);
     int current = lk->req == req;
     if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
         return 0;
@@ -1287,7 +1287,7 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         opts->replica_timeout = (int32_t)replica_timeout;
     }
     lk->c = c;
-    lk->node = c->cluster ? rdl_cluster_route(c, lk->key, lk->keylen) : &c->main;
+    lk->node = c->cluster ? rdl_cluster_route(c->cluster, lk->key, lk->keylen) : &c->main;
     rdl_list_init(&lk->link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
