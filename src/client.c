@@ -40,8 +40,10 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     if (!c) return REDLEASE_ENOMEM;
     rdl_svc_init(&c->svc, c, &svc_ops, c);
     rdl_heap_init(&c->svc.heap);
-    rdl_list_init(&c->locks);
-    rdl_list_init(&c->notify);
+    rdl_list_init(&c->set.locks);
+    rdl_list_init(&c->set.notify);
+    c->set.svc = &c->svc;
+    c->set.home = &c->main;
     rdl_conn_config cc = {.host = o->host, .unix_path = o->unix_path, .port = o->port, .db = o->db,
                           .username = o->username, .password = o->password,
                           .connect_timeout = o->connect_timeout_ms,
@@ -102,7 +104,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
     rdl_addr_list_free(members, nmembers);
-    c->prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
+    c->set.prefix = rdl_strdup(o->key_prefix ? o->key_prefix : "", &ok);
     c->close_wake.idx = RDL_HEAP_OUT;
     c->close_wake.kind = RDL_WAKE_CLOSE;
     if (!ok) {
@@ -110,8 +112,11 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         redlease_client_free(c);
         return REDLEASE_ENOMEM;
     }
-    c->prefix_len = strlen(c->prefix);
-    c->command_timeout = o->command_timeout_ms;
+    c->set.prefix_len = strlen(c->set.prefix);
+    c->set.command_timeout = o->command_timeout_ms;
+    c->set.cluster = c->cluster;
+    c->set.waker = c->waker;
+    c->set.quorum = c->quorum != NULL;
     c->armed_at = -1;
     c->svc.transport_new = rdl_transport_hiredis_new;
     *out = c;
@@ -160,7 +165,7 @@ void redlease_client_stats(const redlease_client *c, redlease_stats *out)
         memset(out, 0, sizeof *out);
         return;
     }
-    *out = c->stats;
+    *out = c->set.stats;
     for (size_t i = 0; i < c->nodes.n; i++) rdl_conn_stats(&c->nodes.v[i]->conn, out);
     if (c->waker) rdl_conn_stats(&c->waker->conn, out);
 }
@@ -220,7 +225,7 @@ static int nodes_due(const redlease_client *c)
 static void arm(redlease_client *c)
 {
     if (!c->svc.loop) return;
-    if (!rdl_list_empty(&c->notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->svc.dead ||
+    if (!rdl_list_empty(&c->set.notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->svc.dead ||
         c->close_check) {
         if (c->armed_at == ARMED_NOW) return;
         c->armed_at = ARMED_NOW; /* due now */
@@ -257,7 +262,7 @@ static void teardown(redlease_client *c);
 int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops, void *loop_data)
 {
     if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
-    if (c->svc.loop || c->svc.dead || c->closing) return REDLEASE_EINVAL;
+    if (c->svc.loop || c->svc.dead || c->set.closing) return REDLEASE_EINVAL;
     c->svc.loop = ops;
     c->svc.loop_data = loop_data;
     int rc = rdl_heap_insert(&c->svc.heap, &c->close_wake, RDL_NEVER);
@@ -267,7 +272,7 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
     if (!rc && c->quorum) {
         rdl_conn_config cc;
         rdl_conn_settings(&c->main.conn, &cc);
-        int64_t settle = rdl_quorum_settle_time(cc.connect_timeout, c->command_timeout);
+        int64_t settle = rdl_quorum_settle_time(cc.connect_timeout, c->set.command_timeout);
         rc = rdl_heap_insert(&c->svc.heap, &c->quorum->wake, rdl_svc_now(&c->svc) + settle);
     }
     for (size_t i = 0; i < c->nodes.n && !rc; i++) rc = rdl_node_attach(c->nodes.v[i]);
@@ -298,12 +303,12 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
  * hear back (or the deadline passed). O(1): close waits on counters. */
 static int close_finished(redlease_client *c, int64_t now)
 {
-    if (!rdl_list_empty(&c->notify)) return 0; /* owed callbacks first */
+    if (!rdl_list_empty(&c->set.notify)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
-    if (c->parked) return 0;
+    if (c->set.parked) return 0;
     for (size_t i = 0; i < c->nodes.n; i++)
         if (rdl_conn_in_flight(&c->nodes.v[i]->conn)) return 0;
-    return c->release_retries == 0;
+    return c->set.release_retries == 0;
 }
 
 /* Runs everything due now, then arms the timer for what comes next.
@@ -348,13 +353,13 @@ static void run_due(redlease_client *c, int fired)
             }
             continue;
         }
-        if (!rdl_list_empty(&c->notify)) {
-            struct redlease_lock *lk = RDL_CONTAINER(c->notify.next, struct redlease_lock, notify_link);
+        if (!rdl_list_empty(&c->set.notify)) {
+            struct redlease_lock *lk = RDL_CONTAINER(c->set.notify.next, struct redlease_lock, notify_link);
             rdl_lock_deliver(lk);
             now = rdl_svc_now(&c->svc); /* user code ran: deadlines are judged by the clock */
             continue;
         }
-        if (c->closing && close_finished(c, now)) {
+        if (c->set.closing && close_finished(c, now)) {
             redlease_close_cb done = c->close_cb;
             void *arg = c->close_arg;
             c->svc.dead = 1; /* no callbacks after done */
@@ -382,7 +387,7 @@ void redlease_client_on_timer(redlease_client *c)
         c->armed_at = -1;
         return;
     }
-    c->stats.wakeups++;
+    c->set.stats.wakeups++;
     run_due(c, 1);
 }
 
@@ -407,8 +412,8 @@ static void teardown(redlease_client *c)
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->waker) rdl_waker_free(c->waker); /* its waiters leave it */
     if (c->svc.loop) c->svc.loop->detach(c->svc.loop_data);
-    while (!rdl_list_empty(&c->locks))
-        rdl_lock_destroy(RDL_CONTAINER(c->locks.next, struct redlease_lock, link));
+    while (!rdl_list_empty(&c->set.locks))
+        rdl_lock_destroy(RDL_CONTAINER(c->set.locks.next, struct redlease_lock, link));
     /* After the locks: taking each off the heap moves the other nodes,
      * the Sentinel's among them. */
     rdl_free(c->sentinel);
@@ -419,7 +424,7 @@ static void teardown(redlease_client *c)
     if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
     rdl_free(c->quorum);
     rdl_heap_free(&c->svc.heap);
-    rdl_free(c->prefix);
+    rdl_free(c->set.prefix);
     rdl_free(c);
 }
 
@@ -430,17 +435,17 @@ void redlease_client_free(redlease_client *c)
     /* Every handle hears its end now; calls made from those callbacks see
      * c->svc.dead and return REDLEASE_ECANCELED. */
     c->svc.dead = 1;
-    c->freeing = 1;
-    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
+    c->set.freeing = 1;
+    for (rdl_list *n = c->set.locks.next; n != &c->set.locks; n = n->next)
         rdl_lock_end_by_client(RDL_CONTAINER(n, struct redlease_lock, link));
     /* Releases asked for from those callbacks, of handles ended earlier. */
-    while (!rdl_list_empty(&c->notify))
-        rdl_lock_deliver(RDL_CONTAINER(c->notify.next, struct redlease_lock, notify_link));
-    c->freeing = 0;
+    while (!rdl_list_empty(&c->set.notify))
+        rdl_lock_deliver(RDL_CONTAINER(c->set.notify.next, struct redlease_lock, notify_link));
+    c->set.freeing = 0;
     /* A graceful close under way ends here too: its done callback is owed
      * exactly once. It runs last, while c is still allocated (dead: any
      * call on it does nothing). */
-    if (c->closing && c->close_cb) {
+    if (c->set.closing && c->close_cb) {
         redlease_close_cb done = c->close_cb;
         c->close_cb = NULL;
         done(c, c->close_arg);
@@ -452,8 +457,8 @@ void redlease_client_free(redlease_client *c)
 
 void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg)
 {
-    if (!c || c->svc.dead || c->closing) return;
-    c->closing = 1;
+    if (!c || c->svc.dead || c->set.closing) return;
+    c->set.closing = 1;
     c->close_cb = done;
     c->close_arg = arg;
     if (!c->svc.loop) {
@@ -464,19 +469,39 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
     }
     rdl_svc_enter(&c->svc);
     int64_t now = rdl_svc_now(&c->svc);
-    c->close_deadline = now + c->command_timeout;
+    c->close_deadline = now + c->set.command_timeout;
     rdl_heap_update(&c->svc.heap, &c->close_wake, c->close_deadline);
-    for (rdl_list *n = c->locks.next; n != &c->locks; n = n->next)
+    for (rdl_list *n = c->set.locks.next; n != &c->set.locks; n = n->next)
         rdl_lock_close(RDL_CONTAINER(n, struct redlease_lock, link), now);
     c->close_check = 1; /* maybe nothing is pending: done on the next tick */
     rdl_svc_leave(&c->svc);
+}
+
+/* ------------------------------------------------------------- locks */
+
+int redlease_acquire(redlease_client *c, const char *resource, const redlease_lock_options *o,
+                     redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
+                     redlease_lock **out)
+{
+    /* strnlen: an over-long name is refused without reading all of it. */
+    size_t rlen = resource ? strnlen(resource, REDLEASE_MAX_RESOURCE + 1) : 0;
+    return redlease_acquire_len(c, resource, rlen, o, on_acquire, on_lost, arg, out);
+}
+
+int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
+                         const redlease_lock_options *o, redlease_acquire_cb on_acquire,
+                         redlease_lost_cb on_lost, void *arg, redlease_lock **out)
+{
+    if (out) *out = NULL;
+    if (!c) return REDLEASE_EINVAL;
+    return rdl_lock_new(&c->set, resource, rlen, o, on_acquire, on_lost, arg, out);
 }
 
 /* ------------------------------------------------- what the servers say */
 
 void rdl_client_refused(redlease_client *c, const rdl_node *node, int status, int64_t now)
 {
-    for (rdl_list *i = c->locks.next; i != &c->locks;) {
+    for (rdl_list *i = c->set.locks.next; i != &c->set.locks;) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         i = i->next; /* nothing is freed here: callbacks only get queued */
         if (!c->svc.dead && (!node || lk->node == node)) rdl_lock_on_refused(lk, status, now);
@@ -523,7 +548,7 @@ static void on_node_lost(void *owner, rdl_node *n)
 static void on_node_replied(void *owner)
 {
     redlease_client *c = owner;
-    if (c->closing) c->close_check = 1; /* maybe the last reply it waited for */
+    if (c->set.closing) c->close_check = 1; /* maybe the last reply it waited for */
 }
 
 static void on_node_drain(void *owner) { rdl_client_drain(owner); }
@@ -533,7 +558,7 @@ static void on_node_drain(void *owner) { rdl_client_drain(owner); }
 static void on_node_flush(void *owner, rdl_node *n, int64_t now)
 {
     redlease_client *c = owner;
-    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+    for (rdl_list *i = c->set.locks.next; i != &c->set.locks; i = i->next) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         if (lk->node == n) rdl_lock_on_ready(lk, now);
     }
@@ -545,7 +570,7 @@ static void on_node_flush(void *owner, rdl_node *n, int64_t now)
      * one of the walk among them, so the walk stops there (c itself lives
      * until the outermost entry leaves). Nothing else frees a lock here:
      * callbacks are owed, not run. */
-    for (rdl_list *i = c->locks.next; i != &c->locks && !c->svc.dead && c->parked && rdl_node_ready(n);) {
+    for (rdl_list *i = c->set.locks.next; i != &c->set.locks && !c->svc.dead && c->set.parked && rdl_node_ready(n);) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         i = i->next;
         if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);
@@ -559,7 +584,7 @@ static void on_node_flush(void *owner, rdl_node *n, int64_t now)
 static void on_cluster_remap(void *owner, int64_t now)
 {
     redlease_client *c = owner;
-    for (rdl_list *i = c->locks.next; i != &c->locks; i = i->next) {
+    for (rdl_list *i = c->set.locks.next; i != &c->set.locks; i = i->next) {
         struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
         rdl_node *n = rdl_cluster_route(c->cluster, lk->key, lk->keylen);
         if (n != lk->node) rdl_lock_move(lk, n, now);

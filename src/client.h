@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "heap.h"
 #include "list.h"
+#include "lock.h"
 #include "node.h"
 #include "nodes.h"
 #include "quorum.h"
@@ -35,10 +36,10 @@
 #include "waker.h"
 
 struct redlease_client {
-    /* options (the connection keeps its own: rdl_conn_config) */
-    char *prefix;
-    size_t prefix_len;
-    int64_t command_timeout; /* each lock operation's, and a close's */
+    /* the locks and what they use (src/lock.h): the key prefix, the
+     * command timeout (each lock operation's, and a close's), the lists,
+     * the locks' counters, and the lifetime flags they read */
+    rdl_locks set;
 
     /* the services every layer uses (clock, generator, heap, loop, event
      * hook, errstr, nesting): src/svc.h */
@@ -60,25 +61,16 @@ struct redlease_client {
      * deadline is its own heap node (sentinel->wake). NULL without. */
     rdl_sentinel *sentinel;
     /* The wake-up channel of queued handles (src/waker.h): its link's
-     * deadline is its own heap node (waker->wake). NULL under a quorum,
-     * whose handles do not queue (docs/design.md, section 11). */
+     * deadline is its own heap node (waker->wake). Under a quorum it
+     * listens on the first member (docs/design.md, section 11.5). */
     rdl_waker *waker;
 
-    /* locks */
-    rdl_list locks, notify;
-    uint64_t parked; /* locks with lk->parked set (close waits for them) */
-    uint64_t release_retries; /* releases waiting to retry (close waits for them);
-                                 lock.c keeps it with each lk->release_retry */
-    redlease_stats stats; /* the locks' counters; the connection keeps its own */
-
-    /* lifetime (and svc.depth, svc.dead: redlease_client_free() called) */
-    int freeing;        /* redlease_client_free() is ending the handles */
-    int closing;        /* redlease_client_close() called */
+    /* lifetime (and svc.depth, svc.dead: redlease_client_free() called;
+     * set.freeing, set.closing) */
     int close_check;    /* a reply came while closing: see if it is done */
     int64_t close_deadline;
     redlease_close_cb close_cb;
     void *close_arg;
-
 };
 
 /* client.c */

@@ -25,13 +25,13 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "client.h"
 #include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"
 #include "lease_math.h"
 #include "lock.h"
+#include "node.h"
 #include "options.h"
 #include "scripts.h"
 
@@ -57,14 +57,14 @@ static int64_t wake_at(const struct redlease_lock *lk)
 
 static void reschedule(struct redlease_lock *lk)
 {
-    rdl_heap_update(&lk->c->svc.heap, &lk->wake, wake_at(lk));
+    rdl_heap_update(&lk->set->svc->heap, &lk->wake, wake_at(lk));
 }
 
 /* Every change of a lock's state goes through here, so stats.held_now
  * counts the handles in HELD by construction, never kept in step by hand. */
 static void set_state(struct redlease_lock *lk, int state)
 {
-    redlease_stats *st = &lk->c->stats;
+    redlease_stats *st = &lk->set->stats;
     if (lk->state == RDL_LOCK_HELD) st->held_now--;
     if (state == RDL_LOCK_HELD) st->held_now++;
     lk->state = state;
@@ -77,20 +77,20 @@ static void set_release_retry(struct redlease_lock *lk, unsigned on)
     if (lk->release_retry == on) return;
     lk->release_retry = on;
     if (on)
-        lk->c->release_retries++;
+        lk->set->release_retries++;
     else
-        lk->c->release_retries--;
+        lk->set->release_retries--;
 }
 
 static void owe(struct redlease_lock *lk, unsigned bit)
 {
     lk->notify |= bit;
-    if (!rdl_list_linked(&lk->notify_link)) rdl_list_push_back(&lk->c->notify, &lk->notify_link);
+    if (!rdl_list_linked(&lk->notify_link)) rdl_list_push_back(&lk->set->notify, &lk->notify_link);
 }
 
 /* The text that goes with a failure status in an event: Redis's or the
- * connection's (c->svc.errstr, set when the failure was seen). */
-static const char *detail_for(const redlease_client *c, int status)
+ * connection's (ls->svc->errstr, set when the failure was seen). */
+static const char *detail_for(const rdl_locks *ls, int status)
 {
     switch (status) {
     case REDLEASE_OK:
@@ -100,23 +100,23 @@ static const char *detail_for(const redlease_client *c, int status)
     case REDLEASE_ENOMEM: return NULL;
     case REDLEASE_ETIMEDOUT: return "no reply in time";
     case REDLEASE_EPROTO: return "a reply of an unexpected type";
-    default: return c->svc.errstr[0] ? c->svc.errstr : NULL;
+    default: return ls->svc->errstr[0] ? ls->svc->errstr : NULL;
     }
 }
 
 static void emit(struct redlease_lock *lk, int type, int status, int64_t rtt, int64_t retry_in,
                  int64_t now)
 {
-    redlease_client *c = lk->c;
-    if (!c->svc.event_cb || c->svc.dead) return;
+    rdl_locks *ls = lk->set;
+    if (!ls->svc->event_cb || ls->svc->dead) return;
     int64_t remaining = -1;
     if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
     redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
-                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(c, status),
+                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(ls, status),
                          .key_len = lk->keylen};
-    rdl_svc_emit(&c->svc, &ev);
+    rdl_svc_emit(ls->svc, &ev);
 }
 
 static void set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
@@ -126,14 +126,14 @@ static void park(struct redlease_lock *lk)
 {
     if (lk->parked) return;
     lk->parked = 1;
-    lk->c->parked++;
+    lk->set->parked++;
 }
 
 static void unpark(struct redlease_lock *lk)
 {
     if (!lk->parked) return;
     lk->parked = 0;
-    lk->c->parked--;
+    lk->set->parked--;
 }
 
 /* The op's request goes stale: it stays on the wire, nobody waits for it. */
@@ -148,7 +148,7 @@ static void abandon_op(struct redlease_lock *lk)
         /* it was for that request alone: the key goes by the map again
          * (a drop that waits goes there) */
         lk->asking = 0;
-        set_node(lk, rdl_cluster_route(lk->c->cluster, lk->key, lk->keylen), rdl_svc_now(&lk->c->svc));
+        set_node(lk, rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen), rdl_svc_now(lk->set->svc));
     }
 }
 
@@ -166,14 +166,14 @@ static void maybe_free(struct redlease_lock *lk)
 
 void rdl_lock_destroy(struct redlease_lock *lk)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     rdl_list_remove(&lk->link);
     unpark(lk);
     rdl_list_remove(&lk->notify_link);
-    rdl_heap_remove(&c->svc.heap, &lk->wake);
+    rdl_heap_remove(&ls->svc->heap, &lk->wake);
     set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
     set_release_retry(lk, 0);
-    c->stats.locks_now--;
+    ls->stats.locks_now--;
     unqueue(lk);
     rdl_free(lk->acq);
     rdl_free(lk->opts);
@@ -203,16 +203,16 @@ static int is_wrongtype(const rdl_reply *r)
 /* The status of a reply that is not one of the expected answers, with
  * Redis's text kept for events and redlease_client_errstr(). *definite:
  * retrying cannot help (src/errors.c says which errors). */
-static int reply_failure(redlease_client *c, const rdl_reply *r, int *definite)
+static int reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
 {
     *definite = 0;
     if (!r) return REDLEASE_ECONN;
     if (r->type == RDL_REPLY_ERROR) {
-        rdl_svc_set_errstr(&c->svc, r->str, r->len);
+        rdl_svc_set_errstr(ls->svc, r->str, r->len);
         rdl_error_class e = rdl_error_classify(r->str, r->len);
         /* a redirect not followed (too many, or to nowhere usable): the
          * Cluster is moving the slot, which ends */
-        *definite = !e.transient && !(c->cluster && rdl_cluster_is_redirect(r));
+        *definite = !e.transient && !(ls->cluster && rdl_cluster_is_redirect(r));
         return e.status;
     }
     *definite = 1; /* a reply of the wrong kind will not change */
@@ -254,14 +254,14 @@ static int64_t queue_life(const struct redlease_lock *lk)
  * the queue this much. */
 static int64_t queue_claim(const struct redlease_lock *lk)
 {
-    return min64(lk->ttl, lk->c->command_timeout);
+    return min64(lk->ttl, lk->set->command_timeout);
 }
 
 /* The channel the queue tells this waiter on, or "" while no word could
  * reach it (the waker not subscribed): it then does not join the queue. */
 static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
 {
-    const rdl_waker *k = lk->c->waker;
+    const rdl_waker *k = lk->set->waker;
     /* lk->acq is gone once on_acquire ran: an attempt resent after that
      * (NOSCRIPT -> EVAL) is stale, and joins nothing */
     if (lk->acq && rdl_waker_has(&lk->acq->waiter) && rdl_waker_listening(k)) {
@@ -285,12 +285,12 @@ static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
 static int64_t queue_next_check(struct redlease_lock *lk, int64_t now)
 {
     struct rdl_lock_acq *acq = lk->acq;
-    int split = lk->c->quorum && acq->holder_left == 0;
+    int split = lk->set->quorum && acq->holder_left == 0;
     int64_t d;
     if (acq->in_queue && !(split && !acq->split_backoff))
         d = queue_life(lk) / 3;
     else
-        d = rdl_backoff_next(&acq->backoff, &lk->c->svc.rng);
+        d = rdl_backoff_next(&acq->backoff, &lk->set->svc->rng);
     acq->split_backoff = split;
     if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
     if (d < 1) d = 1;
@@ -320,7 +320,7 @@ static int req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     if (req->asking) { /* (the clock is read only here: a read costs) */
-        int rc = rdl_cluster_asking(req->node, rdl_svc_now(&lk->c->svc));
+        int rc = rdl_cluster_asking(req->node, rdl_svc_now(lk->set->svc));
         if (rc) return rc;
     }
     int s = req->script;
@@ -369,7 +369,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
-    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && !lk->c->quorum;
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && !lk->set->quorum;
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* req_submit says if it joins */
     int rc = req_submit(req);
     if (rc) {
@@ -381,7 +381,7 @@ static int send_req(struct redlease_lock *lk, int kind, int64_t now)
     if (lk->asking && kind != RDL_REQ_DROP) {
         /* the command an ASK sent is out: what follows goes by the map */
         lk->asking = 0;
-        lk->node = rdl_cluster_route(lk->c->cluster, lk->key, lk->keylen);
+        lk->node = rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen);
     }
     return REDLEASE_OK;
 }
@@ -444,7 +444,7 @@ static int64_t op_limit(const struct redlease_lock *lk)
  * op_limit (an acquire's wait budget). */
 static void set_op_deadline(struct redlease_lock *lk, int64_t now)
 {
-    int64_t natural = now + lk->c->command_timeout;
+    int64_t natural = now + lk->set->command_timeout;
     int64_t limit = op_limit(lk);
     lk->op_cut = limit < natural;
     lk->op_deadline = lk->op_cut ? limit : natural;
@@ -488,18 +488,18 @@ static int send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint
 
 static void start_op(struct redlease_lock *lk, int op, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     lk->op = op;
     set_op_deadline(lk, now);
     lk->next_action = RDL_NEVER;
     set_release_retry(lk, 0);
     if (op == RDL_REQ_ACQUIRE) {
         lk->acq->attempts++;
-        c->stats.attempts++;
+        ls->stats.attempts++;
         /* Where the client's channel already listens, even a first attempt
          * joins the queue; otherwise its first wait opens the channel
          * (attempt_ended), and the subscription has it check again. */
-        if (lk->acq->joins && rdl_waker_listening(c->waker)) (void)rdl_waker_add(c->waker, &lk->acq->waiter, now);
+        if (lk->acq->joins && rdl_waker_listening(ls->waker)) (void)rdl_waker_add(ls->waker, &lk->acq->waiter, now);
         emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
     }
     pump(lk, now);
@@ -517,7 +517,7 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
     lk->next_action = RDL_NEVER;
     lk->acq->status = status;
     owe(lk, RDL_NOTIFY_ACQUIRE);
-    lk->c->stats.acquire_failed++;
+    lk->set->stats.acquire_failed++;
     /* No attempt follows: a key an attempt of ours may have set (or may
      * still set: the drop goes behind it on the wire) goes now. */
     if (lk->maybe_set) queue_drop(lk, now);
@@ -525,7 +525,7 @@ static void finish_acquire(struct redlease_lock *lk, int status, int64_t now)
 }
 
 /* The latest an attempt may start and still be answered inside the wait
- * budget, going by the connection's shortest round trip (conn.c). */
+ * budget, going by the connection's shortest round trip (conn.ls). */
 static int64_t last_start(const struct redlease_lock *lk)
 {
     if (lk->acq->budget_end == RDL_NEVER) return RDL_NEVER;
@@ -540,7 +540,7 @@ static int64_t last_start(const struct redlease_lock *lk)
  * before it, if any: "busy" says more than "no answer in the last ms". */
 static void attempt_ended(struct redlease_lock *lk, int status, int definite, int cut, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     int busy = status == REDLEASE_EBUSY;
     int64_t latest = last_start(lk);
     const struct rdl_lock_acq *acq = lk->acq;
@@ -550,10 +550,10 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     if (!out && busy && lk->acq->joins) {
         /* words reach it from now on (the client's first waiter opens the
          * channel; no memory: it goes by timers) */
-        (void)rdl_waker_add(c->waker, &lk->acq->waiter, now);
+        (void)rdl_waker_add(ls->waker, &lk->acq->waiter, now);
         next = min64(queue_next_check(lk, now), latest);
     } else if (!out) {
-        int64_t d = rdl_backoff_next(&lk->acq->backoff, &c->svc.rng);
+        int64_t d = rdl_backoff_next(&lk->acq->backoff, &ls->svc->rng);
         if (d < 1) d = 1; /* always progress in time */
         next = min64(now + d, latest);
     }
@@ -563,13 +563,13 @@ static void attempt_ended(struct redlease_lock *lk, int status, int definite, in
     int report = cut && lk->acq->last_status ? lk->acq->last_status : status;
     lk->acq->last_status = status;
     if (busy) {
-        c->stats.contended++;
+        ls->stats.contended++;
         lk->met_queue = 1; /* a queue may form behind the holder */
     }
     /* the hook may end the handle, and its acquire part with it */
     emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
          out ? -1 : next - now, now);
-    if (c->svc.dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
+    if (ls->svc->dead || lk->state != RDL_LOCK_ACQUIRING) return; /* the event hook ended it */
     if (out)
         finish_acquire(lk, report, now);
     else
@@ -587,7 +587,7 @@ static int64_t next_renewal(const struct redlease_lock *lk, const rdl_req *req, 
 
 static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t fence, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     if (lk->op) abandon_op(lk); /* an attempt still out will see our key */
     unpark(lk);
     unqueue(lk);
@@ -602,7 +602,7 @@ static void become_held(struct redlease_lock *lk, const rdl_req *req, uint64_t f
     lk->next_action = next_renewal(lk, req, now);
     lk->acq->status = REDLEASE_OK;
     owe(lk, RDL_NOTIFY_ACQUIRE);
-    c->stats.acquired++;
+    ls->stats.acquired++;
     emit(lk, REDLEASE_EV_ACQUIRED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
@@ -643,7 +643,7 @@ static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const r
             return 0;
         }
     }
-    return reply_failure(lk->c, r, definite);
+    return reply_failure(lk->set, r, definite);
 }
 
 static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
@@ -692,21 +692,21 @@ static void acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rd
 
 static void lose(struct redlease_lock *lk, int reason, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     if (lk->op) abandon_op(lk);
     set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->lost_reason = reason;
     owe(lk, RDL_NOTIFY_LOST);
-    c->stats.lost++;
+    ls->stats.lost++;
     emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
-    if (reason != REDLEASE_LOST_NOT_OWNER && !c->svc.dead) queue_drop(lk, now);
+    if (reason != REDLEASE_LOST_NOT_OWNER && !ls->svc->dead) queue_drop(lk, now);
 }
 
 static void renew_failed(struct redlease_lock *lk, int status, int64_t now)
 {
-    lk->c->stats.renew_failed++;
+    lk->set->stats.renew_failed++;
     lk->next_action = rdl_renew_retry_at(now, lk->renew_interval, lk->valid_until);
     emit(lk, REDLEASE_EV_RENEW_FAILED, status, -1, lk->next_action - now, now);
 }
@@ -719,7 +719,7 @@ static void renew_confirmed(struct redlease_lock *lk, const rdl_req *req, int cu
     lk->confirm_node = req->node;
     lk->confirm_epoch = (uint32_t)req->epoch;
     if (current) lk->next_action = next_renewal(lk, req, now);
-    lk->c->stats.renewed++;
+    lk->set->stats.renewed++;
     emit(lk, REDLEASE_EV_RENEWED, REDLEASE_OK, now - req->t0, -1, now);
 }
 
@@ -745,7 +745,7 @@ static void renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
         lose(lk, REDLEASE_LOST_NOT_OWNER, now);
     } else if (current) {
         int definite; /* renewals are retried to the deadline whatever the error */
-        renew_failed(lk, reply_failure(lk->c, r, &definite), now);
+        renew_failed(lk, reply_failure(lk->set, r, &definite), now);
     }
 }
 
@@ -765,7 +765,7 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
         local = r->element[0].integer;
         replicas = r->element[1].integer;
     } else {
-        return reply_failure(lk->c, r, definite); /* refused (NOPERM, unknown command...) */
+        return reply_failure(lk->set, r, definite); /* refused (NOPERM, unknown command...) */
     }
     if (local >= 1 && replicas >= rdl_lock_min_replicas(lk)) return 1;
     char text[128];
@@ -776,7 +776,7 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
     else
         snprintf(text, sizeof text, "WAIT: %lld of %d replicas acknowledged in %ld ms", replicas,
                  rdl_lock_min_replicas(lk), (long)rdl_lock_replica_timeout(lk));
-    rdl_svc_set_errstr(&lk->c->svc, text, strlen(text));
+    rdl_svc_set_errstr(lk->set->svc, text, strlen(text));
     return 0;
 }
 
@@ -817,7 +817,7 @@ static void finish_release(struct redlease_lock *lk, int status, int64_t now)
     lk->op = 0;
     lk->release_status = status;
     owe(lk, RDL_NOTIFY_RELEASE);
-    lk->c->stats.released++;
+    lk->set->stats.released++;
     emit(lk, REDLEASE_EV_RELEASED, status, -1, -1, now);
 }
 
@@ -825,11 +825,11 @@ static void finish_release(struct redlease_lock *lk, int status, int64_t now)
  * until the release's deadline (command_timeout_ms from the call). */
 static void release_failed(struct redlease_lock *lk, int status, int definite, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     int64_t at = rdl_renew_retry_at(now, 4 * RDL_RELEASE_RETRY_MS, op_limit(lk));
     int retry = !definite && at < op_limit(lk);
     emit(lk, REDLEASE_EV_RELEASE_FAILED, status, -1, retry ? at - now : -1, now);
-    if (c->svc.dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
+    if (ls->svc->dead || lk->state != RDL_LOCK_RELEASING) return; /* the event hook ended it */
     if (!retry) {
         finish_release(lk, status, now);
         return;
@@ -851,7 +851,7 @@ static void release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t 
         finish_release(lk, REDLEASE_ENOTHELD, now); /* another type: not our token */
     } else {
         int definite;
-        int st = reply_failure(lk->c, r, &definite);
+        int st = reply_failure(lk->set, r, &definite);
         release_failed(lk, st, definite, now);
     }
 }
@@ -885,7 +885,7 @@ void rdl_lock_on_refused(struct redlease_lock *lk, int status, int64_t now)
 
 void rdl_lock_run(struct redlease_lock *lk, int64_t now)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     if (lk->drop_pending && now >= lk->drop_until) {
         /* Never got a link to go out on: the key has expired by itself. */
         lk->drop_pending = 0;
@@ -902,7 +902,7 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         int sent = lk->req != NULL;
         int status = sent ? REDLEASE_ETIMEDOUT : rdl_node_status(lk->node);
         if (sent) {
-            c->stats.timeouts++;
+            ls->stats.timeouts++;
             rdl_node_note_timeout(lk->req->node, lk->req->t0, now);
         }
         abandon_op(lk);
@@ -982,10 +982,10 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
 static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     int ask;
-    if (!c->cluster) return 0;
-    rdl_node *to = rdl_cluster_redirected(c->cluster, req->node, r, &ask, now);
+    if (!ls->cluster) return 0;
+    rdl_node *to = rdl_cluster_redirected(ls->cluster, req->node, r, &ask, now);
     int current = lk->req == req;
     if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
         return 0;
@@ -1108,8 +1108,8 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 static void on_reply(rdl_req *req, const rdl_reply *r)
 {
     struct redlease_lock *lk = req->lk;
-    redlease_client *c = lk->c;
-    if (!c->svc.dead && handle_reply(req, r, rdl_svc_now(&c->svc))) return;
+    rdl_locks *ls = lk->set;
+    if (!ls->svc->dead && handle_reply(req, r, rdl_svc_now(ls->svc))) return;
     unref(lk);
     rdl_free(req);
 }
@@ -1140,12 +1140,12 @@ static const rdl_req_ops lock_req_ops = {
 };
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
- * redlease_client_free(), when c->svc.dead already stops the normal path. */
+ * redlease_client_free(), when ls->svc->dead already stops the normal path. */
 static void run_callbacks(struct redlease_lock *lk, int forced)
 {
-    redlease_client *c = lk->c;
+    rdl_locks *ls = lk->set;
     lk->refs++; /* a release inside a callback must not free lk under us */
-    while (lk->notify && (forced || !c->svc.dead)) {
+    while (lk->notify && (forced || !ls->svc->dead)) {
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             lk->notify &= ~RDL_NOTIFY_ACQUIRE;
             /* the acquire's part goes with its last use */
@@ -1165,7 +1165,7 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
     }
     if (!lk->notify) rdl_list_remove(&lk->notify_link);
     lk->refs--;
-    if (!c->svc.dead) maybe_free(lk);
+    if (!ls->svc->dead) maybe_free(lk);
 }
 
 void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, lk->ended); }
@@ -1225,21 +1225,12 @@ void rdl_lock_close(struct redlease_lock *lk, int64_t now)
 
 /* ------------------------------------------------------------- the API */
 
-int redlease_acquire(redlease_client *c, const char *resource, const redlease_lock_options *o,
-                     redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
-                     redlease_lock **out)
-{
-    /* strnlen: an over-long name is refused without reading all of it. */
-    size_t rlen = resource ? strnlen(resource, REDLEASE_MAX_RESOURCE + 1) : 0;
-    return redlease_acquire_len(c, resource, rlen, o, on_acquire, on_lost, arg, out);
-}
-
-int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
-                         const redlease_lock_options *o, redlease_acquire_cb on_acquire,
-                         redlease_lost_cb on_lost, void *arg, redlease_lock **out)
+int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redlease_lock_options *o,
+                 redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
+                 redlease_lock **out)
 {
     if (out) *out = NULL;
-    if (!c || !resource || !on_acquire || !out) return REDLEASE_EINVAL;
+    if (!resource || !on_acquire || !out) return REDLEASE_EINVAL;
     if (rlen == 0 || rlen > REDLEASE_MAX_RESOURCE) return REDLEASE_EINVAL;
     redlease_lock_options defaults;
     if (!o) {
@@ -1248,23 +1239,23 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     }
     int rc = rdl_lock_options_check(o);
     if (rc) return rc;
-    int64_t replica_timeout = rdl_replica_timeout(o, c->command_timeout);
+    int64_t replica_timeout = rdl_replica_timeout(o, ls->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
-    if (replica_timeout && c->quorum) return REDLEASE_EINVAL; /* whose replicas? */
-    if (c->svc.dead || c->closing) return REDLEASE_ECANCELED;
+    if (replica_timeout && ls->quorum) return REDLEASE_EINVAL; /* whose replicas? */
+    if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
-    size_t keylen = rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
-    size_t fence_keylen = o->fencing ? rdl_key_len(c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
+    size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
+    size_t fence_keylen = o->fencing ? rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
     int rare = o->fencing || replica_timeout || o->max_hold_ms;
     /* the keys start where key[] does, in the struct's tail padding */
     size_t size = offsetof(struct redlease_lock, key) + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0);
     struct redlease_lock *lk = rdl_calloc(1, size > sizeof *lk ? size : sizeof *lk);
     struct rdl_lock_acq *acq = rdl_calloc(1, sizeof *acq);
     struct rdl_lock_opts *opts = rare ? rdl_calloc(1, sizeof *opts) : NULL;
-    int64_t now = rdl_svc_now(&c->svc);
+    int64_t now = rdl_svc_now(ls->svc);
     rc = !lk || !acq || (rare && !opts)                      ? REDLEASE_ENOMEM
          : rdl_token_new(lk->token) != 0                    ? REDLEASE_ESYS
-         : rdl_heap_insert(&c->svc.heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
+         : rdl_heap_insert(&ls->svc->heap, &lk->wake, now) != 0 ? REDLEASE_ENOMEM
                                                            : REDLEASE_OK;
     if (rc) {
         rdl_free(lk);
@@ -1274,10 +1265,10 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     }
     lk->acq = acq;
     lk->opts = opts;
-    rdl_key_write(lk->key, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
+    rdl_key_write(lk->key, ls->prefix, ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     lk->keylen = (uint16_t)keylen;
     if (o->fencing) {
-        rdl_key_write(lk->key + keylen + 1, c->prefix, c->prefix_len, resource, rlen, REDLEASE_KEY_FENCE);
+        rdl_key_write(lk->key + keylen + 1, ls->prefix, ls->prefix_len, resource, rlen, REDLEASE_KEY_FENCE);
         opts->fence_keylen = (uint32_t)fence_keylen;
     }
     if (opts) {
@@ -1286,8 +1277,8 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
         opts->min_replicas = o->min_replicas;
         opts->replica_timeout = (int32_t)replica_timeout;
     }
-    lk->c = c;
-    lk->node = c->cluster ? rdl_cluster_route(c->cluster, lk->key, lk->keylen) : &c->main;
+    lk->set = ls;
+    lk->node = ls->cluster ? rdl_cluster_route(ls->cluster, lk->key, lk->keylen) : ls->home;
     rdl_list_init(&lk->link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;
@@ -1303,10 +1294,10 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
-    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && c->waker;
+    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker;
     /* N servers' queues could hand the lock to N different heads: a
      * quorum's waiters are woken, in no order (design 11.5) */
-    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || c->quorum;
+    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || ls->quorum;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;
@@ -1320,20 +1311,20 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
      * a single attempt (wait_ms 0) keeps its command timeout. */
     lk->op_limit = o->wait_ms > 0 ? acq->budget_end : RDL_NEVER;
     lk->next_action = now; /* the first attempt goes out from the loop */
-    rdl_list_push_back(&c->locks, &lk->link);
-    c->stats.locks_now++;
+    rdl_list_push_back(&ls->locks, &lk->link);
+    ls->stats.locks_now++;
     *out = lk;
-    rdl_svc_enter(&c->svc);
-    rdl_svc_leave(&c->svc); /* arms the timer */
+    rdl_svc_enter(ls->svc);
+    rdl_svc_leave(ls->svc); /* arms the timer */
     return REDLEASE_OK;
 }
 
 int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *arg)
 {
     if (!lk || lk->release_called) return REDLEASE_EINVAL;
-    redlease_client *c = lk->c;
-    if (c->svc.dead && !c->freeing) return REDLEASE_ECANCELED; /* from close's done callback */
-    if (c->svc.dead) {
+    rdl_locks *ls = lk->set;
+    if (ls->svc->dead && !ls->freeing) return REDLEASE_ECANCELED; /* from close's done callback */
+    if (ls->svc->dead) {
         /* During redlease_client_free(): the handle ends with the client,
          * and on_release runs before free returns, as it does after a close. */
         lk->release_called = 1;
@@ -1345,8 +1336,8 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         }
         return REDLEASE_OK;
     }
-    rdl_svc_enter(&c->svc);
-    int64_t now = rdl_svc_now(&c->svc);
+    rdl_svc_enter(ls->svc);
+    int64_t now = rdl_svc_now(ls->svc);
     lk->release_called = 1;
     lk->on_release = on_release;
     lk->release_arg = arg;
@@ -1357,40 +1348,40 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
     case RDL_LOCK_ACQUIRING:
         if (lk->op) abandon_op(lk);
         finish_acquire(lk, REDLEASE_ECANCELED, now);
-        if (!c->svc.dead) finish_release(lk, REDLEASE_OK, now);
+        if (!ls->svc->dead) finish_release(lk, REDLEASE_OK, now);
         break;
     case RDL_LOCK_HELD:
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             cancel_unannounced(lk, now);
-            if (!c->svc.dead) finish_release(lk, REDLEASE_OK, now);
+            if (!ls->svc->dead) finish_release(lk, REDLEASE_OK, now);
             break;
         }
         if (lk->op) abandon_op(lk); /* a renewal in flight goes stale */
         set_state(lk, RDL_LOCK_RELEASING);
-        lk->op_limit = now + c->command_timeout; /* retries end there */
+        lk->op_limit = now + ls->command_timeout; /* retries end there */
         start_op(lk, RDL_REQ_RELEASE, now);
         break;
     default: /* DONE: failed, cancelled or lost */
         finish_release(lk, done_release_status(lk), now);
         break;
     }
-    if (!c->svc.dead) reschedule(lk);
-    rdl_svc_leave(&c->svc);
+    if (!ls->svc->dead) reschedule(lk);
+    rdl_svc_leave(ls->svc);
     return REDLEASE_OK;
 }
 
 int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
-    const redlease_client *c = lk->c;
+    const rdl_locks *ls = lk->set;
     return lk->confirm_node && rdl_node_ready(lk->confirm_node) && confirmed_on(lk, lk->confirm_node) &&
-           rdl_svc_now(&c->svc) < lk->valid_until;
+           rdl_svc_now(ls->svc) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {
     if (!redlease_lock_held(lk)) return 0; /* one rule for both */
-    int64_t left = lk->valid_until - rdl_svc_now(&lk->c->svc);
+    int64_t left = lk->valid_until - rdl_svc_now(lk->set->svc);
     return left > 0 ? left : 0;
 }
 
@@ -1398,4 +1389,4 @@ const char *redlease_lock_token(const redlease_lock *lk) { return lk ? lk->token
 const char *redlease_lock_key(const redlease_lock *lk) { return lk ? lk->key : NULL; }
 size_t redlease_lock_key_len(const redlease_lock *lk) { return lk ? lk->keylen : 0; }
 uint64_t redlease_lock_fence(const redlease_lock *lk) { return lk && lk->opts ? lk->opts->fence : 0; }
-redlease_client *redlease_lock_client(const redlease_lock *lk) { return lk ? lk->c : NULL; }
+redlease_client *redlease_lock_client(const redlease_lock *lk) { return lk ? lk->set->svc->client : NULL; }

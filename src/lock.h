@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The lease state machine (src/lock.c): a lock handle and what lock.c
- * offers the client (src/client.c), which owns the handles, the timer and
- * the connection. */
+/* The lease state machine (src/lock.c): a lock handle, the set of a
+ * client's locks with what they use (rdl_locks), and what lock.c offers
+ * the client (src/client.c), which owns the set, the timer and the nodes.
+ * The lock layer sits above the targets it sends to (a node, the router,
+ * the quorum's front node) and below the client: it reads no client. */
 #ifndef REDLEASE_LOCK_H
 #define REDLEASE_LOCK_H
 
@@ -11,12 +13,37 @@
 #include "heap.h"
 #include "list.h"
 #include "redlease.h"
+#include "svc.h"
 #include "token.h"
 #include "waker.h"
 
+struct rdl_cluster;
 struct rdl_node;
 struct rdl_req;
 struct rdl_reply;
+
+/* A client's locks and what they use, embedded in the client (set by it
+ * once, at creation): the services, where commands go, the key prefix,
+ * the lists, the counters. */
+typedef struct rdl_locks {
+    rdl_svc *svc;
+    struct rdl_node *home;       /* where locks go without a router (the main
+                                    node; under a quorum, its front) */
+    struct rdl_cluster *cluster; /* the router, or NULL */
+    rdl_waker *waker;            /* the wake-up channel, or NULL */
+    int quorum;                  /* home is a quorum's: waiters are woken in
+                                    no order, a split vote backs off */
+    char *prefix;                /* key_prefix */
+    size_t prefix_len;
+    int64_t command_timeout;     /* each lock operation's, and a close's */
+    rdl_list locks, notify;      /* every handle; those owed callbacks */
+    uint64_t parked; /* locks with lk->parked set (close waits for them) */
+    uint64_t release_retries; /* releases waiting to retry (close waits for them);
+                                 lock.c keeps it with each lk->release_retry */
+    redlease_stats stats; /* the locks' counters; the connections keep their own */
+    int freeing;          /* redlease_client_free() is ending the handles */
+    int closing;          /* redlease_client_close() called */
+} rdl_locks;
 
 enum rdl_lock_state {
     RDL_LOCK_ACQUIRING,
@@ -64,7 +91,7 @@ struct rdl_lock_opts {
 /* The handle itself holds what a held lease needs, each field as narrow
  * as its range allows (REDLEASE_MAX_TTL_MS fits 32 bits). */
 struct redlease_lock {
-    struct redlease_client *c;
+    rdl_locks *set;        /* its client's locks (lk->set->svc->client: the client) */
     struct rdl_node *node; /* where its commands go (src/node.h) */
     rdl_heap_node wake;  /* the lock's one deadline in the client's heap */
     rdl_list link;       /* c->locks */
@@ -175,6 +202,11 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
 {
     return lk->key + lk->keylen + 1;
 }
+
+/* redlease_acquire_len() on the client's set (checks as it says). */
+int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redlease_lock_options *o,
+                 redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
+                 redlease_lock **out);
 
 /* A word from the wake-up channel for a waiting handle (src/waker.h):
  * schedules its next attempt within ms (the key, not the word, says
