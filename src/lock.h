@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The lease state machine (src/lock.c): a lock handle, the set of a
- * client's locks with what they use (rdl_locks), and what lock.c offers
- * the client (src/client.c), which owns the set, the timer and the nodes.
+/* The lease state machine (src/lock.c; its other jobs in lock_send.c,
+ * lock_reply.c, lock_handle.c and lock_api.c, sharing lock_int.h): a lock
+ * handle, the set of a client's locks with what they use (rdl_locks), and
+ * what the lock layer offers the client (src/client.c), which owns the
+ * set, the timer and the nodes.
  * The lock layer sits above the targets it sends to (a node, the router,
  * the quorum's front node) and below the client: it reads no client. */
 #ifndef REDLEASE_LOCK_H

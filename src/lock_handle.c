@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* A lock handle's bookkeeping (src/lock_int.h): its deadline in the heap,
+ * its state and counters, the callbacks it owes and their delivery, its
+ * references, its end. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "acks.h"
+#include "alloc.h"
+#include "cluster.h"
+#include "errors.h"
+#include "keys.h"
+#include "lease_cmd.h"
+#include "lease_math.h"
+#include "lock_int.h"
+#include "node.h"
+#include "options.h"
+#include "scripts.h"
+
+
+static int64_t wake_at(const struct redlease_lock *lk)
+{
+    int64_t at = RDL_NEVER;
+    if (lk->op)
+        at = lk->op_deadline;
+    else
+        at = lk->next_action;
+    if (lk->state == RDL_LOCK_HELD) at = rdl_min64(at, rdl_min64(lk->valid_until, rdl_lock_hold_until(lk)));
+    if (lk->drop_pending) at = rdl_min64(at, lk->drop_until);
+    return at;
+}
+
+void rdl_lock_reschedule(struct redlease_lock *lk)
+{
+    rdl_heap_update(&lk->set->svc->heap, &lk->wake, wake_at(lk));
+}
+
+/* Every change of a lock's state goes through here, so stats.held_now
+ * counts the handles in HELD by construction, never kept in step by hand. */
+void rdl_lock_set_state(struct redlease_lock *lk, int state)
+{
+    redlease_stats *st = &lk->set->stats;
+    if (lk->state == RDL_LOCK_HELD) st->held_now--;
+    if (state == RDL_LOCK_HELD) st->held_now++;
+    lk->state = state;
+}
+
+/* A release waiting for its retry: the handle's flag and the client's
+ * count (what a close waits for) change together, here only. */
+void rdl_lock_set_release_retry(struct redlease_lock *lk, unsigned on)
+{
+    if (lk->release_retry == on) return;
+    lk->release_retry = on;
+    if (on)
+        lk->set->release_retries++;
+    else
+        lk->set->release_retries--;
+}
+
+void rdl_lock_owe(struct redlease_lock *lk, unsigned bit)
+{
+    lk->notify |= bit;
+    if (!rdl_list_linked(&lk->notify_link)) rdl_list_push_back(&lk->set->notify, &lk->notify_link);
+}
+
+/* The text that goes with a failure status in an event: Redis's or the
+ * connection's (ls->svc->errstr, set when the failure was seen). */
+static const char *detail_for(const rdl_locks *ls, int status)
+{
+    switch (status) {
+    case REDLEASE_OK:
+    case REDLEASE_EBUSY:
+    case REDLEASE_ECANCELED:
+    case REDLEASE_ENOTHELD:
+    case REDLEASE_ENOMEM: return NULL;
+    case REDLEASE_ETIMEDOUT: return "no reply in time";
+    case REDLEASE_EPROTO: return "a reply of an unexpected type";
+    default: return ls->svc->errstr[0] ? ls->svc->errstr : NULL;
+    }
+}
+
+void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, int64_t retry_in,
+                 int64_t now)
+{
+    rdl_locks *ls = lk->set;
+    if (!ls->svc->event_cb || ls->svc->dead) return;
+    int64_t remaining = -1;
+    if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
+    redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
+                         .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
+                         .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
+                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(ls, status),
+                         .key_len = lk->keylen};
+    rdl_svc_emit(ls->svc, &ev);
+}
+
+/* Waits for its node to be ready (node.c sends it then). */
+void rdl_lock_park(struct redlease_lock *lk)
+{
+    if (lk->parked) return;
+    lk->parked = 1;
+    lk->set->parked++;
+}
+
+void rdl_lock_unpark(struct redlease_lock *lk)
+{
+    if (!lk->parked) return;
+    lk->parked = 0;
+    lk->set->parked--;
+}
+
+/* The op's request goes stale: it stays on the wire, nobody waits for it. */
+void rdl_lock_abandon_op(struct redlease_lock *lk)
+{
+    /* An attempt we stop waiting for may still set our key. */
+    if (lk->op == RDL_REQ_ACQUIRE && lk->req) lk->maybe_set = 1;
+    lk->op = 0;
+    lk->req = NULL;
+    if (!lk->drop_pending) rdl_lock_unpark(lk);
+    if (lk->asking) {
+        /* it was for that request alone: the key goes by the map again
+         * (a drop that waits goes there) */
+        lk->asking = 0;
+        rdl_lock_set_node(lk, rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen), rdl_svc_now(lk->set->svc));
+    }
+}
+
+/* The handle waits in no queue any more: words for it are not its. */
+void rdl_lock_unqueue(struct redlease_lock *lk)
+{
+    if (lk->acq) rdl_waker_remove(&lk->acq->waiter);
+}
+
+void rdl_lock_maybe_free(struct redlease_lock *lk)
+{
+    if (lk->user_ref || lk->refs || lk->drop_pending || rdl_list_linked(&lk->notify_link)) return;
+    rdl_lock_destroy(lk);
+}
+
+void rdl_lock_destroy(struct redlease_lock *lk)
+{
+    rdl_locks *ls = lk->set;
+    rdl_list_remove(&lk->link);
+    rdl_lock_unpark(lk);
+    rdl_list_remove(&lk->notify_link);
+    rdl_heap_remove(&ls->svc->heap, &lk->wake);
+    rdl_lock_set_state(lk, RDL_LOCK_DONE); /* a handle freed while held counts no more */
+    rdl_lock_set_release_retry(lk, 0);
+    ls->stats.locks_now--;
+    rdl_lock_unqueue(lk);
+    rdl_free(lk->acq);
+    rdl_free(lk->opts);
+    rdl_free(lk);
+}
+
+void rdl_lock_unref(struct redlease_lock *lk)
+{
+    lk->refs--;
+    rdl_lock_maybe_free(lk);
+}
+
+/* Runs the callbacks owed, in order: acquire, lost, release. forced: during
+ * redlease_client_free(), when ls->svc->dead already stops the normal path. */
+static void run_callbacks(struct redlease_lock *lk, int forced)
+{
+    rdl_locks *ls = lk->set;
+    lk->refs++; /* a release inside a callback must not free lk under us */
+    while (lk->notify && (forced || !ls->svc->dead)) {
+        if (lk->notify & RDL_NOTIFY_ACQUIRE) {
+            lk->notify &= ~RDL_NOTIFY_ACQUIRE;
+            /* the acquire's part goes with its last use */
+            struct rdl_lock_acq *acq = lk->acq;
+            rdl_lock_unqueue(lk);
+            lk->acq = NULL;
+            acq->on_acquire(lk, acq->status, lk->arg);
+            rdl_free(acq);
+        } else if (lk->notify & RDL_NOTIFY_LOST) {
+            lk->notify &= ~RDL_NOTIFY_LOST;
+            if (lk->on_lost) lk->on_lost(lk, lk->lost_reason, lk->arg);
+        } else {
+            lk->notify &= ~RDL_NOTIFY_RELEASE;
+            lk->user_ref = 0; /* the last callback: the handle ends with it */
+            if (lk->on_release) lk->on_release(lk, lk->release_status, lk->release_arg);
+        }
+    }
+    if (!lk->notify) rdl_list_remove(&lk->notify_link);
+    lk->refs--;
+    if (!ls->svc->dead) rdl_lock_maybe_free(lk);
+}
+
+void rdl_lock_deliver(struct redlease_lock *lk) { run_callbacks(lk, lk->ended); }
+
+/* What on_release says for a handle with nothing left in Redis to delete. */
+int rdl_lock_done_release_status(const struct redlease_lock *lk)
+{
+    return lk->lost_reason ? REDLEASE_ENOTHELD : REDLEASE_OK;
+}
+
+void rdl_lock_end_by_client(struct redlease_lock *lk)
+{
+    lk->ended = 1;
+    if (lk->state == RDL_LOCK_ACQUIRING || (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE))) {
+        lk->acq->status = REDLEASE_ECANCELED;
+        rdl_lock_owe(lk, RDL_NOTIFY_ACQUIRE);
+    } else if (lk->state == RDL_LOCK_HELD) {
+        lk->lost_reason = REDLEASE_LOST_CLOSED;
+        rdl_lock_owe(lk, RDL_NOTIFY_LOST);
+    }
+    /* Released by the user (user_ref: on_release not delivered yet) with
+     * no outcome owed yet: a release under way is cut short (ECANCELED);
+     * one asked for during this free, or by a hook in the middle of
+     * redlease_release() itself, ends as on any finished handle. */
+    if (lk->release_called && lk->user_ref && !(lk->notify & RDL_NOTIFY_RELEASE)) {
+        lk->release_status = lk->state == RDL_LOCK_RELEASING ? REDLEASE_ECANCELED
+                                                             : rdl_lock_done_release_status(lk);
+        rdl_lock_owe(lk, RDL_NOTIFY_RELEASE);
+    }
+    rdl_lock_set_state(lk, RDL_LOCK_DONE);
+    lk->op = 0;
+    run_callbacks(lk, 1);
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* What the lock layer's files share (src/lock.c, lock_send.c,
+ * lock_reply.c, lock_handle.c, lock_api.c): one module split by job, so
+ * these are its own, never called from outside it (src/lock.h is what the
+ * client uses). Each is described where it is defined. */
+#ifndef REDLEASE_LOCK_INT_H
+#define REDLEASE_LOCK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "node.h"
+#include "req.h"
+#include "transport.h"
+
+static inline int64_t rdl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The handler of every request a lock makes (its req->ops): the layers
+ * below hand its replies back through it (lock_reply.c). */
+extern const rdl_req_ops rdl_lock_req_ops;
+
+/* lock_handle.c: bookkeeping and delivery */
+void rdl_lock_reschedule(struct redlease_lock *lk);
+void rdl_lock_set_state(struct redlease_lock *lk, int state);
+void rdl_lock_set_release_retry(struct redlease_lock *lk, unsigned on);
+void rdl_lock_owe(struct redlease_lock *lk, unsigned bit);
+void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, int64_t retry_in,
+                 int64_t now);
+void rdl_lock_park(struct redlease_lock *lk);
+void rdl_lock_unpark(struct redlease_lock *lk);
+void rdl_lock_abandon_op(struct redlease_lock *lk);
+void rdl_lock_unqueue(struct redlease_lock *lk);
+void rdl_lock_maybe_free(struct redlease_lock *lk);
+void rdl_lock_unref(struct redlease_lock *lk);
+int rdl_lock_done_release_status(const struct redlease_lock *lk);
+
+/* lock_send.c: sending */
+int64_t rdl_lock_queue_next_check(struct redlease_lock *lk, int64_t now);
+int rdl_lock_req_submit(rdl_req *req);
+int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now);
+void rdl_lock_pump(struct redlease_lock *lk, int64_t now);
+void rdl_lock_queue_drop(struct redlease_lock *lk, int64_t now);
+int64_t rdl_lock_op_limit(const struct redlease_lock *lk);
+int rdl_lock_send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
+                    int64_t now);
+void rdl_lock_start_op(struct redlease_lock *lk, int op, int64_t now);
+
+/* lock.c: the state machine */
+void rdl_lock_finish_acquire(struct redlease_lock *lk, int status, int64_t now);
+void rdl_lock_attempt_ended(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
+void rdl_lock_acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
+                          int current, int64_t now);
+void rdl_lock_lose(struct redlease_lock *lk, int reason, int64_t now);
+void rdl_lock_renew_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
+                        int64_t now);
+void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
+                      int64_t now);
+void rdl_lock_finish_release(struct redlease_lock *lk, int status, int64_t now);
+void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now);
+void rdl_lock_op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
+
+/* lock_reply.c: replies */
+int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req);
+int rdl_lock_is_wrongtype(const rdl_reply *r);
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite);
+int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n);
+void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
+
+#endif

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* A lock's replies (src/lock_int.h): the handler every request of a lock
+ * carries (rdl_lock_req_ops), what makes a reply stale, the fallbacks
+ * (NOSCRIPT -> EVAL, a refused native command, a redirect followed
+ * through the router) and the Cluster's moves of a lock between nodes. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "acks.h"
+#include "alloc.h"
+#include "cluster.h"
+#include "errors.h"
+#include "keys.h"
+#include "lease_cmd.h"
+#include "lease_math.h"
+#include "lock_int.h"
+#include "node.h"
+#include "options.h"
+#include "scripts.h"
+
+/* req went to a node the lock has since moved from (a new Cluster map),
+ * not where an ASK sent it: what it says is about a slot that node may
+ * no longer serve, and confirms nothing. */
+int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
+{
+    return (uint16_t)req->moves != lk->moves || (req->node != lk->node && !req->asking);
+}
+
+/* 1 if r is an error saying the key holds another type: not our token. */
+int rdl_lock_is_wrongtype(const rdl_reply *r)
+{
+    return r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).wrongtype;
+}
+
+/* The status of a reply that is not one of the expected answers, with
+ * Redis's text kept for events and redlease_client_errstr(). *definite:
+ * retrying cannot help (src/errors.c says which errors). */
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
+{
+    *definite = 0;
+    if (!r) return REDLEASE_ECONN;
+    if (r->type == RDL_REPLY_ERROR) {
+        rdl_svc_set_errstr(ls->svc, r->str, r->len);
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        /* a redirect not followed (too many, or to nowhere usable): the
+         * Cluster is moving the slot, which ends */
+        *definite = !e.transient && !(ls->cluster && rdl_cluster_is_redirect(r));
+        return e.status;
+    }
+    *definite = 1; /* a reply of the wrong kind will not change */
+    return REDLEASE_EPROTO;
+}
+
+/* The lease was last confirmed on n's current connection. */
+int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
+{
+    return lk->confirm_node == n && lk->confirm_epoch == (uint32_t)rdl_node_epoch(n);
+}
+
+/* The lock's commands go to n from now on; parked, it waits there. */
+void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
+{
+    lk->node = n;
+    if (lk->parked) {
+        rdl_lock_unpark(lk);
+        rdl_lock_pump(lk, now);
+    }
+}
+
+void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
+{
+    /* What is out on the old node no longer counts (rdl_lock_from_elsewhere: the
+     * move count it went out with is old): the op goes again from the new
+     * node, now, the same attempt within the same deadline (an acquire's
+     * as the reclaiming script: the old one may still set the key). */
+    lk->moves++;
+    lk->asking = 0; /* an ASK was about the old node's slot */
+    if (lk->op && lk->req) {
+        if (lk->op == RDL_REQ_ACQUIRE) lk->maybe_set = 1;
+        lk->req = NULL;
+    }
+    rdl_lock_set_node(lk, n, now);
+    if (lk->state == RDL_LOCK_HELD) {
+        /* Not held until confirmed there (the slot moved, or a replica
+         * took over), which a renewal does at once. */
+        lk->confirm_node = NULL;
+        if (!lk->op) lk->next_action = now;
+    }
+    rdl_lock_pump(lk, now);
+    rdl_lock_reschedule(lk);
+}
+
+/* A Cluster node answered MOVED or ASK (src/cluster.h): the lock's
+ * current request, or a drop, goes on to the node named. Ready, that node
+ * gets the same request, so its send time still counts (1); not yet, the
+ * lock waits for it as for any connection, within the op's deadline, and
+ * sends afresh from there, behind ASKING if an ASK sent it (2: req is
+ * done with). A renewal is not confirmed meanwhile (held() is 0), its
+ * deadline unchanged. 0: r is handled as usual: no redirect, a stale
+ * request's (it did nothing, nobody waits; a MOVED still corrects the
+ * map), or one past RDL_MAX_REDIRECTS or to nowhere usable (rdl_lock_reply_failure
+ * counts it transient: a Cluster still moving its slots). */
+static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
+{
+    struct redlease_lock *lk = req->lk;
+    rdl_locks *ls = lk->set;
+    int ask;
+    if (!ls->cluster) return 0;
+    rdl_node *to = rdl_cluster_redirected(ls->cluster, req->node, r, &ask, now);
+    int current = lk->req == req;
+    if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
+        return 0;
+    /* followed: no failure, so nothing for errstr (a later one names its own) */
+    if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
+    lk->asking = 0;
+    if (rdl_node_ready(to)) {
+        if (!ask) rdl_lock_set_node(lk, to, now);
+        req->node = to;
+        req->epoch = rdl_node_epoch(to);
+        req->asking = ask;
+        req->redirects++;
+        if (rdl_lock_req_submit(req) == 0) return 1;
+    }
+    /* Sent from the lock once to is ready (rdl_lock_send_req: behind ASKING for an
+     * ASK, after which the lock goes by the map again). A drop's ASK is
+     * not worth parking the lock behind ASKING: its key expires anyway. */
+    if (!current && ask) return 0;
+    lk->asking = ask;
+    rdl_lock_set_node(lk, to, now);
+    if (current)
+        lk->req = NULL;
+    else
+        lk->drop_pending = 1;
+    rdl_lock_pump(lk, now);
+    return 2;
+}
+
+void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
+{
+    /* Re-verify at once: until a renewal on this connection confirms it,
+     * the lease is not "held" (the server may have lost it). */
+    if (lk->state == RDL_LOCK_HELD && !lk->op && !rdl_lock_confirmed_on(lk, lk->node)) {
+        lk->next_action = now;
+        rdl_lock_reschedule(lk);
+    }
+}
+
+/* 1 when req was sent again (NOSCRIPT -> EVAL, a refused conditional
+ * command -> its script) and lives on. */
+static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
+{
+    struct redlease_lock *lk = req->lk;
+    rdl_reply as_script;
+    rdl_error_class e = {0};
+    if (r && r->type == RDL_REPLY_ERROR) e = rdl_error_classify(r->str, r->len);
+    /* SET is refused over maxmemory (OOM), where the renewal script, which
+     * only reads and sets a TTL, runs: that renewal goes as the script.
+     * A refused command (not the server's after all, an ACL, an option it
+     * lacks) makes the link send scripts. */
+    int oom = e.oom && req->script == RDL_SCRIPT_RENEW;
+    if (req->native && (e.refused || oom)) {
+        /* Resent as the script, it lands behind whatever the handle sent
+         * since, harmless as after NOSCRIPT (below). */
+        if (!oom) rdl_conn_native_refused(&req->node->conn);
+        req->no_native = 1;
+        if (rdl_lock_req_submit(req) == 0) return 1;
+        r = NULL;
+        e = (rdl_error_class){0};
+    } else if (r && req->native && req->script == RDL_SCRIPT_RENEW && r->type != RDL_REPLY_ERROR) {
+        /* SET IFEQ's OK is the script's 1; its nil (not ours), 0 */
+        int ok = rdl_reply_is_ok(r);
+        if (ok || r->type == RDL_REPLY_NIL) {
+            as_script = (rdl_reply){.type = RDL_REPLY_INTEGER, .integer = ok};
+            r = &as_script;
+        }
+    }
+    if (e.noscript && req->script >= 0 && !req->sent_eval) {
+        /* A cold or flushed script cache: EVAL this once, which fills it,
+         * and EVALSHA goes on working. Resent, it lands behind whatever the
+         * handle sent since, which is harmless: a late acquire OK is handled
+         * as any stale one (dropped once the acquire is over), a renewal
+         * never re-creates a key, compare-and-delete can repeat. */
+        req->sent_eval = 1;
+        if (rdl_lock_req_submit(req) == 0) return 1;
+        r = NULL;
+    }
+    if (req->probe && r && r->type == RDL_REPLY_INTEGER && r->integer == -1) {
+        /* The probe found a queue and changed nothing: the whole release,
+         * which hands the lock over, goes now (behind what the handle sent
+         * since, harmless as after NOSCRIPT). */
+        req->probe = 0;
+        lk->met_queue = 1;
+        if (rdl_lock_req_submit(req) == 0) return 1;
+        r = NULL;
+    }
+    if (r && r->type == RDL_REPLY_ERROR) {
+        int f = follow_redirect(req, r, now);
+        if (f == 1) return 1;
+        if (f == 2) {
+            rdl_lock_reschedule(lk);
+            return 0;
+        }
+    }
+    int current = lk->req == req;
+    if (current) lk->req = NULL;
+    switch (req->kind) {
+    case RDL_REQ_ACQUIRE: rdl_lock_acquire_reply(lk, req, r, current, now); break;
+    case RDL_REQ_RENEW: rdl_lock_renew_reply(lk, req, r, current, now); break;
+    case RDL_REQ_ACK: rdl_lock_ack_reply(lk, req, r, current, now); break;
+    case RDL_REQ_RELEASE:
+        if (current) rdl_lock_release_reply(lk, r, now);
+        break;
+    default: /* drops: nobody waits; one the link took goes out again */
+        if (!r && now < lk->drop_until) {
+            lk->drop_pending = 1;
+            rdl_lock_pump(lk, now);
+        }
+        break;
+    }
+    rdl_lock_reschedule(lk);
+    return 0;
+}
+
+/* One of the lock's requests came back (r NULL: the link took it): the
+ * lock frees it, or sends it again (NOSCRIPT -> EVAL, a redirect). The
+ * lock owns its requests from rdl_lock_send_req() to here: each holds a
+ * reference to it, and is freed once back (unless resent), also when the
+ * client is ending and nothing is acted on. */
+static void on_reply(rdl_req *req, const rdl_reply *r)
+{
+    struct redlease_lock *lk = req->lk;
+    rdl_locks *ls = lk->set;
+    if (!ls->svc->dead && handle_reply(req, r, rdl_svc_now(ls->svc))) return;
+    rdl_lock_unref(lk);
+    rdl_free(req);
+}
+
+/* Its reply comes soon: fetch the handle while the replies before it are
+ * handled. */
+static void on_prefetch(const rdl_req *req) { rdl_lock_prefetch(req->lk); }
+
+/* The lease a request is about, for the quorum's own commands. */
+static void on_lease(const rdl_req *req, rdl_cmd_spec *spec)
+{
+    const struct redlease_lock *lk = req->lk;
+    spec->key = lk->key;
+    spec->keylen = lk->keylen;
+    spec->token = lk->token;
+    spec->ttl = lk->ttl;
+    spec->fence_key = lk->fencing ? rdl_lock_fence_key(lk) : NULL;
+    spec->fence_keylen = lk->fencing ? lk->opts->fence_keylen : 0;
+}
+
+static int on_waited(const rdl_req *req) { return req->lk->req == req; }
+
+const rdl_req_ops rdl_lock_req_ops = {
+    .reply = on_reply,
+    .prefetch = on_prefetch,
+    .lease = on_lease,
+    .waited = on_waited,
+};

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* What a lock sends, and when (src/lock_int.h): which command each
+ * request is (its script, the queue's arguments: src/lease_cmd.h builds
+ * it), the queue's timing policy (how long an entry lives, when a waiter
+ * checks again), the op engine (one operation at a time, its deadline,
+ * a pending drop first), and the tickets for replica acknowledgement. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "acks.h"
+#include "alloc.h"
+#include "cluster.h"
+#include "errors.h"
+#include "keys.h"
+#include "lease_cmd.h"
+#include "lease_math.h"
+#include "lock_int.h"
+#include "node.h"
+#include "options.h"
+#include "scripts.h"
+
+/* Which script a request runs, or -1 for the plain SET NX PX. */
+static int script_for(const struct redlease_lock *lk, int kind)
+{
+    switch (kind) {
+    case RDL_REQ_ACQUIRE:
+        if (lk->acq->joins && !lk->acq->plain_next) return RDL_SCRIPT_QUEUE_ACQUIRE;
+        if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
+        /* Only a later attempt, or one sent again (a Cluster move), can
+         * meet a key of its own making. */
+        return lk->acq->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
+    case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
+    default: /* the release and drops */
+        return lk->queued ? RDL_SCRIPT_QUEUE_RELEASE : RDL_SCRIPT_RELEASE;
+    }
+}
+
+/* A queued waiter's entry lives this long from each check (which comes at
+ * least every third of it): a waiter that died leaves the queue by then.
+ * At least a second, so a short lease does not make waiters poll. */
+#define RDL_QUEUE_LIFE_MIN_MS 1000
+
+static int64_t queue_life(const struct redlease_lock *lk)
+{
+    return lk->ttl > RDL_QUEUE_LIFE_MIN_MS ? lk->ttl : RDL_QUEUE_LIFE_MIN_MS;
+}
+
+/* How long a lock handed to this waiter waits for its confirmation: one
+ * command's time, the lease's at most. A waiter that never confirms costs
+ * the queue this much. */
+static int64_t queue_claim(const struct redlease_lock *lk)
+{
+    return rdl_min64(lk->ttl, lk->set->command_timeout);
+}
+
+/* The channel the queue tells this waiter on, or "" while no word could
+ * reach it (the waker not subscribed): it then does not join the queue. */
+static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
+{
+    const rdl_waker *k = lk->set->waker;
+    /* lk->acq is gone once on_acquire ran: an attempt resent after that
+     * (NOSCRIPT -> EVAL) is stale, and joins nothing */
+    if (lk->acq && rdl_waker_has(&lk->acq->waiter) && rdl_waker_listening(k)) {
+        *len = k->channel_len;
+        return k->channel;
+    }
+    *len = 0;
+    return "";
+}
+
+/* When a queued waiter told "busy" checks again: when the holder's lease
+ * would end (a lock that expired without a release is handed over then),
+ * when a word said to, and at least every third of its entry's life, which
+ * keeps the entry alive. Out of the queue (its attempt could name no
+ * channel, or was the one-key kind) it backs off as a poller does, never
+ * past the holder's end. So does a quorum's waiter once after a split
+ * vote (a member said yes, so no holder's release may come to tell it):
+ * the contenders' leftovers are deleted within a round trip, and jitter
+ * parts them. Once only: a member that lost its keys says yes while a
+ * majority's holder lives, and that holder's release tells the waiter. */
+int64_t rdl_lock_queue_next_check(struct redlease_lock *lk, int64_t now)
+{
+    struct rdl_lock_acq *acq = lk->acq;
+    int split = lk->set->quorum && acq->holder_left == 0;
+    int64_t d;
+    if (acq->in_queue && !(split && !acq->split_backoff))
+        d = queue_life(lk) / 3;
+    else
+        d = rdl_backoff_next(&acq->backoff, &lk->set->svc->rng);
+    acq->split_backoff = split;
+    if (acq->holder_left > 0 && acq->holder_left < d) d = acq->holder_left;
+    if (d < 1) d = 1;
+    return now + d;
+}
+
+void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now)
+{
+    struct redlease_lock *lk = w->owner;
+    if (lk->state != RDL_LOCK_ACQUIRING) return;
+    int64_t at = now + (ms > 0 ? ms : 0);
+    if (lk->op) { /* the attempt out may have run before the word: check after it */
+        if (at < lk->acq->recheck_at) lk->acq->recheck_at = at;
+        return;
+    }
+    if (at < lk->next_action) {
+        lk->next_action = at;
+        rdl_lock_reschedule(lk);
+    }
+}
+
+/* Builds the command for req from its lock (src/lease_cmd.h) and submits
+ * it to req->node: EVALSHA under the script's SHA-1, or EVAL once the
+ * server said NOSCRIPT; a renewal and a compare-and-delete as the server's
+ * own conditional command where its connection found one. */
+int rdl_lock_req_submit(rdl_req *req)
+{
+    struct redlease_lock *lk = req->lk;
+    if (req->asking) { /* (the clock is read only here: a read costs) */
+        int rc = rdl_cluster_asking(req->node, rdl_svc_now(lk->set->svc));
+        if (rc) return rc;
+    }
+    int s = req->script;
+    req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
+                      ? rdl_node_native(req->node)
+                      : 0;
+    rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
+                         .probe = req->probe, .unordered = lk->unordered, .key = lk->key,
+                         .keylen = lk->keylen, .token = lk->token, .ttl = lk->ttl};
+    if (lk->fencing) {
+        spec.fence_key = rdl_lock_fence_key(lk);
+        spec.fence_keylen = lk->opts->fence_keylen;
+    }
+    if (s == RDL_SCRIPT_QUEUE_ACQUIRE && !req->probe) {
+        spec.life = queue_life(lk);
+        spec.claim = queue_claim(lk);
+        spec.channel = queue_channel(lk, &spec.channel_len);
+        if (spec.channel_len) {
+            /* in the queue, a lock may be handed to it any time: an
+             * acquire that ends without it leaves by a drop */
+            lk->acq->in_queue = 1;
+            lk->maybe_set = 1;
+        }
+    }
+    rdl_cmd cmd;
+    rdl_cmd_encode(&cmd, &spec);
+    int rc = rdl_node_submit(req->node, req, cmd.argc, cmd.argv, cmd.lens);
+    /* An ASKING left without its command would let the next command on
+     * the link, maybe another lock's, skip the check that the key is not
+     * still on the node the slot leaves: that link goes. */
+    if (rc && req->asking) rdl_node_restart(req->node, REDLEASE_ECONN, "ASKING sent without its command");
+    return rc;
+}
+
+int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
+{
+    rdl_req *req = rdl_calloc(1, sizeof *req);
+    if (!req) return REDLEASE_ENOMEM;
+    req->ops = &rdl_lock_req_ops;
+    req->lk = lk;
+    req->kind = kind;
+    req->script = script_for(lk, kind);
+    req->t0 = now; /* read before sending: the conservative side */
+    req->node = lk->node;
+    req->asking = kind != RDL_REQ_DROP && lk->asking; /* an ASK was for the op */
+    req->moves = lk->moves;
+    req->epoch = rdl_node_epoch(lk->node);
+    /* a holder that met no queue asks first whether there is one */
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && !lk->set->quorum;
+    if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
+    int rc = rdl_lock_req_submit(req);
+    if (rc) {
+        rdl_free(req);
+        return rc;
+    }
+    lk->refs++;
+    if (kind != RDL_REQ_DROP) lk->req = req;
+    if (lk->asking && kind != RDL_REQ_DROP) {
+        /* the command an ASK sent is out: what follows goes by the map */
+        lk->asking = 0;
+        lk->node = rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen);
+    }
+    return REDLEASE_OK;
+}
+
+/* Sends what the lock has to send (a pending drop first, then its op's
+ * request), or parks it until its node's connection is ready. */
+void rdl_lock_pump(struct redlease_lock *lk, int64_t now)
+{
+    int want_op = lk->op && !lk->req;
+    if (!lk->drop_pending && !want_op) {
+        rdl_lock_unpark(lk);
+        return;
+    }
+    if (!rdl_node_ready(lk->node)) {
+        rdl_node_use(lk->node, now); /* a Cluster node met for the first time */
+        goto rdl_lock_park;
+    }
+    rdl_lock_unpark(lk);
+    if (lk->drop_pending) {
+        int rc = rdl_lock_send_req(lk, RDL_REQ_DROP, now);
+        if (rc == REDLEASE_ECONN) goto rdl_lock_park;
+        lk->drop_pending = 0; /* sent, or given up on: the TTL still ends it */
+    }
+    if (want_op) {
+        int rc = rdl_lock_send_req(lk, lk->op, now);
+        if (rc == REDLEASE_ECONN) goto rdl_lock_park;
+        if (rc) rdl_lock_op_failed(lk, rc, 1, 0, now);
+    }
+    return;
+rdl_lock_park:
+    rdl_lock_park(lk);
+}
+
+/* A compare-and-delete of our key, behind everything this handle sent.
+ * Sent again on the next connection if a broken link takes it, until the
+ * key must have expired by itself: whatever the handle sent on a link that
+ * broke can no longer run, so nothing of ours lives past now + TTL (plus
+ * the drift margin). */
+void rdl_lock_queue_drop(struct redlease_lock *lk, int64_t now)
+{
+    /* A queued handle's entry may outlive its key (its life is at least a
+     * second): until it has expired too, the lock may be handed to it. */
+    int64_t keep = lk->queued ? queue_life(lk) : lk->ttl;
+    int64_t until = now + keep + rdl_drift(keep);
+    if (until > lk->drop_until) lk->drop_until = until;
+    lk->drop_pending = 1;
+    rdl_lock_pump(lk, now);
+}
+
+/* No op deadline beyond this (lock.h: it shares its field with a held
+ * lease's validity deadline). */
+int64_t rdl_lock_op_limit(const struct redlease_lock *lk)
+{
+    return lk->state == RDL_LOCK_HELD ? RDL_NEVER : lk->op_limit;
+}
+
+/* Each command of an op gets a command timeout from its send, cut at
+ * rdl_lock_op_limit (an acquire's wait budget). */
+static void set_op_deadline(struct redlease_lock *lk, int64_t now)
+{
+    int64_t natural = now + lk->set->command_timeout;
+    int64_t limit = rdl_lock_op_limit(lk);
+    lk->op_cut = limit < natural;
+    lk->op_deadline = lk->op_cut ? limit : natural;
+}
+
+/* The server confirmed write (an acquire or a renewal) and the lock asks
+ * for replicas: op goes on with a ticket for the client's next WAIT
+ * (src/acks.h), answered as this lock's request. Only on the connection
+ * the write went out on: WAIT counts the replicas that have this
+ * connection's writes, and on one that wrote nothing it would count every
+ * replica at once. 0, or a status (nothing handed in). */
+int rdl_lock_send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
+                    int64_t now)
+{
+    if (!rdl_node_ready(write->node) || rdl_node_epoch(write->node) != write->epoch)
+        return REDLEASE_ECONN;
+    if (rdl_lock_op_limit(lk) <= now) return REDLEASE_ETIMEDOUT; /* the budget is over: no WAIT for nothing */
+    rdl_ack_ticket *ticket = rdl_calloc(1, sizeof *ticket);
+    if (!ticket) return REDLEASE_ENOMEM;
+    rdl_req *t = &ticket->req;
+    t->ops = &rdl_lock_req_ops;
+    t->lk = lk;
+    t->kind = RDL_REQ_ACK;
+    t->script = -1;
+    t->t0 = write->t0; /* validity still counts from the write's send */
+    t->epoch = write->epoch;
+    t->node = write->node;
+    t->moves = write->moves;
+    ticket->fence = fence;
+    ticket->min_replicas = rdl_lock_min_replicas(lk);
+    ticket->timeout = rdl_lock_replica_timeout(lk);
+    ticket->fsync = lk->wait_fsync;
+    rdl_list_init(&ticket->link);
+    lk->refs++;
+    lk->req = t;
+    lk->op = op;
+    set_op_deadline(lk, now);
+    rdl_acks_add(&write->node->acks, ticket); /* may answer it at once, NULL: the link went */
+    return REDLEASE_OK;
+}
+
+void rdl_lock_start_op(struct redlease_lock *lk, int op, int64_t now)
+{
+    rdl_locks *ls = lk->set;
+    lk->op = op;
+    set_op_deadline(lk, now);
+    lk->next_action = RDL_NEVER;
+    rdl_lock_set_release_retry(lk, 0);
+    if (op == RDL_REQ_ACQUIRE) {
+        lk->acq->attempts++;
+        ls->stats.attempts++;
+        /* Where the client's channel already listens, even a first attempt
+         * joins the queue; otherwise its first wait opens the channel
+         * (rdl_lock_attempt_ended), and the subscription has it check again. */
+        if (lk->acq->joins && rdl_waker_listening(ls->waker)) (void)rdl_waker_add(ls->waker, &lk->acq->waiter, now);
+        rdl_lock_emit(lk, REDLEASE_EV_ATTEMPT, REDLEASE_OK, -1, -1, now);
+    }
+    rdl_lock_pump(lk, now);
+    /* The server refused us for good: no use waiting for a connection. */
+    int refused = rdl_node_refusal(lk->node);
+    if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
+}
