@@ -414,7 +414,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
                     " ms", key, detail, ev->remaining_ms, ev->retry_in_ms);
         break;
     case REDLEASE_EV_LOST:
-        cli_verbose("lost %s: %s", key, redlease_lost_reason_str(ev->status));
+        cli_verbose("lost %s: %s", key, redlease_lost_reason_str(ev->lost_reason));
         break;
     case REDLEASE_EV_RELEASED:
         cli_verbose("released %s: %s", key, redlease_strerror(ev->status));

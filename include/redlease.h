@@ -235,7 +235,8 @@ enum redlease_event_type {
     REDLEASE_EV_ACQUIRE_FAILED, /* on_acquire gets status */
     REDLEASE_EV_RENEWED,        /* renewal confirmed; rtt_ms, remaining_ms */
     REDLEASE_EV_RENEW_FAILED,   /* renewal not confirmed (status); lease at risk; remaining_ms */
-    REDLEASE_EV_LOST,           /* status carries the lost reason */
+    REDLEASE_EV_LOST,           /* lost_reason says why; status: ENOTHELD (not owner),
+                                   ETIMEDOUT (expired), ECANCELED (closed), OK (max hold) */
     REDLEASE_EV_RELEASED,       /* on_release gets status */
     REDLEASE_EV_CONNECTED,      /* connection ready (after AUTH/SELECT/PING); detail NULL */
     REDLEASE_EV_DISCONNECTED,   /* connection lost or connect failed (status) */
@@ -255,13 +256,14 @@ typedef struct redlease_event {
     const char *key;      /* full key, or NULL for connection events */
     const char *token;    /* the lease token, or NULL */
     int64_t ttl_ms;
-    int status;           /* a status code, or a lost reason for REDLEASE_EV_LOST */
+    int status;           /* a status code (REDLEASE_OK or an error) */
     int64_t rtt_ms;       /* round trip of the confirming command, or -1 */
     int64_t remaining_ms; /* local validity left, or -1 */
     int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
     int attempt;          /* acquire attempt number until on_acquire has run, then 0 */
     const char *detail;   /* this failure's Redis/connection error text, or NULL */
     size_t key_len;       /* length of key in bytes (it may contain NUL), or 0 */
+    int lost_reason;      /* REDLEASE_EV_LOST: enum redlease_lost_reason; else 0 */
 } redlease_event;
 
 /* Called synchronously as things happen; keep it short. Any API call is

@@ -217,6 +217,18 @@ void rdl_lock_acquire_reply(struct redlease_lock *lk, const rdl_req *req, const 
 
 /* -------------------------------------------------------------- held */
 
+/* The status an EV_LOST carries beside its reason: what failed, if
+ * anything did (a hold cap is no failure). */
+static int lost_status(int reason)
+{
+    switch (reason) {
+    case REDLEASE_LOST_NOT_OWNER: return REDLEASE_ENOTHELD;
+    case REDLEASE_LOST_EXPIRED: return REDLEASE_ETIMEDOUT;
+    case REDLEASE_LOST_CLOSED: return REDLEASE_ECANCELED;
+    default: return REDLEASE_OK; /* REDLEASE_LOST_MAX_HOLD */
+    }
+}
+
 void rdl_lock_lose(struct redlease_lock *lk, int reason, int64_t now)
 {
     rdl_locks *ls = lk->set;
@@ -226,7 +238,7 @@ void rdl_lock_lose(struct redlease_lock *lk, int reason, int64_t now)
     lk->lost_reason = reason;
     rdl_lock_owe(lk, RDL_NOTIFY_LOST);
     ls->stats.lost++;
-    rdl_lock_emit(lk, REDLEASE_EV_LOST, reason, -1, -1, now);
+    rdl_lock_emit(lk, REDLEASE_EV_LOST, lost_status(reason), -1, -1, now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
     if (reason != REDLEASE_LOST_NOT_OWNER && !ls->svc->dead) rdl_lock_queue_drop(lk, now);
 }

@@ -91,7 +91,8 @@ void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, 
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
                          .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(ls, status),
-                         .key_len = lk->keylen};
+                         .key_len = lk->keylen,
+                         .lost_reason = type == REDLEASE_EV_LOST ? lk->lost_reason : 0};
     rdl_svc_emit(ls->svc, &ev);
 }
 

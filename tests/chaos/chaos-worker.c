@@ -316,7 +316,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         break;
     case REDLEASE_EV_LOST: /* the moment the library saw it; on_lost follows */
         cycle_told = 1;
-        say(t, "lost-event reason=%d iter=%u", ev->status, ev_iteration(loop));
+        say(t, "lost-event reason=%d iter=%u", ev->lost_reason, ev_iteration(loop));
         break;
     case REDLEASE_EV_RENEW_FAILED:
         say(t, "renew-failed status=%s%s%s", redlease_strerror(ev->status), ev->detail ? " detail=" : "",

@@ -238,7 +238,7 @@ static void check_event(lease *l, const redlease_event *ev)
         break;
     case REDLEASE_EV_LOST:
         l->lost_ev = 1;
-        if (ev->status == REDLEASE_LOST_EXPIRED && (l->deadline < 0 || F.now < l->deadline))
+        if (ev->lost_reason == REDLEASE_LOST_EXPIRED && (l->deadline < 0 || F.now < l->deadline))
             violation("%s lost (expired) at t=%lld, before its deadline %lld", l->key, now,
                       (long long)l->deadline);
         break;

@@ -80,7 +80,7 @@ static void test_timer_not_moved_later_on_each_reply(void)
 static void test_lost_fires_before_server_expiry_without_reply(void)
 {
     fake f;
-    fake_start(&f, NULL);
+    start_recording(&f);
     rec r = {0};
     int64_t t0 = hold(&f, &r, "job", opts(3000));
     fake_until(&f, t0 + 1000); /* renewal sent, never answered */
@@ -91,6 +91,11 @@ static void test_lost_fires_before_server_expiry_without_reply(void)
     fake_until(&f, t0 + 2968);
     CHECK_EQ(r.lost_calls, 1);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_EXPIRED);
+    /* the event says why in its own field, and what failed in status */
+    const redlease_event *ev = last_event(REDLEASE_EV_LOST);
+    CHECK(ev != NULL);
+    if (ev) CHECK_EQ(ev->lost_reason, REDLEASE_LOST_EXPIRED);
+    if (ev) CHECK_EQ(ev->status, REDLEASE_ETIMEDOUT);
     CHECK(r.lost_at < t0 + 3000); /* before the key can expire on the server */
     CHECK(!redlease_lock_held(r.lk));
     CHECK_EQ(redlease_lock_remaining_ms(r.lk), 0);
@@ -135,7 +140,7 @@ static void test_failed_renewal_retried_sooner(void)
 static void test_renewal_not_owner_is_lost_at_once(void)
 {
     fake f;
-    fake_start(&f, NULL);
+    start_recording(&f);
     rec r = {0};
     int64_t t0 = hold(&f, &r, "job", opts(3000));
     fake_until(&f, t0 + 1000);
@@ -144,6 +149,10 @@ static void test_renewal_not_owner_is_lost_at_once(void)
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 1);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    const redlease_event *ev = last_event(REDLEASE_EV_LOST);
+    CHECK(ev != NULL);
+    if (ev) CHECK_EQ(ev->lost_reason, REDLEASE_LOST_NOT_OWNER);
+    if (ev) CHECK_EQ(ev->status, REDLEASE_ENOTHELD);
     CHECK_EQ(r.lost_at, t0 + 1000);
     CHECK(!redlease_lock_held(r.lk));
     CHECK_EQ(fake_pending(&f), 0); /* not ours: nothing to delete */
