@@ -168,6 +168,15 @@ typedef struct redlease_quorum_options {
 } redlease_quorum_options;
 #define REDLEASE_MAX_QUORUM 9
 
+/* What renewals and releases are sent as (client option commands; man 3
+ * redlease, CLIENT OPTIONS). Either way they mean the same. */
+enum redlease_commands {
+    REDLEASE_COMMANDS_AUTO = 0,   /* the server's own conditional commands where it has them
+                                     (Valkey >= 9.0 DELIFEQ, Redis >= 8.4 DELEX, both
+                                     SET IFEQ; asked per connection), else Lua scripts */
+    REDLEASE_COMMANDS_SCRIPTS = 1 /* Lua scripts always; nothing asked */
+};
+
 typedef struct redlease_client_options {
     const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
     int port;                   /* 6379 */
@@ -184,10 +193,7 @@ typedef struct redlease_client_options {
     redlease_sentinel_options sentinel; /* off */
     redlease_cluster_options cluster;   /* off */
     redlease_quorum_options quorum;     /* off */
-    int scripts_only;           /* 0: renew and release with the server's own conditional
-                                   commands where it has them (Valkey >= 9.0 DELIFEQ,
-                                   Redis >= 8.4 DELEX, both SET IFEQ; asked per
-                                   connection), else Lua; nonzero: Lua always */
+    int commands;               /* enum redlease_commands: what renewals and releases are */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);

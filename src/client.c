@@ -49,7 +49,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
                           .connect_timeout = o->connect_timeout_ms,
                           .command_timeout = o->command_timeout_ms,
                           .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms,
-                          .tls = &o->tls, .probe = !o->scripts_only};
+                          .tls = &o->tls, .probe = o->commands == REDLEASE_COMMANDS_AUTO};
     int ok = 1;
     rdl_addr seeds[REDLEASE_MAX_SEEDS];
     int nseeds = 0;

@@ -69,6 +69,7 @@ static int common_check(const redlease_client_options *o)
     if (!in_range(o->command_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->commands, REDLEASE_COMMANDS_AUTO, REDLEASE_COMMANDS_SCRIPTS)) return REDLEASE_EINVAL;
     return tls_options_check(&o->tls);
 }
 

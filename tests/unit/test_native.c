@@ -6,7 +6,7 @@
  * A server that refuses them (unknown command, ACL, syntax) gets the
  * script, resent at once, and scripts for the rest of that link; a
  * renewal refused for memory (SET is refused over maxmemory, the script
- * is not) goes as the script; a new link asks again; scripts_only never
+ * is not) goes as the script; a new link asks again; REDLEASE_COMMANDS_SCRIPTS never
  * asks. */
 #include <stdio.h>
 #include <string.h>
@@ -255,14 +255,21 @@ static void test_each_link_asks_again(void)
     end(&f);
 }
 
-/* scripts_only: no question, scripts always. A probe answered with an
+/* REDLEASE_COMMANDS_SCRIPTS: no question, scripts always. A probe answered with an
  * error (no COMMAND for this ACL user) means scripts, and the link stays. */
-static void test_scripts_only_and_a_refused_probe(void)
+static void test_commands_scripts_and_a_refused_probe(void)
 {
     fake f;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.scripts_only = 1;
+    CHECK_EQ(co.commands, REDLEASE_COMMANDS_AUTO);
+    redlease_client *bad = NULL;
+    co.commands = REDLEASE_COMMANDS_SCRIPTS + 1; /* no such setting */
+    CHECK_EQ(redlease_client_new(&bad, &co), REDLEASE_EINVAL);
+    co.commands = -1;
+    CHECK_EQ(redlease_client_new(&bad, &co), REDLEASE_EINVAL);
+    CHECK(bad == NULL);
+    co.commands = REDLEASE_COMMANDS_SCRIPTS;
     fake_attach(&f, &co);
     fake_connect_raw(&f);
     CHECK(cmd_is(&f, "PING", NULL));
@@ -302,7 +309,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_syntax_error_falls_back_to_the_script),
         TEST_CASE(test_oom_renewal_goes_as_the_script),
         TEST_CASE(test_each_link_asks_again),
-        TEST_CASE(test_scripts_only_and_a_refused_probe),
+        TEST_CASE(test_commands_scripts_and_a_refused_probe),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
