@@ -295,10 +295,11 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 /* How an acquire with a wait budget (wait_ms != 0) waits while another
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
 enum redlease_wait_mode {
-    REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: REDLEASE_WAIT_QUEUE in this version */
+    REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: in this version REDLEASE_WAIT_QUEUE,
+                                  and REDLEASE_WAIT_WAKE under a quorum */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
-                                  to the queue's head and wakes it (under a quorum, as
-                                  REDLEASE_WAIT_WAKE: N queues have no one order) */
+                                  to the queue's head and wakes it; REDLEASE_EINVAL under
+                                  a quorum (N queues have no one order) */
     REDLEASE_WAIT_POLL = 2,    /* retries after a jittered backoff (retry_*_ms), in no order */
     REDLEASE_WAIT_WAKE = 3     /* waits in the queue, but a release only wakes the first
                                   waiter, who races for the lock with anyone asking

@@ -58,6 +58,9 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     int64_t replica_timeout = rdl_replica_timeout(o, ls->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
     if (replica_timeout && ls->quorum) return REDLEASE_EINVAL; /* whose replicas? */
+    /* N servers' queues could hand the lock to N different heads: there is
+     * no one order to wait in (design 11.5); the default wakes instead */
+    if (o->wait_mode == REDLEASE_WAIT_QUEUE && ls->quorum) return REDLEASE_EINVAL;
     if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
@@ -111,8 +114,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
     lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker;
-    /* N servers' queues could hand the lock to N different heads: a
-     * quorum's waiters are woken, in no order (design 11.5) */
+    /* under a quorum the default is REDLEASE_WAIT_WAKE (above) */
     lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || ls->quorum;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);

@@ -147,6 +147,16 @@ static void test_quorum_options(void)
     redlease_lock_options o = opts(3000);
     o.min_replicas = 1;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
+    /* N queues hold no one order: FIFO waiting is refused, not turned into
+     * something else; the default waits woken, in no order */
+    o = opts(3000);
+    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
+    o.wait_mode = REDLEASE_WAIT_WAKE;
+    rec w = {0};
+    CHECK_EQ(start_lock(&f, &w, "job", &o), REDLEASE_OK);
+    CHECK_EQ(release(&w), REDLEASE_OK);
+    fake_run(&f);
     CHECK_STR(redlease_strerror(REDLEASE_EQUORUM), "too few of the quorum's servers said yes");
     end(&f);
 }
