@@ -337,10 +337,14 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     lo->replica_timeout_ms = r->replica_timeout_ms;
 }
 
-/* What a failed redlease_client_new, acquire or attach means. */
-static int status_for_start_error(int rc)
+/* What a failed redlease_client_new, acquire or attach means; why: the
+ * options' error text, or NULL. */
+static int status_for_start_error(int rc, const char *why)
 {
-    cli_error("%s", redlease_strerror(rc));
+    if (why)
+        cli_error("%s: %s", redlease_strerror(rc), why);
+    else
+        cli_error("%s", redlease_strerror(rc));
     /* ENOTSUP: --tls, and this redlease has no TLS: unavailable */
     return rc == REDLEASE_EINVAL    ? CLI_EXIT_USAGE
            : rc == REDLEASE_ENOTSUP ? CLI_EXIT_UNAVAILABLE
@@ -486,6 +490,7 @@ static int start(run *r)
     lock_options(r, &lo);
 
     int rc = redlease_client_new(&r->client, &co);
+    if (rc != REDLEASE_OK) return status_for_start_error(rc, redlease_client_options_error(&co));
     if (rc == REDLEASE_OK) {
         redlease_client_set_event_cb(r->client, on_event, r);
         /* Acquire first, attach second: a connect that fails at once is
@@ -493,7 +498,7 @@ static int start(run *r)
         rc = redlease_acquire(r->client, r->resource, &lo, on_acquired, on_lost, r, &r->lock);
     }
     if (rc == REDLEASE_OK) rc = redlease_libev_attach(r->client, r->loop);
-    return rc == REDLEASE_OK ? 0 : status_for_start_error(rc);
+    return rc == REDLEASE_OK ? 0 : status_for_start_error(rc, NULL);
 }
 
 int cli_run(int argc, char **argv)

@@ -69,8 +69,8 @@ void cli_server_init(cli_server *s)
     redlease_client_options d;
     redlease_client_options_init(&d);
     memset(s, 0, sizeof *s);
-    s->host = d.host;
-    s->port = d.port;
+    s->host = REDLEASE_DEFAULT_HOST;
+    s->port = REDLEASE_DEFAULT_PORT;
     s->prefix = d.key_prefix;
     s->timeout_ms = d.command_timeout_ms;
 }
@@ -397,9 +397,24 @@ int cli_server_find_primary(cli_server *s, char *why, size_t size)
 void cli_server_client_options(const cli_server *s, redlease_client_options *o)
 {
     redlease_client_options_init(o);
-    o->host = s->host;
-    o->port = s->port;
-    o->unix_path = s->socket;
+    if (s->quorum) {
+        o->topology = REDLEASE_TOPOLOGY_QUORUM;
+        o->quorum.addrs = s->quorum;
+    } else if (s->cluster) {
+        o->topology = REDLEASE_TOPOLOGY_CLUSTER;
+        o->cluster.addrs = s->cluster;
+    } else if (s->sentinels) {
+        o->topology = REDLEASE_TOPOLOGY_SENTINEL;
+        o->sentinel.addrs = s->sentinels;
+        o->sentinel.master_name = s->master;
+        o->sentinel.password = s->sentinel_password;
+        o->sentinel.tls = s->tls.enable;
+    } else if (s->socket) {
+        o->unix_path = s->socket;
+    } else {
+        o->host = s->host;
+        o->port = s->port;
+    }
     o->username = s->user;
     o->password = s->password;
     o->db = s->db;
@@ -407,12 +422,6 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->connect_timeout_ms = s->timeout_ms;
     o->command_timeout_ms = s->timeout_ms;
     o->tls = s->tls;
-    o->sentinel.addrs = s->sentinels;
-    o->sentinel.master_name = s->master;
-    o->sentinel.password = s->sentinel_password;
-    o->sentinel.tls = s->tls.enable;
-    o->cluster.addrs = s->cluster;
-    o->quorum.addrs = s->quorum;
 }
 
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)

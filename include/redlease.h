@@ -129,10 +129,10 @@ REDLEASE_EXTERN int redlease_tls_available(void);
 /* A primary that Sentinel manages (man 3 redlease, SENTINEL): the client
  * asks the Sentinels where the primary of master_name is, checks with ROLE
  * that it reached a primary, and follows failovers (+switch-master; asking
- * again after a lost connection or READONLY). host, port and unix_path
- * are then not used. */
+ * again after a lost connection or READONLY). With
+ * REDLEASE_TOPOLOGY_SENTINEL only. */
 typedef struct redlease_sentinel_options {
-    const char *addrs;       /* NULL: no Sentinel; else "HOST:PORT[,HOST:PORT...]"
+    const char *addrs;       /* "HOST:PORT[,HOST:PORT...]"
                                 (at most REDLEASE_MAX_SENTINELS; IPv6 as [ADDR]:PORT) */
     const char *master_name; /* the name the Sentinels monitor the primary by */
     const char *username;    /* the Sentinels' own ACL user, or NULL */
@@ -145,11 +145,11 @@ typedef struct redlease_sentinel_options {
 /* A Redis Cluster (man 3 redlease, CLUSTER): the client reads the slot map
  * from the nodes (CLUSTER SLOTS), sends each lock's commands to the primary
  * serving its key's slot on a connection of its own (made when first
- * needed), and follows MOVED and ASK. host, port and unix_path are then
- * not used, and db must be 0. Credentials and TLS are the client's, for
- * every node. */
+ * needed), and follows MOVED and ASK. With REDLEASE_TOPOLOGY_CLUSTER
+ * only; db must be 0. Credentials and TLS are the client's, for every
+ * node. */
 typedef struct redlease_cluster_options {
-    const char *addrs; /* NULL: no Cluster; else some of its nodes, "HOST:PORT[,HOST:PORT...]"
+    const char *addrs; /* some of its nodes, "HOST:PORT[,HOST:PORT...]"
                           (at most REDLEASE_MAX_SEEDS; IPv6 as [ADDR]:PORT) */
 } redlease_cluster_options;
 #define REDLEASE_MAX_SEEDS 16
@@ -157,12 +157,12 @@ typedef struct redlease_cluster_options {
 /* A quorum of independent Redis servers, the Redlock scheme (man 3
  * redlease, QUORUM): every lock command goes to all of them with the same
  * token, and a lease is held while a majority (N/2 + 1) confirmed it, its
- * validity counted from before the first send. host, port and unix_path
- * are then not used; credentials, TLS and db are the client's, for every
- * server. Locks may not ask for replica acknowledgement (min_replicas,
+ * validity counted from before the first send. With
+ * REDLEASE_TOPOLOGY_QUORUM only; credentials, TLS and db are the
+ * client's, for every server. Locks may not ask for replica acknowledgement (min_replicas,
  * wait_fsync) under a quorum. */
 typedef struct redlease_quorum_options {
-    const char *addrs; /* NULL: no quorum; else 2 to REDLEASE_MAX_QUORUM distinct servers,
+    const char *addrs; /* 2 to REDLEASE_MAX_QUORUM distinct servers,
                           "HOST:PORT,HOST:PORT[,...]" (IPv6 as [ADDR]:PORT); an odd
                           number: 2k+1 of them survive k failures */
 } redlease_quorum_options;
@@ -177,10 +177,25 @@ enum redlease_commands {
     REDLEASE_COMMANDS_SCRIPTS = 1 /* Lua scripts always; nothing asked */
 };
 
+/* Where a client's Redis is (client option topology). Each has its own
+ * fields; a field of another topology that is set is REDLEASE_EINVAL
+ * (redlease_client_options_error() names it): nothing is ignored. */
+enum redlease_topology {
+    REDLEASE_TOPOLOGY_SERVER = 0,   /* one Redis: host and port, or unix_path */
+    REDLEASE_TOPOLOGY_SENTINEL = 1, /* the primary Sentinels name: sentinel.* */
+    REDLEASE_TOPOLOGY_CLUSTER = 2,  /* a Redis Cluster: cluster.addrs */
+    REDLEASE_TOPOLOGY_QUORUM = 3    /* independent masters, a majority holds: quorum.addrs */
+};
+#define REDLEASE_DEFAULT_HOST "127.0.0.1" /* host NULL */
+#define REDLEASE_DEFAULT_PORT 6379        /* port 0 */
+
 typedef struct redlease_client_options {
-    const char *host;           /* "127.0.0.1"; a name is resolved by a blocking getaddrinfo */
-    int port;                   /* 6379 */
-    const char *unix_path;      /* NULL; when set, used instead of host/port */
+    int topology;               /* enum redlease_topology; REDLEASE_TOPOLOGY_SERVER */
+    /* REDLEASE_TOPOLOGY_SERVER: host and port, or unix_path */
+    const char *host;           /* NULL: REDLEASE_DEFAULT_HOST; a name is resolved by a
+                                   blocking getaddrinfo */
+    int port;                   /* 0: REDLEASE_DEFAULT_PORT */
+    const char *unix_path;      /* NULL; when set, host and port must be unset */
     const char *username;       /* NULL: AUTH password alone (or no AUTH) */
     const char *password;       /* NULL: no AUTH. Never logged nor put in events. */
     int db;                     /* 0; nonzero: SELECT db after connecting */
@@ -190,13 +205,18 @@ typedef struct redlease_client_options {
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
     int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
     redlease_tls_options tls;   /* off */
-    redlease_sentinel_options sentinel; /* off */
-    redlease_cluster_options cluster;   /* off */
-    redlease_quorum_options quorum;     /* off */
+    redlease_sentinel_options sentinel; /* REDLEASE_TOPOLOGY_SENTINEL only */
+    redlease_cluster_options cluster;   /* REDLEASE_TOPOLOGY_CLUSTER only */
+    redlease_quorum_options quorum;     /* REDLEASE_TOPOLOGY_QUORUM only */
     int commands;               /* enum redlease_commands: what renewals and releases are */
 } redlease_client_options;
 
 REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);
+/* Why redlease_client_new() would refuse o (REDLEASE_EINVAL, or
+ * REDLEASE_ENOTSUP for TLS in a library without it): a short English text
+ * naming the field, or the fields that conflict; NULL when o is accepted
+ * (or NULL). The text is static. */
+REDLEASE_EXTERN const char *redlease_client_options_error(const redlease_client_options *o);
 
 /* Creates a client (strings in o are copied). o NULL: defaults. It does not
  * connect until a loop is attached (redlease_libev_attach() or

@@ -33,7 +33,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         redlease_client_options_init(&defaults);
         o = &defaults;
     }
-    int rc = rdl_client_options_check(o);
+    int rc = rdl_client_options_check(o, NULL);
     if (rc) return rc;
 
     redlease_client *c = rdl_calloc(1, sizeof *c);
@@ -44,7 +44,9 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     rdl_list_init(&c->set.notify);
     c->set.svc = &c->svc;
     c->set.home = &c->main;
-    rdl_conn_config cc = {.host = o->host, .unix_path = o->unix_path, .port = o->port, .db = o->db,
+    rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
+                          .unix_path = o->unix_path,
+                          .port = o->port ? o->port : REDLEASE_DEFAULT_PORT, .db = o->db,
                           .username = o->username, .password = o->password,
                           .connect_timeout = o->connect_timeout_ms,
                           .command_timeout = o->command_timeout_ms,
@@ -53,7 +55,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     int ok = 1;
     rdl_addr seeds[REDLEASE_MAX_SEEDS];
     int nseeds = 0;
-    if (o->cluster.addrs) {
+    if (o->topology == REDLEASE_TOPOLOGY_CLUSTER) {
         /* The first seed is the embedded node; the others are made below. */
         nseeds = rdl_addr_list_parse(o->cluster.addrs, seeds, REDLEASE_MAX_SEEDS);
         if (nseeds < 0) nseeds = 0, ok = 0;
@@ -66,7 +68,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
     }
     rdl_addr members[REDLEASE_MAX_QUORUM];
     int nmembers = 0;
-    if (o->quorum.addrs) {
+    if (o->topology == REDLEASE_TOPOLOGY_QUORUM) {
         /* The embedded node is the quorum's, with no server of its own;
          * the members are made below. */
         nmembers = rdl_addr_list_parse(o->quorum.addrs, members, REDLEASE_MAX_QUORUM);
@@ -76,7 +78,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *o)
         c->quorum = rdl_calloc(1, sizeof *c->quorum);
         ok = ok && c->quorum;
     }
-    if (o->sentinel.addrs) {
+    if (o->topology == REDLEASE_TOPOLOGY_SENTINEL) {
         /* No address until a Sentinel names the primary; ROLE checks it. */
         cc.host = cc.unix_path = NULL;
         cc.verify_primary = 1;

@@ -11,8 +11,6 @@ void redlease_client_options_init(redlease_client_options *o)
 {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->host = "127.0.0.1";
-    o->port = 6379;
     o->key_prefix = "lock:";
     o->connect_timeout_ms = 2000;
     o->command_timeout_ms = 2000;
@@ -45,86 +43,139 @@ int redlease_tls_available(void)
 
 static int empty(const char *s) { return s && !s[0]; }
 
+/* Each check answers 0, or a status with *why: a static text naming the
+ * field (or the fields that conflict), for redlease_client_options_error(). */
+#define REFUSE(text) (*why = (text), REDLEASE_EINVAL)
+
 /* Off: nothing else is looked at. On: never a plaintext connection instead
  * (ENOTSUP without TLS support); a certificate needs its key. */
-static int tls_options_check(const redlease_tls_options *t)
+static int tls_options_check(const redlease_tls_options *t, const char **why)
 {
     if (!t->enable) return REDLEASE_OK;
-    if (!redlease_tls_available()) return REDLEASE_ENOTSUP;
+    if (!redlease_tls_available()) {
+        *why = "tls.enable: this library was built without TLS";
+        return REDLEASE_ENOTSUP;
+    }
     if (empty(t->ca_file) || empty(t->ca_dir) || empty(t->cert_file) || empty(t->key_file) ||
         empty(t->server_name))
-        return REDLEASE_EINVAL;
-    if (!t->cert_file != !t->key_file) return REDLEASE_EINVAL;
+        return REFUSE("tls: a file, folder or name is empty");
+    if (!t->cert_file != !t->key_file) return REFUSE("tls.cert_file and tls.key_file go together");
     return REDLEASE_OK;
 }
 
 /* What every client is checked for, wherever its server comes from. */
-static int common_check(const redlease_client_options *o)
+static int common_check(const redlease_client_options *o, const char **why)
 {
-    if (o->db < 0) return REDLEASE_EINVAL;
-    if (o->username && !o->password) return REDLEASE_EINVAL;
+    if (o->db < 0) return REFUSE("db is negative");
+    if (o->username && !o->password) return REFUSE("username needs a password");
     if (o->key_prefix && !rdl_key_prefix_ok(o->key_prefix, strnlen(o->key_prefix, REDLEASE_MAX_PREFIX + 1)))
-        return REDLEASE_EINVAL;
-    if (!in_range(o->connect_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->command_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->commands, REDLEASE_COMMANDS_AUTO, REDLEASE_COMMANDS_SCRIPTS)) return REDLEASE_EINVAL;
-    return tls_options_check(&o->tls);
+        return REFUSE("key_prefix: longer than REDLEASE_MAX_PREFIX, or has \"{\" or \"}\"");
+    if (!in_range(o->connect_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS))
+        return REFUSE("connect_timeout_ms: out of range");
+    if (!in_range(o->command_timeout_ms, 1, REDLEASE_MAX_TIMEOUT_MS))
+        return REFUSE("command_timeout_ms: out of range");
+    if (!in_range(o->reconnect_min_ms, 1, REDLEASE_MAX_TIMEOUT_MS))
+        return REFUSE("reconnect_min_ms: out of range");
+    if (!in_range(o->reconnect_max_ms, o->reconnect_min_ms, REDLEASE_MAX_TIMEOUT_MS))
+        return REFUSE("reconnect_max_ms: below reconnect_min_ms, or out of range");
+    if (!in_range(o->commands, REDLEASE_COMMANDS_AUTO, REDLEASE_COMMANDS_SCRIPTS))
+        return REFUSE("commands: no such setting");
+    return tls_options_check(&o->tls, why);
 }
 
-/* A server named by the options: a unix socket, or a host and port. */
-static int address_check(const redlease_client_options *o)
-{
-    if (o->unix_path) return o->unix_path[0] ? REDLEASE_OK : REDLEASE_EINVAL;
-    return o->host && o->host[0] && in_range(o->port, 1, 65535) ? REDLEASE_OK : REDLEASE_EINVAL;
-}
-
-/* A primary named by Sentinels: their addresses and the master name, a
- * password with a user; not a unix socket too (which would win?), and
- * Sentinel TLS only with TLS settings. */
-static int sentinel_check(const redlease_client_options *o)
+/* The fields of the topologies a client does not have must be unset:
+ * nothing is silently ignored. */
+static int others_unset(const redlease_client_options *o, const char **why)
 {
     const redlease_sentinel_options *s = &o->sentinel;
-    if (rdl_addr_list_parse(s->addrs, NULL, REDLEASE_MAX_SENTINELS) < 0) return REDLEASE_EINVAL;
-    if (!s->master_name || !s->master_name[0] || strlen(s->master_name) > 200) return REDLEASE_EINVAL;
-    if (s->username && !s->password) return REDLEASE_EINVAL;
-    if (o->unix_path) return REDLEASE_EINVAL;
-    if (s->tls && !o->tls.enable) return REDLEASE_EINVAL;
+    int t = o->topology;
+    if (t != REDLEASE_TOPOLOGY_SERVER && (o->host || o->port || o->unix_path))
+        return REFUSE("host, port and unix_path are for REDLEASE_TOPOLOGY_SERVER only");
+    if (t != REDLEASE_TOPOLOGY_SENTINEL &&
+        (s->addrs || s->master_name || s->username || s->password || s->tls))
+        return REFUSE("sentinel.* is for REDLEASE_TOPOLOGY_SENTINEL only");
+    if (t != REDLEASE_TOPOLOGY_CLUSTER && o->cluster.addrs)
+        return REFUSE("cluster.addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
+    if (t != REDLEASE_TOPOLOGY_QUORUM && o->quorum.addrs)
+        return REFUSE("quorum.addrs is for REDLEASE_TOPOLOGY_QUORUM only");
     return REDLEASE_OK;
 }
 
-/* Cluster nodes named by seeds: one database (0) is all a Cluster has;
- * neither Sentinel nor a unix socket besides (which would win?). */
-static int cluster_check(const redlease_client_options *o)
+/* One server: a unix socket, or a host and port (NULL and 0: the defaults),
+ * not both. */
+static int server_check(const redlease_client_options *o, const char **why)
 {
-    if (rdl_addr_list_parse(o->cluster.addrs, NULL, REDLEASE_MAX_SEEDS) < 0) return REDLEASE_EINVAL;
-    if (o->db != 0 || o->sentinel.addrs || o->unix_path) return REDLEASE_EINVAL;
+    if (o->unix_path && (o->host || o->port)) return REFUSE("unix_path and host/port exclude each other");
+    if (empty(o->unix_path)) return REFUSE("unix_path is empty");
+    if (empty(o->host)) return REFUSE("host is empty");
+    if (!in_range(o->port, 0, 65535)) return REFUSE("port: out of range");
+    return REDLEASE_OK;
+}
+
+/* A primary named by Sentinels: their addresses and the master name, a
+ * password with a user, Sentinel TLS only with TLS settings. */
+static int sentinel_check(const redlease_client_options *o, const char **why)
+{
+    const redlease_sentinel_options *s = &o->sentinel;
+    if (rdl_addr_list_parse(s->addrs, NULL, REDLEASE_MAX_SENTINELS) < 0)
+        return REFUSE("sentinel.addrs: not a list of 1 to REDLEASE_MAX_SENTINELS HOST:PORT");
+    if (!s->master_name || !s->master_name[0] || strlen(s->master_name) > 200)
+        return REFUSE("sentinel.master_name: missing, empty or longer than 200 bytes");
+    if (s->username && !s->password) return REFUSE("sentinel.username needs sentinel.password");
+    if (s->tls && !o->tls.enable) return REFUSE("sentinel.tls needs tls.enable");
+    return REDLEASE_OK;
+}
+
+/* Cluster nodes named by seeds: one database (0) is all a Cluster has. */
+static int cluster_check(const redlease_client_options *o, const char **why)
+{
+    if (rdl_addr_list_parse(o->cluster.addrs, NULL, REDLEASE_MAX_SEEDS) < 0)
+        return REFUSE("cluster.addrs: not a list of 1 to REDLEASE_MAX_SEEDS HOST:PORT");
+    if (o->db != 0) return REFUSE("db: a Cluster has database 0 only");
     return REDLEASE_OK;
 }
 
 /* Independent servers, each once (two of the same would count one server
- * twice toward the majority); no Sentinel, Cluster or unix socket besides. */
-static int quorum_check(const redlease_client_options *o)
+ * twice toward the majority). */
+static int quorum_check(const redlease_client_options *o, const char **why)
 {
     rdl_addr a[REDLEASE_MAX_QUORUM];
     int n = rdl_addr_list_parse(o->quorum.addrs, a, REDLEASE_MAX_QUORUM);
-    if (n == -2) return REDLEASE_ENOMEM;
-    int rc = n < 2 || o->sentinel.addrs || o->cluster.addrs || o->unix_path ? REDLEASE_EINVAL : 0;
+    if (n == -2) {
+        *why = "out of memory";
+        return REDLEASE_ENOMEM;
+    }
+    int rc = n < 2 ? REFUSE("quorum.addrs: not a list of 2 to REDLEASE_MAX_QUORUM HOST:PORT") : 0;
     for (int i = 0; i < n && !rc; i++)
         for (int j = 0; j < i && !rc; j++)
-            if (a[i].port == a[j].port && strcmp(a[i].host, a[j].host) == 0) rc = REDLEASE_EINVAL;
+            if (a[i].port == a[j].port && strcmp(a[i].host, a[j].host) == 0)
+                rc = REFUSE("quorum.addrs: a server named twice");
     if (n > 0) rdl_addr_list_free(a, n);
     return rc;
 }
 
-int rdl_client_options_check(const redlease_client_options *o)
+int rdl_client_options_check(const redlease_client_options *o, const char **why)
 {
-    int rc = o->quorum.addrs     ? quorum_check(o)
-             : o->cluster.addrs  ? cluster_check(o)
-             : o->sentinel.addrs ? sentinel_check(o)
-                                 : address_check(o);
-    return rc ? rc : common_check(o);
+    const char *ignored;
+    if (!why) why = &ignored;
+    *why = NULL;
+    int rc;
+    switch (o->topology) {
+    case REDLEASE_TOPOLOGY_SERVER: rc = server_check(o, why); break;
+    case REDLEASE_TOPOLOGY_SENTINEL: rc = sentinel_check(o, why); break;
+    case REDLEASE_TOPOLOGY_CLUSTER: rc = cluster_check(o, why); break;
+    case REDLEASE_TOPOLOGY_QUORUM: rc = quorum_check(o, why); break;
+    default: return REFUSE("topology: no such setting");
+    }
+    if (!rc) rc = others_unset(o, why);
+    return rc ? rc : common_check(o, why);
+}
+
+const char *redlease_client_options_error(const redlease_client_options *o)
+{
+    const char *why = NULL;
+    if (o) rdl_client_options_check(o, &why);
+    return why;
 }
 
 int rdl_lock_options_check(const redlease_lock_options *o)

@@ -9,9 +9,10 @@
 
 #include "redlease.h"
 
-/* REDLEASE_OK, REDLEASE_EINVAL, REDLEASE_ENOTSUP (TLS asked of a build
- * without it) or REDLEASE_ENOMEM. */
-int rdl_client_options_check(const redlease_client_options *o);
+/* REDLEASE_OK, or REDLEASE_EINVAL, REDLEASE_ENOTSUP (TLS asked of a build
+ * without it) or REDLEASE_ENOMEM with *why (why may be NULL): a static
+ * text naming the field, or the fields that conflict. */
+int rdl_client_options_check(const redlease_client_options *o, const char **why);
 int rdl_lock_options_check(const redlease_lock_options *o);
 /* The WAIT timeout a lock with these (checked) options uses under a client
  * with this command timeout: 0 when it asks for no acknowledgement,

@@ -411,19 +411,18 @@ int main(int argc, char **argv)
 
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.unix_path = getenv("REDLEASE_SOCKET");
-    co.sentinel.addrs = getenv("CHAOS_SENTINEL");
-    co.sentinel.master_name = getenv("CHAOS_MASTER");
-    if (co.sentinel.addrs) co.unix_path = NULL;
-    co.cluster.addrs = getenv("CHAOS_CLUSTER");
-    if (co.cluster.addrs) {
-        co.unix_path = NULL;
-        co.host = NULL;
-    }
-    co.quorum.addrs = getenv("CHAOS_QUORUM");
-    if (co.quorum.addrs) {
-        co.unix_path = NULL;
-        co.host = NULL;
+    if (getenv("CHAOS_SENTINEL")) {
+        co.topology = REDLEASE_TOPOLOGY_SENTINEL;
+        co.sentinel.addrs = getenv("CHAOS_SENTINEL");
+        co.sentinel.master_name = getenv("CHAOS_MASTER");
+    } else if (getenv("CHAOS_CLUSTER")) {
+        co.topology = REDLEASE_TOPOLOGY_CLUSTER;
+        co.cluster.addrs = getenv("CHAOS_CLUSTER");
+    } else if (getenv("CHAOS_QUORUM")) {
+        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        co.quorum.addrs = getenv("CHAOS_QUORUM");
+    } else {
+        co.unix_path = getenv("REDLEASE_SOCKET");
     }
     /* Commands must time out within a lease, or a frozen server keeps a
      * cycle waiting long after its lease is gone. */

@@ -107,9 +107,11 @@ static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= 
 /* What redlease.h and man 3 say of client options. */
 static enum verdict client_verdict(const redlease_client_options *o)
 {
+    /* one server (the input sets no topology): a socket, or a host and a
+     * port (NULL and 0: the defaults), never both */
     if (o->unix_path) {
-        if (!o->unix_path[0]) return INVALID;
-    } else if (!o->host || !o->host[0] || !in_range(o->port, 1, 65535)) {
+        if (!o->unix_path[0] || o->host || o->port) return INVALID;
+    } else if ((o->host && !o->host[0]) || !in_range(o->port, 0, 65535)) {
         return INVALID;
     }
     if (o->db < 0) return INVALID;

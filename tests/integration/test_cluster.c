@@ -170,6 +170,7 @@ static redlease_client_options cluster_opts(const char *list)
     redlease_client_options co = copts_tcp(0);
     co.host = NULL;
     co.cluster.addrs = list;
+    co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     return co;
 }
 

@@ -70,6 +70,7 @@ static redlease_client_options quorum_opts(void)
     co.host = NULL;
     co.port = 0;
     co.quorum.addrs = addrs;
+    co.topology = REDLEASE_TOPOLOGY_QUORUM;
     return co;
 }
 

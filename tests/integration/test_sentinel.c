@@ -96,7 +96,9 @@ static int start_all(void)
 static redlease_client_options sentinel_opts(const char *list, const char *name)
 {
     redlease_client_options co = copts_tcp(0); /* the Sentinels say where */
+    co.host = NULL;
     co.sentinel.addrs = list;
+    co.topology = REDLEASE_TOPOLOGY_SENTINEL;
     co.sentinel.master_name = name;
     return co;
 }
@@ -340,6 +342,7 @@ static void test_sentinel_options_checked(void)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
+    co.topology = REDLEASE_TOPOLOGY_SENTINEL;
     redlease_client *c = NULL;
     const char *bad[] = {"", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":26379", "h:1,",
                          "::1:26379", "[::1]26379", "h:1,,h:2", "h:x"};
@@ -347,6 +350,7 @@ static void test_sentinel_options_checked(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         co.sentinel.addrs = bad[i];
         CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+        CHECK(strstr(redlease_client_options_error(&co), "sentinel.addrs") != NULL);
     }
     co.sentinel.addrs = "[::1]:26379,localhost:26380";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);

@@ -217,7 +217,9 @@ static void test_tls_through_sentinel(void)
     snprintf(list, sizeof list, "127.0.0.1:%d", sentinel.port);
     obs o = {0};
     redlease_client_options co = tls_opts(0, "ca.crt", 1);
+    co.host = NULL; /* the Sentinel says where */
     co.sentinel.addrs = list;
+    co.topology = REDLEASE_TOPOLOGY_SENTINEL;
     co.sentinel.master_name = "tlsm";
     co.sentinel.tls = 1;
     redlease_client *c = client_with(&co, &o);
@@ -230,7 +232,9 @@ static void test_tls_through_sentinel(void)
     finish(c, &o);
 
     co = tls_opts(0, "other-ca.crt", 1); /* signed no Sentinel */
+    co.host = NULL; /* the Sentinel says where */
     co.sentinel.addrs = list;
+    co.topology = REDLEASE_TOPOLOGY_SENTINEL;
     co.sentinel.master_name = "tlsm";
     co.sentinel.tls = 1;
     expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, REDLEASE_ETLS, "Sentinel 127.0.0.1:");

@@ -317,9 +317,20 @@ static void test_invalid_arguments(void)
     CHECK_EQ(r.acq_status, REDLEASE_ECANCELED);
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.port = 0;
+    co.port = 65536;
     redlease_client *c = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK_STR(redlease_client_options_error(&co), "port: out of range");
+    /* a socket and an address: which would win? neither, refused */
+    redlease_client_options_init(&co);
+    co.unix_path = "/tmp/redis.sock";
+    co.host = "10.0.0.1";
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK_STR(redlease_client_options_error(&co), "unix_path and host/port exclude each other");
+    redlease_client_options_init(&co);
+    CHECK(co.host == NULL && co.port == 0); /* REDLEASE_DEFAULT_HOST, _PORT */
+    CHECK(redlease_client_options_error(&co) == NULL);
+    CHECK(redlease_client_options_error(NULL) == NULL);
     redlease_client_options_init(&co);
     co.command_timeout_ms = 0;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);

@@ -30,6 +30,7 @@ static redlease_client_options sentinel_options(const char *addrs, int64_t min, 
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.sentinel.addrs = addrs;
+    co.topology = REDLEASE_TOPOLOGY_SENTINEL;
     co.sentinel.master_name = "mymaster";
     co.reconnect_min_ms = min;
     co.reconnect_max_ms = max;
