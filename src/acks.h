@@ -37,7 +37,7 @@ typedef struct rdl_acks {
 
 /* The WAITs of conn (a node's). */
 void rdl_acks_init(rdl_acks *a, rdl_conn *conn, rdl_svc *svc);
-/* A lock's ticket (lock.c), on the acks of the node its write went out on;
+/* A lock's ticket (lock_send.c), on the acks of the node its write went out on;
  * the WAIT's answer (or NULL, a link that broke) comes back through
  * ticket->req.ops. */
 void rdl_acks_add(rdl_acks *a, rdl_ack_ticket *ticket);

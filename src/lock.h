@@ -41,7 +41,7 @@ typedef struct rdl_locks {
     rdl_list locks, notify;      /* every handle; those owed callbacks */
     uint64_t parked; /* locks with lk->parked set (close waits for them) */
     uint64_t release_retries; /* releases waiting to retry (close waits for them);
-                                 lock.c keeps it with each lk->release_retry */
+                                 the lock layer keeps it with each lk->release_retry */
     redlease_stats stats; /* the locks' counters; the connections keep their own */
     int freeing;          /* redlease_client_free() is ending the handles */
     int closing;          /* redlease_client_close() called */
@@ -116,7 +116,7 @@ struct redlease_lock {
                                 other state */
         int64_t op_limit;    /* ACQUIRING, RELEASING: no op deadline beyond this
                                 (the wait budget of an acquire, the first
-                                deadline of a release); read through lock.c's
+                                deadline of a release); read through lock_send.c's
                                 op_limit(), which is RDL_NEVER while HELD
                                 (renewals run to the validity deadline) */
     };
@@ -135,7 +135,7 @@ struct redlease_lock {
     uint16_t keylen;    /* keys may hold any byte, NUL included; at most
                            REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 8 */
     int8_t lost_reason, release_status; /* REDLEASE_LOST_*, REDLEASE_E* */
-    unsigned state : 2;  /* enum rdl_lock_state; set by lock.c's set_state() only */
+    unsigned state : 2;  /* enum rdl_lock_state; set by rdl_lock_set_state() only */
     unsigned op : 4;     /* RDL_REQ_ACQUIRE / RENEW / RELEASE or 0 */
     unsigned notify : 3; /* RDL_NOTIFY_* bits owed */
     unsigned user_ref : 1;      /* 1 until on_release has run (or the client ends) */
@@ -153,7 +153,7 @@ struct redlease_lock {
     unsigned wait_fsync : 1;    /* option: acknowledgement by WAITAOF */
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
     unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
-                                   goes there goes behind ASKING (lock.c) */
+                                   goes there goes behind ASKING (lock_send.c) */
     unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE or _WAKE: its commands keep
                                    to the resource's queue, its release and drops
                                    hand the lock over (acq->joins: it waits in it) */
@@ -161,7 +161,7 @@ struct redlease_lock {
                                    release's probe found a queue: its release
                                    goes whole, not as the probe (scripts.c) */
     unsigned parked : 1;        /* has something to send and its node is not ready:
-                                   sent when it is (node.c, flush); counted in
+                                   sent when it is (client.c, on_node_flush); counted in
                                    c->parked. A bit, not a list link: 16 bytes
                                    of every held lease for a state few are in */
     unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever

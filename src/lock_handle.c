@@ -96,7 +96,8 @@ void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, 
     rdl_svc_emit(ls->svc, &ev);
 }
 
-/* Waits for its node to be ready (node.c sends it then). */
+/* Waits for its node to be ready (the client's flush of that node sends
+ * it then: on_node_flush, src/client.c). */
 void rdl_lock_park(struct redlease_lock *lk)
 {
     if (lk->parked) return;

@@ -36,7 +36,7 @@
  *    or ahead of the next command for them, until the key must have
  *    expired by itself.
  * An acquire the lock stopped waiting for is the lock's to clean up
- * (maybe_set, src/lock.c): a later attempt of the lock may already be on
+ * (maybe_set, src/lock_send.c): a later attempt of the lock may already be on
  * the links behind it, and a delete now would land after that.
  *
  * A script goes as EVAL the first time on each member's link.
@@ -105,7 +105,8 @@ int rdl_quorum_refusal(const rdl_quorum *q);
 int rdl_quorum_status(const rdl_quorum *q);
 void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now);
 
-/* A member node's reports (src/node.c): ready, its link failed. (A
+/* A member node's reports (through the client: on_node_*, src/client.c):
+ * ready, its link failed. (A
  * member's replies come back through its parts' own ops.) */
 void rdl_quorum_member_ready(rdl_quorum *q, struct rdl_node *m);
 void rdl_quorum_member_failed(rdl_quorum *q, struct rdl_node *m);

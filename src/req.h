@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* One command on the wire, in a header of its own: two modules share it
- * and neither owns the other. The connection sends it, reads its send time
- * and epoch (round trips, which connection it went out on) and makes its
- * own for the handshake; a lock (src/lock.c) makes the rest and reads their
- * every field. In either module's header it would pull that module into the
- * other, and the senders to come (a subscriber connection, Sentinel) send
- * requests too.
+/* One command on the wire, in a header of its own at the ground floor:
+ * every layer carries it and none owns all of it. The connection sends
+ * it, reads its send time and epoch (round trips, which connection it went
+ * out on) and makes its own for the handshake; its maker (a lock, the
+ * WAITs, the router, a quorum's parts, Sentinel, the wake-up channel)
+ * fills the rest and hears the reply through the ops it registered.
  *
  * A request lives until the transport reports it (reply or NULL), even
  * when its lock stopped waiting for it (timed out, cancelled): that is how
@@ -67,7 +66,7 @@ typedef struct rdl_req_ops {
 /* 48 bytes: a client renewing a million leases has many on the wire. */
 typedef struct rdl_req {
     const rdl_req_ops *ops;   /* its handler; NULL for a connection's own */
-    struct redlease_lock *lk; /* a lock's: holds a reference (read by lock.c only) */
+    struct redlease_lock *lk; /* a lock's: holds a reference (read by the lock layer only) */
     struct rdl_node *node;    /* where a lock's (or the router's) went */
     int64_t t0;      /* monotonic time before sending; an ACK's is that of
                         the write it acknowledges (validity counts from it) */
