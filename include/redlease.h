@@ -189,7 +189,17 @@ enum redlease_topology {
 #define REDLEASE_DEFAULT_HOST "127.0.0.1" /* host NULL */
 #define REDLEASE_DEFAULT_PORT 6379        /* port 0 */
 
+/* The option structs grow at their end, never anywhere else (nested
+ * structs never grow): redlease_*_options_init() records in struct_size
+ * the size the caller's header gives, and every call that takes options
+ * reads that many bytes. A program built against an older header keeps
+ * working (the fields it does not know take their defaults); one built
+ * against a newer header gets REDLEASE_ENOTSUP from an older library if it
+ * set a field that library does not know. So options must be made by
+ * their _init (a macro passing sizeof: it cannot be taken as a function
+ * pointer); one that was not (struct_size 0) is REDLEASE_EINVAL. */
 typedef struct redlease_client_options {
+    size_t struct_size;         /* set by redlease_client_options_init(); leave it */
     int topology;               /* enum redlease_topology; REDLEASE_TOPOLOGY_SERVER */
     /* REDLEASE_TOPOLOGY_SERVER: host and port, or unix_path */
     const char *host;           /* NULL: REDLEASE_DEFAULT_HOST; a name is resolved by a
@@ -211,7 +221,9 @@ typedef struct redlease_client_options {
     int commands;               /* enum redlease_commands: what renewals and releases are */
 } redlease_client_options;
 
-REDLEASE_EXTERN void redlease_client_options_init(redlease_client_options *o);
+/* Fills o with the defaults (below each field); size is sizeof *o. */
+REDLEASE_EXTERN void redlease_client_options_init_sized(redlease_client_options *o, size_t size);
+#define redlease_client_options_init(o) redlease_client_options_init_sized((o), sizeof *(o))
 /* Why redlease_client_new() would refuse o (REDLEASE_EINVAL, or
  * REDLEASE_ENOTSUP for TLS in a library without it): a short English text
  * naming the field, or the fields that conflict; NULL when o is accepted
@@ -332,6 +344,7 @@ enum redlease_jitter {
 };
 
 typedef struct redlease_lock_options {
+    size_t struct_size;        /* set by redlease_lock_options_init(); leave it */
     int64_t ttl_ms;            /* 30000; at least 10 */
     int64_t renew_interval_ms; /* 0: ttl/3; REDLEASE_RENEW_OFF: never; else below ttl_ms */
     int64_t wait_ms;           /* 0: one attempt; REDLEASE_WAIT_FOREVER; else on_acquire comes
@@ -359,7 +372,9 @@ typedef struct redlease_lock_options {
                                    the same way; 0: only the acquire waits */
 } redlease_lock_options;
 
-REDLEASE_EXTERN void redlease_lock_options_init(redlease_lock_options *o);
+/* Fills o with the defaults (below each field); size is sizeof *o. */
+REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, size_t size);
+#define redlease_lock_options_init(o) redlease_lock_options_init_sized((o), sizeof *(o))
 
 /* Limits of the options and names the library accepts; outside them the
  * call returns REDLEASE_EINVAL. Tools built on the library (the redlease

@@ -24,16 +24,16 @@ static const rdl_cluster_owner cluster_owner;   /* below: what the router tells 
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
 
-int redlease_client_new(redlease_client **out, const redlease_client_options *o)
+int redlease_client_new(redlease_client **out, const redlease_client_options *given)
 {
-    redlease_client_options defaults;
+    redlease_client_options known; /* the caller's, as this library knows them */
     if (!out) return REDLEASE_EINVAL;
     *out = NULL;
-    if (!o) {
-        redlease_client_options_init(&defaults);
-        o = &defaults;
-    }
-    int rc = rdl_client_options_check(o, NULL);
+    if (!given) redlease_client_options_init(&known);
+    int rc = given ? rdl_client_options_take(given, &known, NULL) : REDLEASE_OK;
+    if (rc) return rc;
+    const redlease_client_options *o = &known;
+    rc = rdl_client_options_check(o, NULL);
     if (rc) return rc;
 
     redlease_client *c = rdl_calloc(1, sizeof *c);

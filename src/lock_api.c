@@ -48,12 +48,12 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     if (out) *out = NULL;
     if (!resource || !on_acquire || !out) return REDLEASE_EINVAL;
     if (rlen == 0 || rlen > REDLEASE_MAX_RESOURCE) return REDLEASE_EINVAL;
-    redlease_lock_options defaults;
-    if (!o) {
-        redlease_lock_options_init(&defaults);
-        o = &defaults;
-    }
-    int rc = rdl_lock_options_check(o);
+    redlease_lock_options known; /* the caller's, as this library knows them */
+    if (!o) redlease_lock_options_init(&known);
+    int rc = o ? rdl_lock_options_take(o, &known) : REDLEASE_OK;
+    if (rc) return rc;
+    o = &known;
+    rc = rdl_lock_options_check(o);
     if (rc) return rc;
     int64_t replica_timeout = rdl_replica_timeout(o, ls->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;

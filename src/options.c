@@ -7,10 +7,10 @@
 #include "addr.h"
 #include "keys.h"
 
-void redlease_client_options_init(redlease_client_options *o)
+static void client_defaults(redlease_client_options *o)
 {
-    if (!o) return;
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->key_prefix = "lock:";
     o->connect_timeout_ms = 2000;
     o->command_timeout_ms = 2000;
@@ -18,16 +18,82 @@ void redlease_client_options_init(redlease_client_options *o)
     o->reconnect_max_ms = 2000;
 }
 
-void redlease_lock_options_init(redlease_lock_options *o)
+static void lock_defaults(redlease_lock_options *o)
 {
-    if (!o) return;
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->ttl_ms = 30000;
     o->retry_base_ms = 50;
     o->retry_max_ms = 1000;
     o->jitter = REDLEASE_JITTER_FULL;
     o->renewal_acks = 1; /* with min_replicas: a renewal a failover could lose
                             would let the local deadline outlive the replica's key */
+}
+
+/* The caller's struct of size bytes gets the defaults this library knows
+ * (all of it for an older header's smaller struct; a newer header's
+ * larger one has the fields this library does not know zeroed). */
+static void init_sized(void *o, size_t size, const void *defaults, size_t known)
+{
+    memcpy(o, defaults, size < known ? size : known);
+    if (size > known) memset((char *)o + known, 0, size - known);
+    memcpy(o, &size, sizeof size); /* struct_size, first in both structs */
+}
+
+void redlease_client_options_init_sized(redlease_client_options *o, size_t size)
+{
+    if (!o || size < sizeof o->struct_size) return;
+    redlease_client_options d;
+    client_defaults(&d);
+    init_sized(o, size, &d, sizeof d);
+}
+
+void redlease_lock_options_init_sized(redlease_lock_options *o, size_t size)
+{
+    if (!o || size < sizeof o->struct_size) return;
+    redlease_lock_options d;
+    lock_defaults(&d);
+    init_sized(o, size, &d, sizeof d);
+}
+
+/* The options as this library knows them, into out (its own size): the
+ * defaults, then the caller's struct_size bytes. The first version with
+ * struct_size (0.2.0) is the smallest a caller can have; bytes past what
+ * this library knows must be zero (fields of a newer header, unset). */
+#define RDL_CLIENT_OPTIONS_MIN sizeof(redlease_client_options) /* 0.2.0's: freeze when growing */
+#define RDL_LOCK_OPTIONS_MIN sizeof(redlease_lock_options)     /* 0.2.0's: freeze when growing */
+
+static int take(const void *o, void *out, size_t min, size_t known, const char **why)
+{
+    size_t size;
+    memcpy(&size, o, sizeof size);
+    if (size < min) {
+        *why = "struct_size: options not made by their _init()";
+        return REDLEASE_EINVAL;
+    }
+    for (size_t i = known; i < size; i++)
+        if (((const unsigned char *)o)[i]) {
+            *why = "options of a newer redlease.h set a field this library does not know";
+            return REDLEASE_ENOTSUP;
+        }
+    memcpy(out, o, size < known ? size : known);
+    memcpy(out, &known, sizeof known);
+    return REDLEASE_OK;
+}
+
+int rdl_client_options_take(const redlease_client_options *o, redlease_client_options *out,
+                            const char **why)
+{
+    const char *ignored;
+    client_defaults(out);
+    return take(o, out, RDL_CLIENT_OPTIONS_MIN, sizeof *out, why ? why : &ignored);
+}
+
+int rdl_lock_options_take(const redlease_lock_options *o, redlease_lock_options *out)
+{
+    const char *ignored;
+    lock_defaults(out);
+    return take(o, out, RDL_LOCK_OPTIONS_MIN, sizeof *out, &ignored);
 }
 
 static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
@@ -174,7 +240,9 @@ int rdl_client_options_check(const redlease_client_options *o, const char **why)
 const char *redlease_client_options_error(const redlease_client_options *o)
 {
     const char *why = NULL;
-    if (o) rdl_client_options_check(o, &why);
+    redlease_client_options known;
+    if (o && rdl_client_options_take(o, &known, &why) == REDLEASE_OK)
+        rdl_client_options_check(&known, &why);
     return why;
 }
 

@@ -9,6 +9,15 @@
 
 #include "redlease.h"
 
+/* The caller's options as this library knows them (src/options.c, and
+ * include/redlease.h on struct_size): out gets the defaults, then what the
+ * caller's struct_size covers. REDLEASE_OK; REDLEASE_EINVAL for options
+ * not made by their _init(); REDLEASE_ENOTSUP for a field of a newer
+ * header that is set. Every check and use reads out, never o. */
+int rdl_client_options_take(const redlease_client_options *o, redlease_client_options *out,
+                            const char **why);
+int rdl_lock_options_take(const redlease_lock_options *o, redlease_lock_options *out);
+
 /* REDLEASE_OK, or REDLEASE_EINVAL, REDLEASE_ENOTSUP (TLS asked of a build
  * without it) or REDLEASE_ENOMEM with *why (why may be NULL): a static
  * text naming the field, or the fields that conflict. */

@@ -327,7 +327,34 @@ static void test_invalid_arguments(void)
     co.host = "10.0.0.1";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK_STR(redlease_client_options_error(&co), "unix_path and host/port exclude each other");
+    /* options must come from their _init: struct_size says how big the
+     * caller's header made them */
+    memset(&co, 0, sizeof co);
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK_STR(redlease_client_options_error(&co), "struct_size: options not made by their _init()");
+    /* a newer header's larger struct: what this library does not know must
+     * be unset (zero), else refused, never ignored */
+    struct {
+        redlease_client_options known;
+        int64_t future; /* a field of a later version */
+    } newer;
+    redlease_client_options_init_sized(&newer.known, sizeof newer);
+    CHECK_EQ(newer.known.struct_size, sizeof newer);
+    CHECK_EQ(newer.future, 0);
+    CHECK_EQ(newer.known.command_timeout_ms, 2000); /* the defaults it knows */
+    CHECK(redlease_client_options_error(&newer.known) == NULL);
+    CHECK_EQ(redlease_client_new(&c, &newer.known), REDLEASE_OK);
+    redlease_client_free(c);
+    c = NULL;
+    newer.future = 1;
+    CHECK_EQ(redlease_client_new(&c, &newer.known), REDLEASE_ENOTSUP);
+    CHECK(strstr(redlease_client_options_error(&newer.known), "newer") != NULL);
+    CHECK(c == NULL);
+    redlease_lock_options lo_bad;
+    memset(&lo_bad, 0, sizeof lo_bad);
+    CHECK_EQ(redlease_acquire(f.c, "x", &lo_bad, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
     redlease_client_options_init(&co);
+    CHECK_EQ(co.struct_size, sizeof co);
     CHECK(co.host == NULL && co.port == 0); /* REDLEASE_DEFAULT_HOST, _PORT */
     CHECK(redlease_client_options_error(&co) == NULL);
     CHECK(redlease_client_options_error(NULL) == NULL);
