@@ -63,11 +63,16 @@ void redlease_lock_options_init_sized(redlease_lock_options *o, size_t size)
 #define RDL_CLIENT_OPTIONS_MIN sizeof(redlease_client_options) /* 0.2.0's: freeze when growing */
 #define RDL_LOCK_OPTIONS_MIN sizeof(redlease_lock_options)     /* 0.2.0's: freeze when growing */
 
+/* A newer header adds a few fields: a struct_size further past what this
+ * library knows is garbage (options not made by their _init), and is not
+ * read past. */
+#define RDL_OPTIONS_GROWTH_MAX 4096
+
 static int take(const void *o, void *out, size_t min, size_t known, const char **why)
 {
     size_t size;
     memcpy(&size, o, sizeof size);
-    if (size < min) {
+    if (size < min || (size > known && size - known > RDL_OPTIONS_GROWTH_MAX)) {
         *why = "struct_size: options not made by their _init()";
         return REDLEASE_EINVAL;
     }

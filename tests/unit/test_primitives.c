@@ -332,6 +332,8 @@ static void test_invalid_arguments(void)
     memset(&co, 0, sizeof co);
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK_STR(redlease_client_options_error(&co), "struct_size: options not made by their _init()");
+    co.struct_size = (size_t)1 << 40; /* garbage: refused, nothing read past the struct */
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     /* a newer header's larger struct: what this library does not know must
      * be unset (zero), else refused, never ignored */
     struct {
