@@ -29,7 +29,8 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_cluster_SOURCES = %reldir%/test_cluster.c %reldir%/test_cluster.h \
 	%reldir%/test_cluster_parsers.c %reldir%/test_cluster_routing.c %reldir%/test_cluster_queue.c \
 	$(SUPPORT_H)
-%canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c $(SUPPORT_H)
+%canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c %reldir%/test_quorum.h \
+	%reldir%/test_quorum_wait.c $(SUPPORT_H)
 %canon_reldir%_test_native_SOURCES = %reldir%/test_native.c $(SUPPORT_H)
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(SUPPORT_H)
 %canon_reldir%_test_model_SOURCES = %reldir%/test_model.c $(MODEL_SOURCES) $(SUPPORT_H)
