@@ -40,9 +40,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     if (!c) return REDLEASE_ENOMEM;
     rdl_svc_init(&c->svc, c, &svc_ops, c);
     rdl_heap_init(&c->svc.heap);
-    rdl_list_init(&c->set.locks);
-    rdl_list_init(&c->set.notify);
-    c->set.svc = &c->svc;
+    rdl_locks_init(&c->set, &c->svc);
     c->set.home = &c->main;
     rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
                           .unix_path = o->unix_path,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The lease state machine (src/lock.c; its other jobs in lock_send.c,
- * lock_reply.c, lock_handle.c and lock_api.c, sharing lock_int.h): a lock
+/* The lock layer: the lease state machine (src/lock_fsm.c) and its other
+ * jobs, one file each and layered (lock_handle.c, lock_send.c, lock_fsm.c,
+ * lock_reply.c, lock_api.c, each calling only those before it; they share
+ * lock_int.h): a lock
  * handle, the set of a client's locks with what they use (rdl_locks), and
  * what the lock layer offers the client (src/client.c), which owns the
  * set, the timer and the nodes.
@@ -29,6 +31,8 @@ struct rdl_reply;
  * the lists, the counters. */
 typedef struct rdl_locks {
     rdl_svc *svc;
+    const struct rdl_lock_fsm_ops *fsm; /* the state machine's entries the op
+                                           engine below it calls (lock_int.h) */
     struct rdl_node *home;       /* where locks go without a router (the main
                                     node; under a quorum, its front) */
     struct rdl_cluster *cluster; /* the router, or NULL */
@@ -205,6 +209,8 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
     return lk->key + lk->keylen + 1;
 }
 
+/* An empty set with the services svc (the client fills in the rest). */
+void rdl_locks_init(rdl_locks *ls, rdl_svc *svc);
 /* redlease_acquire_len() on the client's set (checks as it says). */
 int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redlease_lock_options *o,
                  redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,

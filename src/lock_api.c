@@ -41,6 +41,14 @@ void rdl_lock_close(struct redlease_lock *lk, int64_t now)
     rdl_lock_reschedule(lk);
 }
 
+void rdl_locks_init(rdl_locks *ls, rdl_svc *svc)
+{
+    ls->svc = svc;
+    ls->fsm = &rdl_lock_fsm;
+    rdl_list_init(&ls->locks);
+    rdl_list_init(&ls->notify);
+}
+
 int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redlease_lock_options *o,
                  redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,
                  redlease_lock **out)

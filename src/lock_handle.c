@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A lock handle's bookkeeping (src/lock_int.h): its deadline in the heap,
- * its state and counters, the callbacks it owes and their delivery, its
- * references, its end. */
+/* A lock handle's bookkeeping (src/lock_int.h), the lowest of the lock
+ * layer's files: its deadline in the heap, its state and counters, the
+ * callbacks it owes and their delivery, its references, its end; and how
+ * a reply reads (stale, a failure, on which connection it confirms). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,22 +113,6 @@ void rdl_lock_unpark(struct redlease_lock *lk)
     lk->set->parked--;
 }
 
-/* The op's request goes stale: it stays on the wire, nobody waits for it. */
-void rdl_lock_abandon_op(struct redlease_lock *lk)
-{
-    /* An attempt we stop waiting for may still set our key. */
-    if (lk->op == RDL_REQ_ACQUIRE && lk->req) lk->maybe_set = 1;
-    lk->op = 0;
-    lk->req = NULL;
-    if (!lk->drop_pending) rdl_lock_unpark(lk);
-    if (lk->asking) {
-        /* it was for that request alone: the key goes by the map again
-         * (a drop that waits goes there) */
-        lk->asking = 0;
-        rdl_lock_set_node(lk, rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen), rdl_svc_now(lk->set->svc));
-    }
-}
-
 /* The handle waits in no queue any more: words for it are not its. */
 void rdl_lock_unqueue(struct redlease_lock *lk)
 {
@@ -221,4 +206,43 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
     rdl_lock_set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
     run_callbacks(lk, 1);
+}
+
+/* req went to a node the lock has since moved from (a new Cluster map),
+ * not where an ASK sent it: what it says is about a slot that node may
+ * no longer serve, and confirms nothing. */
+int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
+{
+    return (uint16_t)req->moves != lk->moves || (req->node != lk->node && !req->asking);
+}
+
+/* 1 if r is an error saying the key holds another type: not our token. */
+int rdl_lock_is_wrongtype(const rdl_reply *r)
+{
+    return r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).wrongtype;
+}
+
+/* The status of a reply that is not one of the expected answers, with
+ * Redis's text kept for events and redlease_client_errstr(). *definite:
+ * retrying cannot help (src/errors.c says which errors). */
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
+{
+    *definite = 0;
+    if (!r) return REDLEASE_ECONN;
+    if (r->type == RDL_REPLY_ERROR) {
+        rdl_svc_set_errstr(ls->svc, r->str, r->len);
+        rdl_error_class e = rdl_error_classify(r->str, r->len);
+        /* a redirect not followed (too many, or to nowhere usable): the
+         * Cluster is moving the slot, which ends */
+        *definite = !e.transient && !(ls->cluster && rdl_cluster_is_redirect(r));
+        return e.status;
+    }
+    *definite = 1; /* a reply of the wrong kind will not change */
+    return REDLEASE_EPROTO;
+}
+
+/* The lease was last confirmed on n's current connection. */
+int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
+{
+    return lk->confirm_node == n && lk->confirm_epoch == (uint32_t)rdl_node_epoch(n);
 }

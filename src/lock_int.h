@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What the lock layer's files share (src/lock.c, lock_send.c,
- * lock_reply.c, lock_handle.c, lock_api.c): one module split by job, so
- * these are its own, never called from outside it (src/lock.h is what the
- * client uses). Each is described where it is defined. */
+/* What the lock layer's files share: one module split by job into layers,
+ * each calling only those before it: lock_handle.c (bookkeeping, delivery,
+ * reading replies), lock_send.c (commands and the op engine), lock_fsm.c
+ * (the state machine), lock_reply.c (the request handler, fallbacks,
+ * moves), lock_api.c (the calls on a lock). These are its own, never
+ * called from outside it (src/lock.h is what the client uses). Each is
+ * described where it is defined. */
 #ifndef REDLEASE_LOCK_INT_H
 #define REDLEASE_LOCK_INT_H
 
@@ -20,7 +23,17 @@ static inline int64_t rdl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * below hand its replies back through it (lock_reply.c). */
 extern const rdl_req_ops rdl_lock_req_ops;
 
-/* lock_handle.c: bookkeeping and delivery */
+/* What the op engine (lock_send.c) tells the state machine above it, through
+ * the table the state machine registers (rdl_lock_fsm, lock_fsm.c; put in
+ * every set by rdl_locks_init()): a send that failed for good ends the op,
+ * a server that refused us ends what waits for it. */
+typedef struct rdl_lock_fsm_ops {
+    void (*op_failed)(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
+    void (*refused)(struct redlease_lock *lk, int status, int64_t now);
+} rdl_lock_fsm_ops;
+extern const rdl_lock_fsm_ops rdl_lock_fsm;
+
+/* lock_handle.c: bookkeeping, delivery, reading replies */
 void rdl_lock_reschedule(struct redlease_lock *lk);
 void rdl_lock_set_state(struct redlease_lock *lk, int state);
 void rdl_lock_set_release_retry(struct redlease_lock *lk, unsigned on);
@@ -29,13 +42,17 @@ void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, 
                  int64_t now);
 void rdl_lock_park(struct redlease_lock *lk);
 void rdl_lock_unpark(struct redlease_lock *lk);
-void rdl_lock_abandon_op(struct redlease_lock *lk);
 void rdl_lock_unqueue(struct redlease_lock *lk);
 void rdl_lock_maybe_free(struct redlease_lock *lk);
 void rdl_lock_unref(struct redlease_lock *lk);
 int rdl_lock_done_release_status(const struct redlease_lock *lk);
+int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req);
+int rdl_lock_is_wrongtype(const rdl_reply *r);
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite);
+int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n);
 
-/* lock_send.c: sending */
+/* lock_send.c: commands and the op engine */
+void rdl_lock_abandon_op(struct redlease_lock *lk);
 int64_t rdl_lock_queue_next_check(struct redlease_lock *lk, int64_t now);
 int rdl_lock_req_submit(rdl_req *req);
 int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now);
@@ -45,8 +62,9 @@ int64_t rdl_lock_op_limit(const struct redlease_lock *lk);
 int rdl_lock_send_ack(struct redlease_lock *lk, int op, const rdl_req *write, uint64_t fence,
                     int64_t now);
 void rdl_lock_start_op(struct redlease_lock *lk, int op, int64_t now);
+void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
 
-/* lock.c: the state machine */
+/* lock_fsm.c: the state machine */
 void rdl_lock_finish_acquire(struct redlease_lock *lk, int status, int64_t now);
 void rdl_lock_attempt_ended(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 void rdl_lock_acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
@@ -59,12 +77,5 @@ void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 void rdl_lock_finish_release(struct redlease_lock *lk, int status, int64_t now);
 void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now);
 void rdl_lock_op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
-
-/* lock_reply.c: replies */
-int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req);
-int rdl_lock_is_wrongtype(const rdl_reply *r);
-int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite);
-int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n);
-void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
 
 #endif

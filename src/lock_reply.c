@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A lock's replies (src/lock_int.h): the handler every request of a lock
- * carries (rdl_lock_req_ops), what makes a reply stale, the fallbacks
- * (NOSCRIPT -> EVAL, a refused native command, a redirect followed
- * through the router) and the Cluster's moves of a lock between nodes. */
+ * carries (rdl_lock_req_ops), the fallbacks (NOSCRIPT -> EVAL, a refused
+ * native command, a redirect followed through the router) and the
+ * Cluster's moves of a lock between nodes; then the state machine's. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,55 +18,6 @@
 #include "node.h"
 #include "options.h"
 #include "scripts.h"
-
-/* req went to a node the lock has since moved from (a new Cluster map),
- * not where an ASK sent it: what it says is about a slot that node may
- * no longer serve, and confirms nothing. */
-int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req)
-{
-    return (uint16_t)req->moves != lk->moves || (req->node != lk->node && !req->asking);
-}
-
-/* 1 if r is an error saying the key holds another type: not our token. */
-int rdl_lock_is_wrongtype(const rdl_reply *r)
-{
-    return r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).wrongtype;
-}
-
-/* The status of a reply that is not one of the expected answers, with
- * Redis's text kept for events and redlease_client_errstr(). *definite:
- * retrying cannot help (src/errors.c says which errors). */
-int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
-{
-    *definite = 0;
-    if (!r) return REDLEASE_ECONN;
-    if (r->type == RDL_REPLY_ERROR) {
-        rdl_svc_set_errstr(ls->svc, r->str, r->len);
-        rdl_error_class e = rdl_error_classify(r->str, r->len);
-        /* a redirect not followed (too many, or to nowhere usable): the
-         * Cluster is moving the slot, which ends */
-        *definite = !e.transient && !(ls->cluster && rdl_cluster_is_redirect(r));
-        return e.status;
-    }
-    *definite = 1; /* a reply of the wrong kind will not change */
-    return REDLEASE_EPROTO;
-}
-
-/* The lease was last confirmed on n's current connection. */
-int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
-{
-    return lk->confirm_node == n && lk->confirm_epoch == (uint32_t)rdl_node_epoch(n);
-}
-
-/* The lock's commands go to n from now on; parked, it waits there. */
-void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
-{
-    lk->node = n;
-    if (lk->parked) {
-        rdl_lock_unpark(lk);
-        rdl_lock_pump(lk, now);
-    }
-}
 
 void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
 {

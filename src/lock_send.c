@@ -3,7 +3,9 @@
  * request is (its script, the queue's arguments: src/lease_cmd.h builds
  * it), the queue's timing policy (how long an entry lives, when a waiter
  * checks again), the op engine (one operation at a time, its deadline,
- * a pending drop first), and the tickets for replica acknowledgement. */
+ * a pending drop first, the node it goes to), and the tickets for replica
+ * acknowledgement. What it must tell the state machine above it goes
+ * through the set's rdl_lock_fsm_ops. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,21 +196,21 @@ void rdl_lock_pump(struct redlease_lock *lk, int64_t now)
     }
     if (!rdl_node_ready(lk->node)) {
         rdl_node_use(lk->node, now); /* a Cluster node met for the first time */
-        goto rdl_lock_park;
+        goto park_it;
     }
     rdl_lock_unpark(lk);
     if (lk->drop_pending) {
         int rc = rdl_lock_send_req(lk, RDL_REQ_DROP, now);
-        if (rc == REDLEASE_ECONN) goto rdl_lock_park;
+        if (rc == REDLEASE_ECONN) goto park_it;
         lk->drop_pending = 0; /* sent, or given up on: the TTL still ends it */
     }
     if (want_op) {
         int rc = rdl_lock_send_req(lk, lk->op, now);
-        if (rc == REDLEASE_ECONN) goto rdl_lock_park;
-        if (rc) rdl_lock_op_failed(lk, rc, 1, 0, now);
+        if (rc == REDLEASE_ECONN) goto park_it;
+        if (rc) lk->set->fsm->op_failed(lk, rc, 1, 0, now);
     }
     return;
-rdl_lock_park:
+park_it:
     rdl_lock_park(lk);
 }
 
@@ -300,5 +302,31 @@ void rdl_lock_start_op(struct redlease_lock *lk, int op, int64_t now)
     rdl_lock_pump(lk, now);
     /* The server refused us for good: no use waiting for a connection. */
     int refused = rdl_node_refusal(lk->node);
-    if (lk->op == op && !lk->req && refused) rdl_lock_on_refused(lk, refused, now);
+    if (lk->op == op && !lk->req && refused) ls->fsm->refused(lk, refused, now);
+}
+
+/* The lock's commands go to n from now on; parked, it waits there. */
+void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now)
+{
+    lk->node = n;
+    if (lk->parked) {
+        rdl_lock_unpark(lk);
+        rdl_lock_pump(lk, now);
+    }
+}
+
+/* The op's request goes stale: it stays on the wire, nobody waits for it. */
+void rdl_lock_abandon_op(struct redlease_lock *lk)
+{
+    /* An attempt we stop waiting for may still set our key. */
+    if (lk->op == RDL_REQ_ACQUIRE && lk->req) lk->maybe_set = 1;
+    lk->op = 0;
+    lk->req = NULL;
+    if (!lk->drop_pending) rdl_lock_unpark(lk);
+    if (lk->asking) {
+        /* it was for that request alone: the key goes by the map again
+         * (a drop that waits goes there) */
+        lk->asking = 0;
+        rdl_lock_set_node(lk, rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen), rdl_svc_now(lk->set->svc));
+    }
 }

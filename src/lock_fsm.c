@@ -467,3 +467,5 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now)
     rdl_lock_pump(lk, now);
     rdl_lock_reschedule(lk);
 }
+
+const rdl_lock_fsm_ops rdl_lock_fsm = {.op_failed = rdl_lock_op_failed, .refused = rdl_lock_on_refused};
