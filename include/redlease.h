@@ -224,10 +224,10 @@ typedef struct redlease_client_options {
 /* Fills o with the defaults (below each field); size is sizeof *o. */
 REDLEASE_EXTERN void redlease_client_options_init_sized(redlease_client_options *o, size_t size);
 #define redlease_client_options_init(o) redlease_client_options_init_sized((o), sizeof *(o))
-/* Why redlease_client_new() would refuse o (REDLEASE_EINVAL, or
- * REDLEASE_ENOTSUP for TLS in a library without it): a short English text
- * naming the field, or the fields that conflict; NULL when o is accepted
- * (or NULL). The text is static. */
+/* Why redlease_client_new() would refuse o (REDLEASE_EINVAL; or
+ * REDLEASE_ENOTSUP: TLS in a library without it, a field of a newer
+ * header): a short English text naming the field, or the fields that
+ * conflict; NULL when o is accepted (or NULL). The text is static. */
 REDLEASE_EXTERN const char *redlease_client_options_error(const redlease_client_options *o);
 
 /* Creates a client (strings in o are copied). o NULL: defaults. It does not
