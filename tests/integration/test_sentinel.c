@@ -350,7 +350,8 @@ static void test_sentinel_options_checked(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         co.sentinel.addrs = bad[i];
         CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-        CHECK(strstr(redlease_client_options_error(&co), "sentinel.addrs") != NULL);
+        const char *why = redlease_client_options_error(&co);
+        CHECK(why && strstr(why, "sentinel.addrs"));
     }
     co.sentinel.addrs = "[::1]:26379,localhost:26380";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);

@@ -180,6 +180,15 @@ static inline long alloc_sweep(oom_scenario run)
     return total;
 }
 
+/* ------------------------------------------------------ options' texts */
+
+/* redlease_client_options_error() refuses o and names field. */
+static inline int error_names(const redlease_client_options *o, const char *field)
+{
+    const char *why = redlease_client_options_error(o);
+    return why && strstr(why, field);
+}
+
 /* -------------------------------------------------------- backoff draws */
 
 static inline uint32_t rng_max(void *arg)
