@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* <redlease/glib.h>: run a redlease client on a GLib GMainContext.
  *
- * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and
- * the program that includes this header links glib-2.0 (2.36 or newer).
- * Usage:
+ * Header-only, like <redlease/libev.h>: libredlease links only hiredis, the
+ * program that includes this header links glib-2.0 (2.36 or newer), and it
+ * needs neither hiredis nor its headers. Usage:
  *
  *     GMainLoop *ml = g_main_loop_new(NULL, FALSE);
  *     redlease_client *c;
@@ -14,12 +14,14 @@
  * What it does: it allocates a small state (malloc) holding a reference to
  * the context and one timer GSource, and binds them with
  * redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) gets its
- *    own GSource watching the socket (g_source_add_unix_fd). This adapter
- *    does not use hiredis's <hiredis/adapters/glib.h>: that source is never
- *    removed from the context when hiredis frees the connection, so every
- *    reconnect would leave one behind. Here hiredis's cleanup hook destroys
- *    the source.
+ *  - Every socket the client opens (a connection each; reconnects open new
+ *    ones) gets its own GSource watching it (g_source_add_unix_fd) for what
+ *    the client asks (redlease_loop_ops.watch), destroyed when the client
+ *    lets go of the socket (unwatch), so no reconnect leaves one behind
+ *    (hiredis's own <hiredis/adapters/glib.h> never removed its source).
+ *    When it fires, the adapter calls redlease_client_on_io(); an error or
+ *    hang-up is reported as every event the socket is watched for, so the
+ *    client finds it (left unreported, poll() would return it forever).
  *  - The client's single one-shot timer is a GSource driven by
  *    g_source_set_ready_time() on the monotonic clock (microseconds, so a
  *    40 ms deadline fires near 40 ms); -1 disarms it. One source for the
@@ -27,14 +29,14 @@
  *
  * Teardown guarantee: the client calls detach exactly once when it goes away
  * (redlease_client_free(), or the end of redlease_client_close()), after it
- * has freed its hiredis context (whose cleanup destroyed the socket source).
+ * has unwatched its sockets (which destroyed their sources).
  * detach destroys the timer source and drops the context reference. So once
  * the client is gone, the context holds no source from redlease. Freeing the
  * client from inside any redlease callback is fine: GLib keeps a source
  * alive while it dispatches it, and the dispatch functions touch nothing
  * after the call that may free.
  * One exception: freed from the event hook (redlease_client_set_event_cb,
- * which runs while hiredis is dispatching), the client finishes tearing
+ * which runs while a connection dispatches its replies), the client finishes tearing
  * down from a 0 ms timer on the loop's next iteration. The loop runs it by
  * itself; if you stop the loop there and destroy it, run it once more first.
  *
@@ -51,20 +53,19 @@
 #include <stdlib.h>
 
 #include <glib.h>
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The socket of one hiredis connection. */
+/* One socket the client watches. */
 typedef struct redlease__glib_io {
     GSource source;
-    redisAsyncContext *ac; /* NULL once hiredis has freed it */
-    gpointer tag;          /* from g_source_add_unix_fd */
-    GIOCondition want;
+    redlease_client *client;
+    int fd;
+    gpointer tag; /* from g_source_add_unix_fd */
+    int events;   /* REDLEASE_IO_* watched */
 } redlease__glib_io;
 
 /* The client's timer. */
@@ -78,63 +79,51 @@ typedef struct redlease_glib {
     redlease__glib_timer *timer;
 } redlease_glib;
 
-static inline void redlease__glib_io_want(redlease__glib_io *io, GIOCondition add, GIOCondition del) {
-    io->want = (GIOCondition)((io->want | add) & ~del);
-    g_source_modify_unix_fd(&io->source, io->tag, io->want);
-}
-static inline void redlease__glib_add_read(void *p) { redlease__glib_io_want((redlease__glib_io *)p, G_IO_IN, (GIOCondition)0); }
-static inline void redlease__glib_del_read(void *p) { redlease__glib_io_want((redlease__glib_io *)p, (GIOCondition)0, G_IO_IN); }
-static inline void redlease__glib_add_write(void *p) { redlease__glib_io_want((redlease__glib_io *)p, G_IO_OUT, (GIOCondition)0); }
-static inline void redlease__glib_del_write(void *p) { redlease__glib_io_want((redlease__glib_io *)p, (GIOCondition)0, G_IO_OUT); }
-
-/* hiredis is freeing the connection: take the socket source off the
- * context. If GLib is dispatching it right now, its own reference keeps the
- * memory valid until dispatch returns, and ac == NULL stops it there. */
-static inline void redlease__glib_cleanup(void *p) {
-    redlease__glib_io *io = (redlease__glib_io *)p;
-    io->ac = NULL;
-    g_source_destroy(&io->source);
-    g_source_unref(&io->source);
+static inline GIOCondition redlease__glib_cond(int events) {
+    return (GIOCondition)(((events & REDLEASE_IO_READ) ? G_IO_IN : 0) | ((events & REDLEASE_IO_WRITE) ? G_IO_OUT : 0));
 }
 
+/* May free the client, and with it destroy this source (unwatch): GLib's
+ * dispatch reference keeps it valid until we return. */
 static inline gboolean redlease__glib_io_dispatch(GSource *src, GSourceFunc cb, gpointer data) {
     redlease__glib_io *io = (redlease__glib_io *)src;
     GIOCondition got = g_source_query_unix_fd(src, io->tag);
-    gboolean failed = (got & (G_IO_ERR | G_IO_HUP)) != 0, told = FALSE;
+    int ev = ((got & G_IO_IN) ? REDLEASE_IO_READ : 0) | ((got & G_IO_OUT) ? REDLEASE_IO_WRITE : 0);
     (void)cb;
     (void)data;
-    /* An error or hang-up goes to the handler hiredis is waiting on (write
-     * while connecting or flushing, read otherwise) so that it notices and
-     * frees the connection; left unreported, poll() would return it forever. */
-    if (io->ac && (io->want & G_IO_OUT) && ((got & G_IO_OUT) || failed)) {
-        redlease_async_handle_write(io->ac);
-        told = failed;
-    }
-    if (io->ac && ((got & G_IO_IN) || (failed && !told)))
-        redlease_async_handle_read(io->ac);
+    if (got & (G_IO_ERR | G_IO_HUP | G_IO_NVAL))
+        ev = io->events; /* the client reads or writes and finds the error */
+    if (ev)
+        redlease_client_on_io(io->client, io->fd, ev);
     return G_SOURCE_CONTINUE;
 }
 
-static inline int redlease__glib_attach(void *loop_data, struct redisAsyncContext *ac) {
+static inline int redlease__glib_watch(void *loop_data, int fd, int events, void **slot) {
     static GSourceFuncs funcs = {NULL, NULL, redlease__glib_io_dispatch, NULL, NULL, NULL};
     redlease_glib *s = (redlease_glib *)loop_data;
-    redlease__glib_io *io;
-
-    if (ac->ev.data != NULL)
-        return -1;
-    io = (redlease__glib_io *)g_source_new(&funcs, sizeof(*io));
-    io->ac = ac;
-    io->want = (GIOCondition)0;
-    io->tag = g_source_add_unix_fd(&io->source, ac->c.fd, io->want);
-    g_source_set_name(&io->source, "redlease connection");
-    g_source_attach(&io->source, s->context);
-    ac->ev.addRead = redlease__glib_add_read;
-    ac->ev.delRead = redlease__glib_del_read;
-    ac->ev.addWrite = redlease__glib_add_write;
-    ac->ev.delWrite = redlease__glib_del_write;
-    ac->ev.cleanup = redlease__glib_cleanup;
-    ac->ev.data = io;
+    redlease__glib_io *io = (redlease__glib_io *)*slot;
+    if (io == NULL) {
+        io = (redlease__glib_io *)g_source_new(&funcs, sizeof(*io));
+        io->client = s->timer->client;
+        io->fd = fd;
+        io->events = events;
+        io->tag = g_source_add_unix_fd(&io->source, fd, redlease__glib_cond(events));
+        g_source_set_name(&io->source, "redlease connection");
+        g_source_attach(&io->source, s->context);
+        *slot = io;
+        return 0;
+    }
+    io->events = events;
+    g_source_modify_unix_fd(&io->source, io->tag, redlease__glib_cond(events));
     return 0;
+}
+
+static inline void redlease__glib_unwatch(void *loop_data, int fd, void *slot) {
+    redlease__glib_io *io = (redlease__glib_io *)slot;
+    (void)loop_data;
+    (void)fd;
+    g_source_destroy(&io->source);
+    g_source_unref(&io->source);
 }
 
 static inline gboolean redlease__glib_timer_dispatch(GSource *src, GSourceFunc cb, gpointer data) {
@@ -179,7 +168,8 @@ static inline redlease_glib *redlease__glib_new(redlease_client *c, GMainContext
 
 static inline int redlease_glib_attach(redlease_client *c, GMainContext *context) {
     static const redlease_loop_ops ops = {
-        redlease__glib_attach,
+        redlease__glib_watch,
+        redlease__glib_unwatch,
         redlease__glib_timer_set,
         redlease__glib_detach,
     };

@@ -3,7 +3,7 @@
  *
  * Header-only, so libev's configuration (EV_MULTIPLICITY, embedded builds)
  * is the one of the program that includes it; libredlease itself links only
- * hiredis. Usage:
+ * hiredis, and this header needs neither hiredis nor its headers. Usage:
  *
  *     redlease_client *c;
  *     redlease_client_new(&c, &opts);
@@ -15,26 +15,24 @@
  *
  * What it does: it allocates a small state (malloc) holding the loop, one
  * ev_timer and the client, and binds them with redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) gets
- *    two ev_io watchers on its socket, stopped and freed when hiredis frees
- *    the context. Like hiredis's own <hiredis/adapters/libev.h>, except that
- *    writes go through redlease_async_handle_write(), so a server that went
- *    away cannot kill the process with SIGPIPE, and reads through
- *    redlease_async_handle_read(), so the callbacks the replies made due
- *    run at once.
+ *  - Every socket the client opens (a connection each; reconnects open new
+ *    ones) gets one ev_io watcher, started for what the client asks
+ *    (redlease_loop_ops.watch) and stopped and freed when the client lets
+ *    go of the socket (unwatch). When it fires, the adapter calls
+ *    redlease_client_on_io().
  *  - The client's single one-shot timer is the ev_timer; when it fires, the
  *    adapter calls redlease_client_on_timer().
  *
  * Teardown guarantee: the client calls detach exactly once when it goes away
  * (redlease_client_free(), or the end of redlease_client_close()); detach
- * stops the timer and frees the state, and the client frees its hiredis
- * context first. So after redlease_client_free() returns, or once the close
+ * stops the timer and frees the state, and the client has unwatched its
+ * sockets before. So after redlease_client_free() returns, or once the close
  * callback has run, the loop holds no watcher from redlease and ev_run() can
  * return for lack of work. Freeing the client from inside any redlease
  * callback is fine: the timer callback does not touch the state after
  * redlease_client_on_timer() returns.
  * One exception: freed from the event hook (redlease_client_set_event_cb,
- * which runs while hiredis is dispatching), the client finishes tearing
+ * which runs while a connection dispatches its replies), the client finishes tearing
  * down from a 0 ms timer on the loop's next iteration. The loop runs it by
  * itself; if you stop the loop there and destroy it, run it once more first.
  *
@@ -50,8 +48,6 @@
 #include <stdlib.h>
 
 #include <ev.h>
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -66,74 +62,58 @@ typedef struct redlease_libev {
     redlease_client *client;
 } redlease_libev;
 
-/* The socket of one hiredis connection. */
+/* One socket the client watches. */
 typedef struct redlease__ev_io {
-    struct ev_loop *loop; /* NULL with EV_MULTIPLICITY 0 */
-    ev_io rev, wev;       /* .data points back here */
-    redisAsyncContext *ac;
+    redlease_libev *state;
+    ev_io w; /* w.data points back here */
 } redlease__ev_io;
 
-/* Either handler may make hiredis free ac, and with it io (cleanup stops
- * both watchers, which also drops a pending event of the other). */
-static inline void redlease__ev_read(EV_P_ ev_io *w, int revents) {
+/* May free the client, and with it this watcher (unwatch): touch nothing
+ * after. */
+static inline void redlease__ev_io_cb(EV_P_ ev_io *w, int revents) {
+    redlease__ev_io *io = (redlease__ev_io *)w->data;
+    int events = ((revents & EV_READ) ? REDLEASE_IO_READ : 0) | ((revents & EV_WRITE) ? REDLEASE_IO_WRITE : 0);
 #if EV_MULTIPLICITY
     (void)EV_A;
 #endif
-    (void)revents;
-    redlease_async_handle_read(((redlease__ev_io *)w->data)->ac);
-}
-static inline void redlease__ev_write(EV_P_ ev_io *w, int revents) {
-#if EV_MULTIPLICITY
-    (void)EV_A;
-#endif
-    (void)revents;
-    redlease_async_handle_write(((redlease__ev_io *)w->data)->ac);
+    redlease_client_on_io(io->state->client, w->fd, events);
 }
 
-static inline void redlease__ev_want(redlease__ev_io *io, ev_io *w, int on) {
-#if EV_MULTIPLICITY
-    struct ev_loop *loop = io->loop;
-#else
-    (void)io;
-#endif
-    if (on)
-        ev_io_start(EV_A_ w);
-    else
-        ev_io_stop(EV_A_ w);
-}
-static inline void redlease__ev_add_read(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->rev, 1); }
-static inline void redlease__ev_del_read(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->rev, 0); }
-static inline void redlease__ev_add_write(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->wev, 1); }
-static inline void redlease__ev_del_write(void *p) { redlease__ev_want((redlease__ev_io *)p, &((redlease__ev_io *)p)->wev, 0); }
-
-static inline void redlease__ev_cleanup(void *p) {
-    redlease__ev_io *io = (redlease__ev_io *)p;
-    redlease__ev_want(io, &io->rev, 0);
-    redlease__ev_want(io, &io->wev, 0);
-    free(io);
-}
-
-static inline int redlease__libev_attach(void *loop_data, struct redisAsyncContext *ac) {
+static inline int redlease__libev_watch(void *loop_data, int fd, int events, void **slot) {
     redlease_libev *s = (redlease_libev *)loop_data;
-    redlease__ev_io *io;
-
-    if (ac->ev.data != NULL)
-        return -1;
-    io = (redlease__ev_io *)malloc(sizeof(*io));
-    if (io == NULL)
-        return -1;
-    io->loop = s->loop;
-    io->ac = ac;
-    ev_io_init(&io->rev, redlease__ev_read, ac->c.fd, EV_READ);
-    ev_io_init(&io->wev, redlease__ev_write, ac->c.fd, EV_WRITE);
-    io->rev.data = io->wev.data = io;
-    ac->ev.addRead = redlease__ev_add_read;
-    ac->ev.delRead = redlease__ev_del_read;
-    ac->ev.addWrite = redlease__ev_add_write;
-    ac->ev.delWrite = redlease__ev_del_write;
-    ac->ev.cleanup = redlease__ev_cleanup;
-    ac->ev.data = io;
+    redlease__ev_io *io = (redlease__ev_io *)*slot;
+    int ev = ((events & REDLEASE_IO_READ) ? EV_READ : 0) | ((events & REDLEASE_IO_WRITE) ? EV_WRITE : 0);
+#if EV_MULTIPLICITY
+    struct ev_loop *loop = s->loop;
+#endif
+    if (io == NULL) {
+        io = (redlease__ev_io *)malloc(sizeof(*io));
+        if (io == NULL)
+            return -1;
+        io->state = s;
+        ev_io_init(&io->w, redlease__ev_io_cb, fd, ev);
+        io->w.data = io;
+        *slot = io;
+    } else {
+        ev_io_stop(EV_A_ &io->w);
+        ev_io_set(&io->w, fd, ev);
+    }
+    if (ev)
+        ev_io_start(EV_A_ &io->w);
     return 0;
+}
+
+/* Stopping also drops an event of this watcher still pending in the loop. */
+static inline void redlease__libev_unwatch(void *loop_data, int fd, void *slot) {
+    redlease__ev_io *io = (redlease__ev_io *)slot;
+#if EV_MULTIPLICITY
+    struct ev_loop *loop = ((redlease_libev *)loop_data)->loop;
+#else
+    (void)loop_data;
+#endif
+    (void)fd;
+    ev_io_stop(EV_A_ &io->w);
+    free(io);
 }
 
 static inline void redlease__libev_timer_set(void *loop_data, int64_t after_ms) {
@@ -188,7 +168,8 @@ static inline redlease_libev *redlease__libev_new(redlease_client *c, struct ev_
 
 static inline int redlease_libev_attach(redlease_client *c, struct ev_loop *loop) {
     static const redlease_loop_ops ops = {
-        redlease__libev_attach,
+        redlease__libev_watch,
+        redlease__libev_unwatch,
         redlease__libev_timer_set,
         redlease__libev_detach,
     };

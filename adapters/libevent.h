@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* <redlease/libevent.h>: run a redlease client on a libevent 2 event_base.
  *
- * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and
- * the program that includes this header links libevent. Usage:
+ * Header-only, like <redlease/libev.h>: libredlease links only hiredis, the
+ * program that includes this header links libevent, and it needs neither
+ * hiredis nor its headers. Usage:
  *
  *     struct event_base *base = event_base_new();
  *     redlease_client *c;
@@ -13,27 +14,25 @@
  * What it does: it allocates a small state (malloc) holding the client and
  * one timer event (event_new(base, -1, 0, ...)), and binds them with
  * redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) gets
- *    two persistent events on its socket, freed when hiredis frees the
- *    context. Like hiredis's own <hiredis/adapters/libevent.h>, except that
- *    writes go through redlease_async_handle_write(), so a server that went
- *    away cannot kill the process with SIGPIPE, and reads through
- *    redlease_async_handle_read(), so the callbacks the replies made due
- *    run at once.
+ *  - Every socket the client opens (a connection each; reconnects open new
+ *    ones) gets two persistent events, one to read and one to write, added
+ *    and deleted as the client asks (redlease_loop_ops.watch) and freed
+ *    when it lets go of the socket (unwatch). When one fires, the adapter
+ *    calls redlease_client_on_io().
  *  - The client's single one-shot timer is the timer event: evtimer_add with
  *    a struct timeval (microseconds, so 40 ms is 40 ms), evtimer_del to
  *    disarm. When it fires, the adapter calls redlease_client_on_timer().
  *
  * Teardown guarantee: the client calls detach exactly once when it goes away
  * (redlease_client_free(), or the end of redlease_client_close()); detach
- * frees the timer event and the state, after the client has freed its hiredis
- * context. So once the client is gone, the base holds no event from redlease
+ * frees the timer event and the state, after the client has unwatched its
+ * sockets. So once the client is gone, the base holds no event from redlease
  * and event_base_dispatch() returns for lack of events. Freeing the client
  * from inside any redlease callback is fine: libevent allows event_free() of
  * an event from inside its own callback, and the timer callback touches
  * nothing after redlease_client_on_timer() returns.
  * One exception: freed from the event hook (redlease_client_set_event_cb,
- * which runs while hiredis is dispatching), the client finishes tearing
+ * which runs while a connection dispatches its replies), the client finishes tearing
  * down from a 0 ms timer on the loop's next iteration. The loop runs it by
  * itself; if you stop the loop there and destroy it, run it once more first.
  *
@@ -50,8 +49,6 @@
 #include <stdlib.h>
 
 #include <event2/event.h>
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -64,63 +61,67 @@ typedef struct redlease_libevent {
     redlease_client *client;
 } redlease_libevent;
 
-/* The socket of one hiredis connection. */
+/* One socket the client watches. */
 typedef struct redlease__event_io {
+    redlease_libevent *state;
     struct event *rev, *wev;
-    redisAsyncContext *ac;
+    int events; /* REDLEASE_IO_* added to the base */
 } redlease__event_io;
 
-/* Either handler may make hiredis free ac, and with it io: libevent allows
- * event_free() from inside the event's own callback, and freeing the other
- * event takes it off the active queue. */
-static inline void redlease__event_read(evutil_socket_t fd, short what, void *arg) {
-    (void)fd;
-    (void)what;
-    redlease_async_handle_read(((redlease__event_io *)arg)->ac);
-}
-static inline void redlease__event_write(evutil_socket_t fd, short what, void *arg) {
-    (void)fd;
-    (void)what;
-    redlease_async_handle_write(((redlease__event_io *)arg)->ac);
+/* May free the client, and with it io and both events (unwatch): libevent
+ * allows event_free() from inside the event's own callback, and freeing
+ * the other event takes it off the active queue. */
+static inline void redlease__event_cb(evutil_socket_t fd, short what, void *arg) {
+    redlease__event_io *io = (redlease__event_io *)arg;
+    int events = ((what & EV_READ) ? REDLEASE_IO_READ : 0) | ((what & EV_WRITE) ? REDLEASE_IO_WRITE : 0);
+    redlease_client_on_io(io->state->client, (int)fd, events);
 }
 
-static inline void redlease__event_add_read(void *p) { event_add(((redlease__event_io *)p)->rev, NULL); }
-static inline void redlease__event_del_read(void *p) { event_del(((redlease__event_io *)p)->rev); }
-static inline void redlease__event_add_write(void *p) { event_add(((redlease__event_io *)p)->wev, NULL); }
-static inline void redlease__event_del_write(void *p) { event_del(((redlease__event_io *)p)->wev); }
-
-static inline void redlease__event_cleanup(void *p) {
-    redlease__event_io *io = (redlease__event_io *)p;
+static inline void redlease__event_free(redlease__event_io *io) {
     if (io->rev)
-        event_free(io->rev);
+        event_free(io->rev); /* also deletes it if pending */
     if (io->wev)
         event_free(io->wev);
     free(io);
 }
 
-static inline int redlease__libevent_attach(void *loop_data, struct redisAsyncContext *ac) {
+static inline int redlease__libevent_watch(void *loop_data, int fd, int events, void **slot) {
     redlease_libevent *s = (redlease_libevent *)loop_data;
-    redlease__event_io *io;
-
-    if (ac->ev.data != NULL)
-        return -1;
-    io = (redlease__event_io *)malloc(sizeof(*io));
-    if (io == NULL)
-        return -1;
-    io->ac = ac;
-    io->rev = event_new(s->base, ac->c.fd, EV_READ | EV_PERSIST, redlease__event_read, io);
-    io->wev = event_new(s->base, ac->c.fd, EV_WRITE | EV_PERSIST, redlease__event_write, io);
-    if (io->rev == NULL || io->wev == NULL) {
-        redlease__event_cleanup(io); /* nothing was added to the base */
-        return -1;
+    redlease__event_io *io = (redlease__event_io *)*slot;
+    if (io == NULL) {
+        io = (redlease__event_io *)malloc(sizeof(*io));
+        if (io == NULL)
+            return -1;
+        io->state = s;
+        io->events = 0;
+        io->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, redlease__event_cb, io);
+        io->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, redlease__event_cb, io);
+        if (io->rev == NULL || io->wev == NULL) {
+            redlease__event_free(io); /* nothing was added to the base */
+            return -1;
+        }
+        *slot = io;
     }
-    ac->ev.addRead = redlease__event_add_read;
-    ac->ev.delRead = redlease__event_del_read;
-    ac->ev.addWrite = redlease__event_add_write;
-    ac->ev.delWrite = redlease__event_del_write;
-    ac->ev.cleanup = redlease__event_cleanup;
-    ac->ev.data = io;
+    if ((events ^ io->events) & REDLEASE_IO_READ) {
+        if (events & REDLEASE_IO_READ)
+            event_add(io->rev, NULL);
+        else
+            event_del(io->rev);
+    }
+    if ((events ^ io->events) & REDLEASE_IO_WRITE) {
+        if (events & REDLEASE_IO_WRITE)
+            event_add(io->wev, NULL);
+        else
+            event_del(io->wev);
+    }
+    io->events = events;
     return 0;
+}
+
+static inline void redlease__libevent_unwatch(void *loop_data, int fd, void *slot) {
+    (void)loop_data;
+    (void)fd;
+    redlease__event_free((redlease__event_io *)slot);
 }
 
 static inline void redlease__libevent_timer_set(void *loop_data, int64_t after_ms) {
@@ -166,7 +167,8 @@ static inline redlease_libevent *redlease__libevent_new(redlease_client *c, stru
 
 static inline int redlease_libevent_attach(redlease_client *c, struct event_base *base) {
     static const redlease_loop_ops ops = {
-        redlease__libevent_attach,
+        redlease__libevent_watch,
+        redlease__libevent_unwatch,
         redlease__libevent_timer_set,
         redlease__libevent_detach,
     };

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* <redlease/libuv.h>: run a redlease client on a libuv loop.
  *
- * Header-only, like <redlease/libev.h>: libredlease links only hiredis, and
- * the program that includes this header links libuv. Usage:
+ * Header-only, like <redlease/libev.h>: libredlease links only hiredis, the
+ * program that includes this header links libuv, and it needs neither
+ * hiredis nor its headers. Usage:
  *
  *     redlease_client *c;
  *     redlease_client_new(&c, &opts);
@@ -11,14 +12,16 @@
  *
  * What it does: it allocates a small state (malloc) holding the client and
  * one uv_timer_t, and binds them with redlease_client_attach_loop().
- *  - Every hiredis context the client creates (reconnects included) gets a
- *    uv_poll_t on its socket, closed (uv_close) when hiredis frees the
- *    context and freed in its close callback. This adapter does not use
- *    hiredis's <hiredis/adapters/libuv.h>: on hiredis 0.14 that one ignores
- *    a poll error (libuv reports a socket error or reset as UV_EBADF and
- *    stops the handle), so a reset connection is never read, never freed,
- *    and never reconnected. Here an error is handed to hiredis's handlers,
- *    which read it and close the connection.
+ *  - Every socket the client opens (a connection each; reconnects open new
+ *    ones) gets a uv_poll_t, started for what the client asks
+ *    (redlease_loop_ops.watch), closed (uv_close) when it lets go of the
+ *    socket (unwatch) and freed in its close callback. When it fires, the
+ *    adapter calls redlease_client_on_io(). On a poll error (libuv reports
+ *    a socket error or reset as UV_EBADF and stops the handle) it reports
+ *    every event the socket is watched for, so the client reads or writes,
+ *    finds the error and closes the connection: hiredis's own libuv
+ *    adapter ignored it on 0.14, and a reset connection was never read,
+ *    never freed and never reconnected.
  *  - The client's single one-shot timer is the uv_timer_t (milliseconds,
  *    repeat 0). Arming first refreshes the loop's cached time
  *    (uv_update_time), so a timer armed late in a long loop iteration still
@@ -34,7 +37,7 @@
  * libuv. Freeing the client from inside any redlease callback is fine: the
  * timer callback touches nothing after redlease_client_on_timer() returns.
  * One exception: freed from the event hook (redlease_client_set_event_cb,
- * which runs while hiredis is dispatching), the client finishes tearing
+ * which runs while a connection dispatches its replies), the client finishes tearing
  * down from a 0 ms timer on the loop's next iteration. The loop runs it by
  * itself; if you stop the loop there and destroy it, run it once more first.
  *
@@ -56,8 +59,6 @@
 #include <stdlib.h>
 
 #include <uv.h>
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <redlease.h>
 
 #ifdef __cplusplus
@@ -70,73 +71,62 @@ typedef struct redlease_libuv {
     redlease_client *client;
 } redlease_libuv;
 
-/* The socket of one hiredis connection. */
+/* One socket the client watches. */
 typedef struct redlease__uv_io {
-    uv_poll_t poll;        /* poll.data points back here */
-    redisAsyncContext *ac; /* NULL once hiredis has freed it */
-    int events;            /* UV_READABLE | UV_WRITABLE wanted by hiredis */
+    uv_poll_t poll; /* poll.data points back here */
+    redlease_libuv *state;
+    int fd;
+    int events;     /* REDLEASE_IO_* watched */
 } redlease__uv_io;
 
+/* May free the client, and with it close this handle (unwatch): libuv
+ * then calls no callback of it again, and frees it in the close callback. */
 static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
     redlease__uv_io *io = (redlease__uv_io *)h->data;
-    /* On an error libuv has stopped the handle: hand it to the handlers
-     * hiredis waits on, so that it reads the error and frees the connection
-     * (or re-arms the handle through addRead/addWrite). */
-    if (status < 0)
-        events = io->events ? io->events : UV_READABLE;
-    if (io->ac && (events & UV_WRITABLE))
-        redlease_async_handle_write(io->ac);
-    if (io->ac && (events & UV_READABLE))
-        redlease_async_handle_read(io->ac);
+    int ev = ((events & UV_READABLE) ? REDLEASE_IO_READ : 0) | ((events & UV_WRITABLE) ? REDLEASE_IO_WRITE : 0);
+    /* On an error libuv has stopped the handle: the client finds the error
+     * by reading or writing, and closes the connection (or watches again). */
+    if (status < 0) {
+        ev = io->events ? io->events : REDLEASE_IO_READ;
+        io->events = 0;
+    }
+    redlease_client_on_io(io->state->client, io->fd, ev);
 }
-
-static inline void redlease__uv_io_want(redlease__uv_io *io, int add, int del) {
-    io->events = (io->events | add) & ~del;
-    if (io->events)
-        uv_poll_start(&io->poll, io->events, redlease__uv_io_cb);
-    else
-        uv_poll_stop(&io->poll);
-}
-static inline void redlease__uv_add_read(void *p) { redlease__uv_io_want((redlease__uv_io *)p, UV_READABLE, 0); }
-static inline void redlease__uv_del_read(void *p) { redlease__uv_io_want((redlease__uv_io *)p, 0, UV_READABLE); }
-static inline void redlease__uv_add_write(void *p) { redlease__uv_io_want((redlease__uv_io *)p, UV_WRITABLE, 0); }
-static inline void redlease__uv_del_write(void *p) { redlease__uv_io_want((redlease__uv_io *)p, 0, UV_WRITABLE); }
 
 static inline void redlease__uv_free_on_close(uv_handle_t *h) {
     free(h->data);
 }
 
-/* hiredis is freeing the connection (maybe from inside redlease__uv_io_cb,
- * which then sees ac == NULL and stops). */
-static inline void redlease__uv_cleanup(void *p) {
-    redlease__uv_io *io = (redlease__uv_io *)p;
-    io->ac = NULL;
-    uv_close((uv_handle_t *)&io->poll, redlease__uv_free_on_close);
+static inline int redlease__libuv_watch(void *loop_data, int fd, int events, void **slot) {
+    redlease_libuv *s = (redlease_libuv *)loop_data;
+    redlease__uv_io *io = (redlease__uv_io *)*slot;
+    int uv = ((events & REDLEASE_IO_READ) ? UV_READABLE : 0) | ((events & REDLEASE_IO_WRITE) ? UV_WRITABLE : 0);
+    if (io == NULL) {
+        io = (redlease__uv_io *)malloc(sizeof(*io));
+        if (io == NULL)
+            return -1;
+        if (uv_poll_init_socket(s->loop, &io->poll, fd) != 0) {
+            free(io); /* not registered with the loop: no close needed */
+            return -1;
+        }
+        io->poll.data = io;
+        io->state = s;
+        io->fd = fd;
+        *slot = io;
+    }
+    io->events = events;
+    if (uv)
+        uv_poll_start(&io->poll, uv, redlease__uv_io_cb);
+    else
+        uv_poll_stop(&io->poll);
+    return 0;
 }
 
-static inline int redlease__libuv_attach(void *loop_data, struct redisAsyncContext *ac) {
-    redlease_libuv *s = (redlease_libuv *)loop_data;
-    redlease__uv_io *io;
-
-    if (ac->ev.data != NULL)
-        return -1;
-    io = (redlease__uv_io *)malloc(sizeof(*io));
-    if (io == NULL)
-        return -1;
-    if (uv_poll_init_socket(s->loop, &io->poll, ac->c.fd) != 0) {
-        free(io); /* not registered with the loop: no close needed */
-        return -1;
-    }
-    io->poll.data = io;
-    io->ac = ac;
-    io->events = 0;
-    ac->ev.addRead = redlease__uv_add_read;
-    ac->ev.delRead = redlease__uv_del_read;
-    ac->ev.addWrite = redlease__uv_add_write;
-    ac->ev.delWrite = redlease__uv_del_write;
-    ac->ev.cleanup = redlease__uv_cleanup;
-    ac->ev.data = io;
-    return 0;
+static inline void redlease__libuv_unwatch(void *loop_data, int fd, void *slot) {
+    redlease__uv_io *io = (redlease__uv_io *)slot;
+    (void)loop_data;
+    (void)fd;
+    uv_close((uv_handle_t *)&io->poll, redlease__uv_free_on_close);
 }
 
 static inline void redlease__libuv_fire(uv_timer_t *t) {
@@ -175,7 +165,8 @@ static inline redlease_libuv *redlease__libuv_new(redlease_client *c, uv_loop_t 
 
 static inline int redlease_libuv_attach(redlease_client *c, uv_loop_t *loop) {
     static const redlease_loop_ops ops = {
-        redlease__libuv_attach,
+        redlease__libuv_watch,
+        redlease__libuv_unwatch,
         redlease__libuv_timer_set,
         redlease__libuv_detach,
     };

@@ -461,29 +461,42 @@ REDLEASE_EXTERN uint64_t redlease_lock_fence(const redlease_lock *lk);
 REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
 
 /* ---------------------------------------------------------- loop adapters */
-/* An adapter gives the client one one-shot timer and attaches every hiredis
- * context the client creates (reconnects included) to the loop. Shipped:
+/* An adapter gives the client one one-shot timer and watches the sockets
+ * the client opens (a connection each; reconnects open new ones). Shipped:
  * <redlease/libev.h>, <redlease/libevent.h>, <redlease/libuv.h>,
- * <redlease/glib.h>. Writing one for another loop takes three functions
- * (docs/event-loops.md; tests/integration/loop_poll.c is one):
- *   attach    install hiredis's ac->ev hooks for the loop (as hiredis's own
- *             adapters do); 0, or -1 with ac->ev.data left NULL. On a
- *             writable socket call redlease_async_handle_write(ac) (below),
- *             on a readable one redlease_async_handle_read(ac) (below;
- *             redisAsyncHandleRead(ac) works too, a loop iteration slower). hiredis calls
- *             ev.cleanup when it frees ac, possibly from inside those.
+ * <redlease/glib.h>. Writing one for another loop takes four functions
+ * and no hiredis (docs/event-loops.md; tests/integration/loop_poll.c is
+ * one), as c-ares's and libcurl's socket callbacks do:
+ *   watch     watch fd for events (REDLEASE_IO_READ | REDLEASE_IO_WRITE;
+ *             0: for nothing, for now). *slot is the adapter's own for
+ *             that socket: NULL on the first call for it, which makes the
+ *             watcher (store it there) and is the only call that may fail
+ *             (return -1: that connection then fails with REDLEASE_ECONN);
+ *             later calls change what it watches and return 0.
+ *   unwatch   the client is about to close fd: stop watching it and free
+ *             what slot holds. Once per socket whose first watch
+ *             succeeded; it may come from inside redlease_client_on_io()
+ *             for that very socket (free the watcher as the loop allows
+ *             from its own callback: libuv's uv_close, GLib's dispatch
+ *             reference).
  *   timer_set arm the single timer to fire after after_ms (0 allowed),
- *             replacing any earlier setting; after_ms < 0 disarms it. Must
- *             not call back into redlease. Keep sub-millisecond precision:
- *             after_ms / 1000.0, not / 1000.
- *   detach    the client is going away (its hiredis context is already
- *             freed): disarm the timer and free the adapter's state.
+ *             replacing any earlier setting; after_ms < 0 disarms it.
+ *   detach    the client is going away (its sockets are already
+ *             unwatched): disarm the timer and free the adapter's state.
  *             Called exactly once; not called if attach_loop fails.
- * When the timer fires, call redlease_client_on_timer(c); it may free the
- * client (and so call detach): touch nothing after it returns. */
-struct redisAsyncContext;
+ * None of them may call back into redlease. Keep sub-millisecond
+ * precision in timer_set: after_ms / 1000.0, not / 1000.
+ * When a watched socket is ready, call redlease_client_on_io(); when the
+ * timer fires, redlease_client_on_timer(). Either may free the client (and
+ * so call unwatch and detach): touch nothing of it, nor the socket's
+ * watcher, after it returns. */
+enum redlease_io_events {
+    REDLEASE_IO_READ = 1,
+    REDLEASE_IO_WRITE = 2
+};
 typedef struct redlease_loop_ops {
-    int (*attach)(void *loop_data, struct redisAsyncContext *ac);
+    int (*watch)(void *loop_data, int fd, int events, void **slot);
+    void (*unwatch)(void *loop_data, int fd, void *slot);
     void (*timer_set)(void *loop_data, int64_t after_ms);
     void (*detach)(void *loop_data);
 } redlease_loop_ops;
@@ -495,31 +508,15 @@ REDLEASE_EXTERN int redlease_client_attach_loop(redlease_client *c, const redlea
                                                 void *loop_data);
 /* The adapter's timer fired. */
 REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
-
-/* What an adapter calls when a hiredis connection's socket is readable,
- * instead of redisAsyncHandleRead(ac): the same, and then the callbacks the
- * replies it read made due run from here, not from the client's timer a
- * loop iteration later. Over TLS the read runs under the SIGPIPE guard of
- * redlease_async_handle_write() (OpenSSL may write while it reads). Any
- * callback may run, and the client may be freed (ac too): touch neither
- * after it. Only for contexts the client gave to the adapter's attach. */
-REDLEASE_EXTERN void redlease_async_handle_read(struct redisAsyncContext *ac);
-
-/* What an adapter calls when a hiredis connection's socket is writable,
- * instead of redisAsyncHandleWrite(ac): the same, except that a peer that
- * has gone away cannot kill the process with SIGPIPE (hiredis writes with
- * write(2)/send(2) without MSG_NOSIGNAL). A plaintext connection writes
- * with MSG_NOSIGNAL: on hiredis 1.x the library replaces its context's
- * write function; on hiredis 0.14 this call sends the pending buffer itself
- * first, as hiredis would. Nothing more is done when that leaves hiredis
- * nothing to write. Otherwise (TLS; on 0.14 a partial send, a full socket
- * buffer, an error) SIGPIPE is blocked in the calling thread for the call
- * and one the failed write raised is discarded; a SIGPIPE that was already
- * pending, or sent while no write failed, is left alone; callbacks this
- * runs (the event hook among them) then run with SIGPIPE blocked. Either
- * way the write fails with EPIPE and hiredis reports the connection lost.
- * May free ac. */
-REDLEASE_EXTERN void redlease_async_handle_write(struct redisAsyncContext *ac);
+/* Socket fd, which the client asked to watch, is ready for events
+ * (REDLEASE_IO_READ | REDLEASE_IO_WRITE). On an error or hang-up the loop
+ * reports (POLLERR, POLLHUP), pass every event fd is watched for: the
+ * client then reads or writes, finds the error and closes the connection.
+ * Events fd is not watched for, and a descriptor the client no longer
+ * watches (a report queued before its unwatch), are ignored. The callbacks
+ * the replies it read made due run from here, not a loop iteration later;
+ * a peer gone away cannot kill the process with SIGPIPE. */
+REDLEASE_EXTERN void redlease_client_on_io(redlease_client *c, int fd, int events);
 
 /* ---------------------------------------------------------------- memory */
 /* Replace malloc/realloc/free for the library's own allocations (not

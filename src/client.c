@@ -125,7 +125,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
 
 int redlease_client_set_clock(redlease_client *c, redlease_clock_fn fn, void *arg)
 {
-    if (!c || !fn || c->svc.loop) return REDLEASE_EINVAL;
+    if (!c || !fn || c->svc.loop.ops) return REDLEASE_EINVAL;
     c->svc.clock.fn = fn;
     c->svc.clock.arg = arg;
     return REDLEASE_OK;
@@ -224,12 +224,12 @@ static int nodes_due(const redlease_client *c)
  * the clock and call the loop on every reply. */
 static void arm(redlease_client *c)
 {
-    if (!c->svc.loop) return;
+    if (!c->svc.loop.ops) return;
     if (!rdl_list_empty(&c->set.notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->svc.dead ||
         c->close_check) {
         if (c->armed_at == ARMED_NOW) return;
         c->armed_at = ARMED_NOW; /* due now */
-        c->svc.loop->timer_set(c->svc.loop_data, 0);
+        c->svc.loop.ops->timer_set(c->svc.loop.data, 0);
         return;
     }
     rdl_heap_node *top = rdl_heap_top(&c->svc.heap);
@@ -237,7 +237,7 @@ static void arm(redlease_client *c)
     if (at == RDL_NEVER) {
         if (c->armed_at == -1) return;
         c->armed_at = -1;
-        c->svc.loop->timer_set(c->svc.loop_data, -1);
+        c->svc.loop.ops->timer_set(c->svc.loop.data, -1);
         return;
     }
     /* (An immediate tick asked for what is no longer due is replaced.) */
@@ -245,7 +245,7 @@ static void arm(redlease_client *c)
     int64_t now = rdl_svc_now(&c->svc);
     int64_t after = at > now ? at - now : 0;
     c->armed_at = after ? at : ARMED_NOW;
-    c->svc.loop->timer_set(c->svc.loop_data, after);
+    c->svc.loop.ops->timer_set(c->svc.loop.data, after);
 }
 
 /* The outermost entry into the library left. Freed from inside a
@@ -261,10 +261,11 @@ static void teardown(redlease_client *c);
 
 int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops, void *loop_data)
 {
-    if (!c || !ops || !ops->attach || !ops->timer_set || !ops->detach) return REDLEASE_EINVAL;
-    if (c->svc.loop || c->svc.dead || c->set.closing) return REDLEASE_EINVAL;
-    c->svc.loop = ops;
-    c->svc.loop_data = loop_data;
+    if (!c || !ops || !ops->watch || !ops->unwatch || !ops->timer_set || !ops->detach)
+        return REDLEASE_EINVAL;
+    if (c->svc.loop.ops || c->svc.dead || c->set.closing) return REDLEASE_EINVAL;
+    c->svc.loop.ops = ops;
+    c->svc.loop.data = loop_data;
     int rc = rdl_heap_insert(&c->svc.heap, &c->close_wake, RDL_NEVER);
     if (!rc && c->sentinel) rc = rdl_heap_insert(&c->svc.heap, &c->sentinel->wake, RDL_NEVER);
     if (!rc && c->waker) rc = rdl_heap_insert(&c->svc.heap, &c->waker->wake, RDL_NEVER);
@@ -276,8 +277,8 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
         rc = rdl_heap_insert(&c->svc.heap, &c->quorum->wake, rdl_svc_now(&c->svc) + settle);
     }
     for (size_t i = 0; i < c->nodes.n && !rc; i++) rc = rdl_node_attach(c->nodes.v[i]);
-    if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->svc.transport_new, ops, loop_data);
-    if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->svc.transport_new, ops, loop_data);
+    if (!rc && c->sentinel) rc = rdl_sentinel_attach(c->sentinel, c->svc.transport_new, &c->svc.loop);
+    if (!rc && c->waker) rc = rdl_waker_attach(c->waker, c->svc.transport_new, &c->svc.loop);
     if (rc) {
         /* a transport made is destroyed with the client (never connected) */
         rdl_heap_remove(&c->svc.heap, &c->close_wake);
@@ -286,8 +287,8 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
         if (c->waker) rdl_heap_remove(&c->svc.heap, &c->waker->wake);
         if (c->cluster) rdl_heap_remove(&c->svc.heap, &c->cluster->wake);
         if (c->quorum) rdl_heap_remove(&c->svc.heap, &c->quorum->wake);
-        c->svc.loop = NULL;
-        c->svc.loop_data = NULL;
+        c->svc.loop.ops = NULL;
+        c->svc.loop.data = NULL;
         return rc;
     }
     rdl_svc_enter(&c->svc);
@@ -391,6 +392,13 @@ void redlease_client_on_timer(redlease_client *c)
     run_due(c, 1);
 }
 
+void redlease_client_on_io(redlease_client *c, int fd, int events)
+{
+    if (!c) return;
+    /* may free c: nothing after */
+    rdl_loop_ready(&c->svc.loop, fd, events & (REDLEASE_IO_READ | REDLEASE_IO_WRITE));
+}
+
 /* After a read, the replies' callbacks run here rather than from the
  * immediate tick they armed: one loop iteration (an epoll_wait) less per
  * batch of replies. The tick stays armed until run_due() arms again. */
@@ -411,7 +419,7 @@ static void teardown(redlease_client *c)
     for (size_t i = 1; i < c->nodes.n; i++) rdl_node_free(c->nodes.v[i]);
     if (c->sentinel) rdl_sentinel_free(c->sentinel);
     if (c->waker) rdl_waker_free(c->waker); /* its waiters leave it */
-    if (c->svc.loop) c->svc.loop->detach(c->svc.loop_data);
+    if (c->svc.loop.ops) c->svc.loop.ops->detach(c->svc.loop.data);
     while (!rdl_list_empty(&c->set.locks))
         rdl_lock_destroy(RDL_CONTAINER(c->set.locks.next, struct redlease_lock, link));
     /* After the locks: taking each off the heap moves the other nodes,
@@ -424,6 +432,7 @@ static void teardown(redlease_client *c)
     if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
     rdl_free(c->quorum);
     rdl_heap_free(&c->svc.heap);
+    rdl_loop_free(&c->svc.loop); /* every socket was closed by teardown */
     rdl_free(c->set.prefix);
     rdl_free(c);
 }
@@ -461,7 +470,7 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
     c->set.closing = 1;
     c->close_cb = done;
     c->close_arg = arg;
-    if (!c->svc.loop) {
+    if (!c->svc.loop.ops) {
         /* No loop: nothing can be sent nor delivered later. Acts as free,
          * which owes done. */
         redlease_client_free(c);

@@ -109,14 +109,13 @@ void rdl_conn_free(rdl_conn *cn)
     memset(&cn->tls, 0, sizeof cn->tls);
 }
 
-int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
-                    void *loop_data)
+int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, struct rdl_loop *loop)
 {
     if (cn->tr.ops) { /* an earlier attach whose owner failed later: never connected */
         cn->tr.ops->destroy(cn->tr.self);
         cn->tr.ops = NULL;
     }
-    return make(&cn->tr, cn, loop, loop_data);
+    return make(&cn->tr, cn, loop);
 }
 
 void rdl_conn_backoff_reset(rdl_conn *cn) { rdl_backoff_reset(&cn->reconnect); }

@@ -166,8 +166,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
 /* Closes the transport (every request comes back, NULL) and frees it. */
 void rdl_conn_free(rdl_conn *cn);
 /* Makes the transport on the owner's loop; 0 or a status. */
-int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, const redlease_loop_ops *loop,
-                    void *loop_data);
+int rdl_conn_attach(rdl_conn *cn, rdl_transport_factory make, struct rdl_loop *loop);
 /* Starts the first connect; without an address (host and unix_path
  * NULL) it waits for rdl_conn_set_endpoint(). */
 void rdl_conn_connect(rdl_conn *cn, int64_t now);

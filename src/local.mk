@@ -7,7 +7,7 @@ noinst_LTLIBRARIES += libredlease_core.la
 libredlease_core_la_SOURCES = \
 	%reldir%/acks.c %reldir%/acks.h \
 	%reldir%/alloc.c %reldir%/alloc.h \
-	%reldir%/clock.h %reldir%/svc.c %reldir%/svc.h \
+	%reldir%/clock.h %reldir%/svc.c %reldir%/svc.h %reldir%/loop.c %reldir%/loop.h \
 	%reldir%/status.c \
 	%reldir%/heap.c %reldir%/heap.h \
 	%reldir%/backoff.c %reldir%/backoff.h \

@@ -37,14 +37,14 @@ int rdl_node_attach(rdl_node *n)
 {
     rdl_svc *s = n->svc;
     int rc = rdl_heap_insert(&s->heap, &n->wake, RDL_NEVER);
-    if (!rc) rc = rdl_conn_attach(&n->conn, s->transport_new, s->loop, s->loop_data);
+    if (!rc) rc = rdl_conn_attach(&n->conn, s->transport_new, &s->loop);
     if (rc) rdl_heap_remove(&s->heap, &n->wake);
     return rc;
 }
 
 void rdl_node_use(rdl_node *n, int64_t now)
 {
-    if (n->svc->loop && rdl_conn_idle(&n->conn)) rdl_conn_connect(&n->conn, now);
+    if (n->svc->loop.ops && rdl_conn_idle(&n->conn)) rdl_conn_connect(&n->conn, now);
 }
 
 int rdl_node_ready(const rdl_node *n)

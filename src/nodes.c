@@ -47,7 +47,7 @@ rdl_node *rdl_nodes_at(rdl_nodes *s, const char *host, size_t hlen, int port)
     rdl_node *n = rdl_calloc(1, sizeof *n);
     if (!n) return NULL;
     if (rdl_node_init(n, s->svc, s->ops, s->owner, &cc) != REDLEASE_OK ||
-        (s->svc->loop && rdl_node_attach(n) != REDLEASE_OK)) {
+        (s->svc->loop.ops && rdl_node_attach(n) != REDLEASE_OK)) {
         rdl_node_free(n);
         rdl_free(n);
         return NULL;

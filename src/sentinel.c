@@ -270,10 +270,9 @@ void rdl_sentinel_free(rdl_sentinel *s)
     s->name = NULL;
 }
 
-int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redlease_loop_ops *loop,
-                        void *loop_data)
+int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, struct rdl_loop *loop)
 {
-    return rdl_conn_attach(&s->conn, make, loop, loop_data);
+    return rdl_conn_attach(&s->conn, make, loop);
 }
 
 void rdl_sentinel_start(rdl_sentinel *s, int64_t now) { rdl_conn_connect(&s->conn, now); }

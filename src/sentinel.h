@@ -69,8 +69,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
                       const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
                       rdl_clock *clock, const rdl_rng *rng);
 void rdl_sentinel_free(rdl_sentinel *s);
-int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, const redlease_loop_ops *loop,
-                        void *loop_data);
+int rdl_sentinel_attach(rdl_sentinel *s, rdl_transport_factory make, struct rdl_loop *loop);
 /* Connects to the first Sentinel. */
 void rdl_sentinel_start(rdl_sentinel *s, int64_t now);
 /* From the owner's timer: the deadline passed, or rdl_sentinel_due(). */

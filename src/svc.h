@@ -22,6 +22,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "heap.h"
+#include "loop.h"
 #include "redlease.h"
 #include "transport.h"
 
@@ -38,8 +39,7 @@ typedef struct rdl_svc {
     rdl_xorshift xs; /* the default generator's state */
     rdl_rng rng;
     rdl_heap heap;
-    const redlease_loop_ops *loop; /* NULL until a loop is attached */
-    void *loop_data;
+    rdl_loop loop; /* loop.ops NULL until a loop is attached */
     rdl_transport_factory transport_new; /* tests replace it */
     redlease_event_cb event_cb;
     void *event_arg;

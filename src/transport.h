@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 struct rdl_conn;
-struct redlease_loop_ops;
+struct rdl_loop;
 
 enum rdl_reply_type {
     RDL_REPLY_STATUS = 1, /* +OK */
@@ -100,11 +100,10 @@ typedef struct rdl_transport {
 /* Makes the transport of a connection (src/transport_hiredis.c, or the
  * unit tests' fake); it reports to cn. */
 typedef int (*rdl_transport_factory)(rdl_transport *out, struct rdl_conn *cn,
-                                     const struct redlease_loop_ops *loop, void *loop_data);
+                                     struct rdl_loop *loop);
 
-/* The hiredis binding: attaches each new context through loop->attach. */
-int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
-                             const struct redlease_loop_ops *loop, void *loop_data);
+/* The hiredis binding: each new context's socket is watched on loop. */
+int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn, struct rdl_loop *loop);
 
 /* Called by the transport, on the connection it was made for (src/conn.c).
  * status: REDLEASE_OK or a negative status code; detail: error text or

@@ -10,7 +10,9 @@
  *  - nothing frees or disconnects a context from inside onConnect or
  *    onDisconnect (0.14 crashes on it): the core closes only from outside
  *    hiredis callbacks (transport.h), and redisAsyncFree never gets NULL;
- *  - the loop adapter is attached before the connect callback is set;
+ *  - the socket's hooks (ac->ev) are ours: they ask the client's loop
+ *    (src/loop.h) to watch the socket, and are set before the connect
+ *    callback (which arms the write event);
  *  - we forget a context ourselves when hiredis is about to free it
  *    (onConnect with an error, onDisconnect) or when we free it;
  *  - replies are copied into rdl_reply and never freed here (hiredis frees
@@ -43,6 +45,7 @@
 
 #include "alloc.h"
 #include "conn.h"
+#include "loop.h"
 #include "redlease.h"
 #include "resp.h"
 #include "transport_hiredis.h"
@@ -50,8 +53,8 @@
 
 typedef struct rdl_hiredis {
     struct rdl_conn *conn; /* what it reports to */
-    const struct redlease_loop_ops *loop;
-    void *loop_data;
+    struct rdl_loop *loop;
+    rdl_io io;                     /* ac's socket on the loop */
     redisAsyncContext *ac;         /* live context, or NULL */
     redisAsyncContext *closing_ac; /* being freed by close() */
     int connected;                 /* onConnect(REDIS_OK) seen for ac */
@@ -226,7 +229,7 @@ static void hr_on_connect(const redisAsyncContext *ac, int status)
 }
 
 /* Set when hiredis reports an I/O error (a failed write among them) in this
- * thread: see redlease_async_handle_write(). */
+ * thread: see hr_handle_write(). */
 static _Thread_local int hr_io_failed;
 
 static void hr_on_disconnect(const redisAsyncContext *ac, int status)
@@ -336,7 +339,18 @@ static void hr_without_sigpipe(redisAsyncContext *ac, void (*handle)(redisAsyncC
     if (!sigismember(&old, SIGPIPE)) pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL);
 }
 
-void redlease_async_handle_write(redisAsyncContext *ac)
+/* The socket is writable: hiredis writes, except that a peer that has
+ * gone away cannot kill the process with SIGPIPE (hiredis writes with
+ * write(2)/send(2) without MSG_NOSIGNAL). A plaintext connection writes
+ * with MSG_NOSIGNAL: on hiredis 1.x through its context's own write
+ * function (hr_no_sigpipe), on 0.14 by sending the pending buffer here
+ * first, as hiredis would; nothing more is done when that leaves hiredis
+ * nothing to write. Otherwise (TLS; on 0.14 a partial send, a full socket
+ * buffer, an error) SIGPIPE is blocked in this thread for the call and one
+ * the failed write raised is discarded; a SIGPIPE that was already pending,
+ * or sent while no write failed, is left alone. Either way the write fails
+ * with EPIPE and hiredis reports the connection lost. May free ac. */
+static void hr_handle_write(redisAsyncContext *ac)
 {
     if (hr_writes_nosignal(ac)) { /* nothing hiredis writes can raise SIGPIPE */
         redisAsyncHandleWrite(ac);
@@ -347,7 +361,11 @@ void redlease_async_handle_write(redisAsyncContext *ac)
 
 /* -------------------------------------------------------------- reads */
 
-void redlease_async_handle_read(redisAsyncContext *ac)
+/* The socket is readable: hiredis reads and dispatches, and then the
+ * callbacks the replies made due run from here (rdl_conn_read_end), not
+ * from the client's timer a loop iteration later. May free ac, and the
+ * client. */
+static void hr_handle_read(redisAsyncContext *ac)
 {
     /* The transport outlives ac (it is the connection's, freed with the
      * client, and the client is never freed from inside hiredis). */
@@ -367,6 +385,30 @@ void redlease_async_handle_read(redisAsyncContext *ac)
     else
         redisAsyncHandleRead(ac); /* may free ac */
     if (t != NULL) rdl_conn_read_end(t->conn); /* t may be gone after */
+}
+
+/* ------------------------------------------------- the socket on the loop */
+
+/* hiredis's event hooks (ac->ev), data t: what it wants of the socket
+ * becomes what the client's loop watches. */
+static void hr_add_read(void *p) { rdl_io_want(&((rdl_hiredis *)p)->io, REDLEASE_IO_READ, 1); }
+static void hr_del_read(void *p) { rdl_io_want(&((rdl_hiredis *)p)->io, REDLEASE_IO_READ, 0); }
+static void hr_add_write(void *p) { rdl_io_want(&((rdl_hiredis *)p)->io, REDLEASE_IO_WRITE, 1); }
+static void hr_del_write(void *p) { rdl_io_want(&((rdl_hiredis *)p)->io, REDLEASE_IO_WRITE, 0); }
+/* hiredis frees the context (the socket is closed next). */
+static void hr_cleanup(void *p) { rdl_io_close(&((rdl_hiredis *)p)->io); }
+
+/* The adapter reports the socket ready (redlease_client_on_io). Writes
+ * first: while connecting, or on an error reported for both, the write
+ * handler is the one hiredis waits on, and it may free the context; the
+ * read then finds it gone. */
+static void hr_ready(void *self, int events)
+{
+    rdl_hiredis *t = (rdl_hiredis *)self; /* outlives ac: the connection's */
+    redisAsyncContext *ac = t->ac;
+    if (ac == NULL) return;
+    if (events & REDLEASE_IO_WRITE) hr_handle_write(ac); /* may free ac */
+    if ((events & REDLEASE_IO_READ) && t->ac == ac) hr_handle_read(ac); /* may free the client */
 }
 
 /* -------------------------------------------------------------- the ops */
@@ -404,19 +446,25 @@ static int hr_connect(void *self, const rdl_endpoint *ep)
             return rc;
         }
     }
+    if (rdl_io_open(&t->io, t->loop, ac->c.fd, hr_ready, t) != REDLEASE_OK) {
+        redisAsyncFree(ac); /* no hooks, no callbacks set */
+        return REDLEASE_ENOMEM;
+    }
     ac->data = t;
-    /* Attach before setting the connect callback (it arms the write event),
-     * and neither set can fail on a fresh context. */
-    if (t->loop->attach(t->loop_data, ac) != 0 ||
-        redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
-        redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK) {
+    ac->ev.addRead = hr_add_read;
+    ac->ev.delRead = hr_del_read;
+    ac->ev.addWrite = hr_add_write;
+    ac->ev.delWrite = hr_del_write;
+    ac->ev.cleanup = hr_cleanup;
+    ac->ev.data = t;
+    /* The hooks before the connect callback: setting it arms the write
+     * event, the adapter's first watch of the socket. Neither set can fail
+     * on a fresh context. */
+    if (redisAsyncSetConnectCallback(ac, hr_on_connect) != REDIS_OK ||
+        redisAsyncSetDisconnectCallback(ac, hr_on_disconnect) != REDIS_OK || t->io.failed) {
         ac->data = NULL;
         rdl_conn_note_error(t->conn, "the loop adapter could not watch the connection");
-        /* An adapter that failed before storing its state (hiredis's libuv
-         * one on allocation failure) leaves a cleanup hook that would get
-         * NULL: don't let redisAsyncFree call it. */
-        if (ac->ev.data == NULL) ac->ev.cleanup = NULL;
-        redisAsyncFree(ac); /* never connected: no onDisconnect */
+        redisAsyncFree(ac); /* never connected: no onDisconnect; cleanup closes io */
         return REDLEASE_ECONN;
     }
     t->ac = ac;
@@ -480,14 +528,13 @@ static void hr_destroy(void *self)
 static const rdl_transport_ops hr_ops = {hr_connect, hr_submit, hr_subscribe, hr_close,
                                          hr_destroy};
 
-int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn,
-                             const struct redlease_loop_ops *loop, void *loop_data)
+int rdl_transport_hiredis_new(rdl_transport *out, struct rdl_conn *cn, struct rdl_loop *loop)
 {
     rdl_hiredis *t = (rdl_hiredis *)rdl_calloc(1, sizeof(*t));
     if (t == NULL) return REDLEASE_ENOMEM;
     t->conn = cn;
     t->loop = loop;
-    t->loop_data = loop_data;
+    t->io.fd = -1; /* not open */
     out->ops = &hr_ops;
     out->self = t;
     return REDLEASE_OK;

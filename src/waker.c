@@ -286,10 +286,9 @@ void rdl_waker_free(rdl_waker *k)
     k->buckets = NULL;
 }
 
-int rdl_waker_attach(rdl_waker *k, rdl_transport_factory make, const redlease_loop_ops *loop,
-                     void *loop_data)
+int rdl_waker_attach(rdl_waker *k, rdl_transport_factory make, struct rdl_loop *loop)
 {
-    return rdl_conn_attach(&k->conn, make, loop, loop_data);
+    return rdl_conn_attach(&k->conn, make, loop);
 }
 
 void rdl_waker_run(rdl_waker *k, int64_t now)

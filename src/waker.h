@@ -80,8 +80,7 @@ int rdl_waker_init(rdl_waker *k, const rdl_conn_config *base, const char *prefix
                    const rdl_waker_owner *ops, void *owner, rdl_clock *clock,
                    const rdl_rng *rng);
 void rdl_waker_free(rdl_waker *k);
-int rdl_waker_attach(rdl_waker *k, rdl_transport_factory make, const redlease_loop_ops *loop,
-                     void *loop_data);
+int rdl_waker_attach(rdl_waker *k, rdl_transport_factory make, struct rdl_loop *loop);
 /* From the owner's timer: the deadline passed, or rdl_waker_due(). */
 void rdl_waker_run(rdl_waker *k, int64_t now);
 /* w (token set) waits for words from now on; the first waiter connects.

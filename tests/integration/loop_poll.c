@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* A loop written by hand on poll(2), with its redlease adapter: the proof
- * that the adapter interface (struct redlease_loop_ops in <redlease.h>, plus
- * hiredis's ev hooks for the connection) is all another loop needs. The
- * whole suite runs on it as tests/integration/test_poll.
+ * that the adapter interface (struct redlease_loop_ops in <redlease.h>:
+ * watch a socket, a one-shot timer) is all another loop needs, without
+ * hiredis. The whole suite runs on it as tests/integration/test_poll.
  * docs/event-loops.md, "Your own event loop", walks through this file.
  *
- * The loop: a table of fd watchers (one per hiredis connection) and a table
- * of one-shot timers (one per redlease client). poll() sleeps until an fd is
- * ready or the earliest timer is due. */
+ * The loop: a table of fd watchers (one per socket a client watches) and
+ * a table of one-shot timers (one per redlease client). poll() sleeps until
+ * an fd is ready or the earliest timer is due. */
 #include <poll.h>
 #include <stdint.h>
 #include <time.h>
 
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <redlease.h>
 
 #include "testloop.h"
@@ -21,9 +19,10 @@
 #define SLOTS 64
 
 typedef struct watcher {
-    redisAsyncContext *ac; /* NULL: slot free */
-    short events;          /* POLLIN, POLLOUT */
-    unsigned gen;          /* bumped on each reuse: see dispatch */
+    redlease_client *client; /* NULL: slot free */
+    int fd;
+    int events;   /* REDLEASE_IO_READ, REDLEASE_IO_WRITE */
+    unsigned gen; /* bumped on each reuse: see run_once */
 } watcher;
 
 typedef struct ptimer {
@@ -41,35 +40,31 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* ------------------------------------------- hiredis's side: the socket */
+/* ------------------------------------------------------------- the ops */
 
-static void add_read(void *p) { ((watcher *)p)->events |= POLLIN; }
-static void del_read(void *p) { ((watcher *)p)->events &= ~POLLIN; }
-static void add_write(void *p) { ((watcher *)p)->events |= POLLOUT; }
-static void del_write(void *p) { ((watcher *)p)->events &= ~POLLOUT; }
-/* hiredis frees the connection: forget it (also from inside dispatch). */
-static void cleanup(void *p) { ((watcher *)p)->ac = NULL; }
-
-/* ------------------------------------------- redlease's side: the ops */
-
-static int poll_attach(void *loop_data, struct redisAsyncContext *ac)
+/* loop_data is the client's timer slot, which names the client. */
+static int poll_watch(void *loop_data, int fd, int events, void **slot)
 {
-    (void)loop_data;
+    watcher *w = *slot;
+    if (w) { /* the socket's watcher exists: change what it watches */
+        w->events = events;
+        return 0;
+    }
     for (int i = 0; i < SLOTS; i++) {
-        watcher *w = &watchers[i];
-        if (w->ac) continue;
-        w->ac = ac;
-        w->events = 0;
-        w->gen++;
-        ac->ev.addRead = add_read;
-        ac->ev.delRead = del_read;
-        ac->ev.addWrite = add_write;
-        ac->ev.delWrite = del_write;
-        ac->ev.cleanup = cleanup;
-        ac->ev.data = w;
+        w = &watchers[i];
+        if (w->client) continue;
+        *w = (watcher){((ptimer *)loop_data)->client, fd, events, w->gen + 1};
+        *slot = w;
         return 0;
     }
     return -1; /* table full: the client reports ECONN and retries later */
+}
+
+/* The client closes fd next (maybe from inside run_once's dispatch). */
+static void poll_unwatch(void *loop_data, int fd, void *slot)
+{
+    (void)loop_data, (void)fd;
+    ((watcher *)slot)->client = NULL;
 }
 
 static void poll_timer_set(void *loop_data, int64_t after_ms)
@@ -87,7 +82,7 @@ static void poll_detach(void *loop_data)
 
 static int poll_adapter_attach(redlease_client *c)
 {
-    static const redlease_loop_ops ops = {poll_attach, poll_timer_set, poll_detach};
+    static const redlease_loop_ops ops = {poll_watch, poll_unwatch, poll_timer_set, poll_detach};
     for (int i = 0; i < SLOTS; i++) {
         ptimer *t = &timers[i];
         if (t->client) continue;
@@ -109,10 +104,13 @@ static void run_once(int64_t max_ms)
     unsigned gen[SLOTS];
     int n = 0;
     for (int i = 0; i < SLOTS; i++) {
-        if (!watchers[i].ac || !watchers[i].events) continue;
-        pfd[n] = (struct pollfd){watchers[i].ac->c.fd, watchers[i].events, 0};
+        watcher *w = &watchers[i];
+        if (!w->client || !w->events) continue;
+        short want = (short)(((w->events & REDLEASE_IO_READ) ? POLLIN : 0) |
+                             ((w->events & REDLEASE_IO_WRITE) ? POLLOUT : 0));
+        pfd[n] = (struct pollfd){w->fd, want, 0};
         slot[n] = i;
-        gen[n++] = watchers[i].gen;
+        gen[n++] = w->gen;
     }
     int64_t wait_us = max_ms < 0 ? -1 : max_ms * 1000, now = now_us();
     for (int i = 0; i < SLOTS; i++) {
@@ -126,13 +124,13 @@ static void run_once(int64_t max_ms)
     for (int k = 0; k < n; k++) {
         watcher *w = &watchers[slot[k]];
         short re = pfd[k].revents;
-        /* Handling one connection may free another (or this one); the
-         * generation tells a freed or reused slot from the one we polled. */
-        if (!re) continue;
-        if (w->ac && w->gen == gen[k] && (re & (POLLOUT | POLLERR | POLLHUP)) && (w->events & POLLOUT))
-            redlease_async_handle_write(w->ac); /* no SIGPIPE */
-        if (w->ac && w->gen == gen[k] && (re & (POLLIN | POLLERR | POLLHUP)))
-            redisAsyncHandleRead(w->ac);
+        /* Handling one socket may free another (or this one, or a whole
+         * client); the generation tells a freed or reused slot from the
+         * one we polled. */
+        if (!re || !w->client || w->gen != gen[k]) continue;
+        int ev = ((re & POLLIN) ? REDLEASE_IO_READ : 0) | ((re & POLLOUT) ? REDLEASE_IO_WRITE : 0);
+        if (re & (POLLERR | POLLHUP | POLLNVAL)) ev = w->events; /* the client finds the error */
+        redlease_client_on_io(w->client, w->fd, ev);
     }
     now = now_us();
     for (int i = 0; i < SLOTS; i++) {
@@ -146,7 +144,7 @@ static void run_once(int64_t max_ms)
 static int pending(void)
 {
     for (int i = 0; i < SLOTS; i++)
-        if (watchers[i].ac || (timers[i].client && timers[i].at_us >= 0)) return 1;
+        if (watchers[i].client || (timers[i].client && timers[i].at_us >= 0)) return 1;
     return 0;
 }
 

@@ -144,10 +144,9 @@ static fake_side *link_for(rdl_conn *cn)
     return NULL;
 }
 
-static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_ops *loop,
-                        void *loop_data)
+static int fake_factory(rdl_transport *out, rdl_conn *cn, struct rdl_loop *loop)
 {
-    (void)loop, (void)loop_data;
+    (void)loop;
     if (cn == &the_fake->tc->main.conn) {
         out->ops = &fake_ops;
         out->self = the_fake;
@@ -163,10 +162,16 @@ static int fake_factory(rdl_transport *out, rdl_conn *cn, const redlease_loop_op
 
 /* ----------------------------------------------------------------- loop */
 
-static int loop_attach(void *d, struct redisAsyncContext *ac)
+/* The fake transports open no socket: nothing is ever watched. */
+static int loop_watch(void *d, int fd, int events, void **slot)
 {
-    (void)d, (void)ac;
-    return 0;
+    (void)d, (void)fd, (void)events, (void)slot;
+    return -1;
+}
+
+static void loop_unwatch(void *d, int fd, void *slot)
+{
+    (void)d, (void)fd, (void)slot;
 }
 
 static void loop_timer_set(void *d, int64_t after)
@@ -184,7 +189,7 @@ static void loop_detach(void *d)
     f->timer_at = -1;
 }
 
-static const redlease_loop_ops fake_loop = {loop_attach, loop_timer_set, loop_detach};
+static const redlease_loop_ops fake_loop = {loop_watch, loop_unwatch, loop_timer_set, loop_detach};
 
 static int64_t fake_clock(void *arg)
 {

@@ -93,10 +93,10 @@ void fake_reply_err(fake *f, const char *s);
 void fake_reply_str(fake *f, const char *s);
 /* An array of n integers (WAITAOF's answer). */
 void fake_reply_ints(fake *f, int n, const long long *v);
-/* The transport has dispatched a read (what redlease_async_handle_read()
+/* The transport has dispatched a read (what redlease_client_on_io()
  * does after hiredis's read): the callbacks the replies made due run now. */
 void fake_read_done(fake *f);
-/* A read as redlease_async_handle_read() brackets it: the replies given
+/* A read as redlease_client_on_io() brackets it: the replies given
  * between begin and end are one batch (the client entered once). */
 void fake_read_begin(fake *f);
 void fake_read_end(fake *f);

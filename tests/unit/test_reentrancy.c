@@ -238,7 +238,7 @@ static void test_calls_from_callbacks_during_free(void)
 }
 
 /* After a read, the callbacks the replies made due run at once, without
- * the timer (redlease_async_handle_read()); the timer is then armed for
+ * the timer (redlease_client_on_io()); the timer is then armed for
  * what comes next, not left at 0 ms. */
 static void test_callbacks_run_after_the_read(void)
 {
