@@ -40,7 +40,14 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     if (!c) return REDLEASE_ENOMEM;
     rdl_svc_init(&c->svc, c, &svc_ops, c);
     rdl_heap_init(&c->svc.heap);
-    rdl_locks_init(&c->set, &c->svc);
+    /* What the locks' target offers: a quorum is N servers, each with its
+     * own copy of a lease, so no one queue orders the waiters, no one
+     * primary's replicas acknowledge, a release's probe would be one
+     * member's word, and votes can split. */
+    int several = o->topology == REDLEASE_TOPOLOGY_QUORUM;
+    rdl_lock_target target = {.ordered_queue = !several, .replica_acks = !several,
+                              .release_probe = !several, .split_votes = several};
+    rdl_locks_init(&c->set, &c->svc, &target);
     c->set.home = &c->main;
     rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
                           .unix_path = o->unix_path,
@@ -116,7 +123,6 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     c->set.command_timeout = o->command_timeout_ms;
     c->set.cluster = c->cluster;
     c->set.waker = c->waker;
-    c->set.quorum = c->quorum != NULL;
     c->armed_at = -1;
     c->svc.transport_new = rdl_transport_hiredis_new;
     *out = c;

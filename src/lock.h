@@ -26,9 +26,27 @@ struct rdl_node;
 struct rdl_req;
 struct rdl_reply;
 
+/* What the target the locks go to offers. Its owner (the client, which
+ * made the target and knows its topology) says so when it makes the set
+ * (rdl_locks_init()); the lock layer's policy goes by these, each named
+ * for what it means, and never asks which topology it is. */
+typedef struct rdl_lock_target {
+    unsigned ordered_queue : 1; /* one server keeps a resource's queue, so its
+                                   waiters can be served in one order
+                                   (REDLEASE_WAIT_QUEUE); without it they are
+                                   woken and race (docs/design.md, 11.5) */
+    unsigned replica_acks : 1;  /* a write lands on one primary, whose replicas
+                                   can acknowledge it (WAIT, design 2.3) */
+    unsigned release_probe : 1; /* a release may ask first whether a queue waits:
+                                   the probe's -1 comes back as one server said it */
+    unsigned split_votes : 1;   /* "busy" may be votes that split, with no holder
+                                   whose release would tell a waiter: it backs
+                                   off once (rdl_lock_queue_next_check) */
+} rdl_lock_target;
+
 /* A client's locks and what they use, embedded in the client (set by it
- * once, at creation): the services, where commands go, the key prefix,
- * the lists, the counters. */
+ * once, at creation): the services, where commands go, what the target
+ * offers, the key prefix, the lists, the counters. */
 typedef struct rdl_locks {
     rdl_svc *svc;
     const struct rdl_lock_fsm_ops *fsm; /* the state machine's entries the op
@@ -37,8 +55,7 @@ typedef struct rdl_locks {
                                     node; under a quorum, its front) */
     struct rdl_cluster *cluster; /* the router, or NULL */
     rdl_waker *waker;            /* the wake-up channel, or NULL */
-    int quorum;                  /* home is a quorum's: waiters are woken in
-                                    no order, a split vote backs off */
+    rdl_lock_target target;      /* what it offers (above) */
     char *prefix;                /* key_prefix */
     size_t prefix_len;
     int64_t command_timeout;     /* each lock operation's, and a close's */
@@ -81,7 +98,7 @@ struct rdl_lock_acq {
     rdl_waiter waiter;   /* its place in the client's waker: words reach it */
     int64_t recheck_at;  /* a word came while an attempt was out: check by then */
     int64_t holder_left; /* the holder's remaining TTL the last attempt learnt, ms (0: unknown) */
-    int split_backoff;   /* a quorum's: the last check was a backoff after a split vote */
+    int split_backoff;   /* votes can split: the last check was a backoff after a split vote */
 };
 
 /* Options few handles use: allocated only when one is set (a fence,
@@ -209,8 +226,9 @@ static inline const char *rdl_lock_fence_key(const struct redlease_lock *lk)
     return lk->key + lk->keylen + 1;
 }
 
-/* An empty set with the services svc (the client fills in the rest). */
-void rdl_locks_init(rdl_locks *ls, rdl_svc *svc);
+/* An empty set with the services svc, going to a target that offers what
+ * target says (the client fills in the rest). */
+void rdl_locks_init(rdl_locks *ls, rdl_svc *svc, const rdl_lock_target *target);
 /* redlease_acquire_len() on the client's set (checks as it says). */
 int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redlease_lock_options *o,
                  redlease_acquire_cb on_acquire, redlease_lost_cb on_lost, void *arg,

@@ -41,9 +41,10 @@ void rdl_lock_close(struct redlease_lock *lk, int64_t now)
     rdl_lock_reschedule(lk);
 }
 
-void rdl_locks_init(rdl_locks *ls, rdl_svc *svc)
+void rdl_locks_init(rdl_locks *ls, rdl_svc *svc, const rdl_lock_target *target)
 {
     ls->svc = svc;
+    ls->target = *target;
     ls->fsm = &rdl_lock_fsm;
     rdl_list_init(&ls->locks);
     rdl_list_init(&ls->notify);
@@ -65,10 +66,10 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     if (rc) return rc;
     int64_t replica_timeout = rdl_replica_timeout(o, ls->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
-    if (replica_timeout && ls->quorum) return REDLEASE_EINVAL; /* whose replicas? */
+    if (replica_timeout && !ls->target.replica_acks) return REDLEASE_EINVAL; /* whose replicas? */
     /* N servers' queues could hand the lock to N different heads: there is
      * no one order to wait in (design 11.5); the default wakes instead */
-    if (o->wait_mode == REDLEASE_WAIT_QUEUE && ls->quorum) return REDLEASE_EINVAL;
+    if (o->wait_mode == REDLEASE_WAIT_QUEUE && !ls->target.ordered_queue) return REDLEASE_EINVAL;
     if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
@@ -122,8 +123,8 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
     lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker;
-    /* under a quorum the default is REDLEASE_WAIT_WAKE (above) */
-    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || ls->quorum;
+    /* with no one order to wait in the default is REDLEASE_WAIT_WAKE (above) */
+    lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || !ls->target.ordered_queue;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;

@@ -76,15 +76,15 @@ static const char *queue_channel(const struct redlease_lock *lk, size_t *len)
  * when a word said to, and at least every third of its entry's life, which
  * keeps the entry alive. Out of the queue (its attempt could name no
  * channel, or was the one-key kind) it backs off as a poller does, never
- * past the holder's end. So does a quorum's waiter once after a split
- * vote (a member said yes, so no holder's release may come to tell it):
- * the contenders' leftovers are deleted within a round trip, and jitter
- * parts them. Once only: a member that lost its keys says yes while a
+ * past the holder's end. So does a waiter once after a split vote where
+ * votes can split (a quorum's: a member said yes, so no holder's release
+ * may come to tell it): the contenders' leftovers are deleted within a
+ * round trip, and jitter parts them. Once only: a member that lost its keys says yes while a
  * majority's holder lives, and that holder's release tells the waiter. */
 int64_t rdl_lock_queue_next_check(struct redlease_lock *lk, int64_t now)
 {
     struct rdl_lock_acq *acq = lk->acq;
-    int split = lk->set->quorum && acq->holder_left == 0;
+    int split = lk->set->target.split_votes && acq->holder_left == 0;
     int64_t d;
     if (acq->in_queue && !(split && !acq->split_backoff))
         d = queue_life(lk) / 3;
@@ -168,7 +168,7 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
-    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && !lk->set->quorum;
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe;
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
     int rc = rdl_lock_req_submit(req);
     if (rc) {
