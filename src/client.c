@@ -24,6 +24,20 @@ static const rdl_cluster_owner cluster_owner;   /* below: what the router tells 
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
 
+/* Where a lock's key goes (rdl_lock_target's route): the node its slot's
+ * primary is, in a Cluster; else the embedded node (a quorum's front). */
+static rdl_node *route_by_slot(void *arg, const char *key, size_t len)
+{
+    return rdl_cluster_route(((redlease_client *)arg)->cluster, key, len);
+}
+
+static rdl_node *route_home(void *arg, const char *key, size_t len)
+{
+    (void)key;
+    (void)len;
+    return &((redlease_client *)arg)->main;
+}
+
 int redlease_client_new(redlease_client **out, const redlease_client_options *given)
 {
     redlease_client_options known; /* the caller's, as this library knows them */
@@ -45,10 +59,12 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
      * primary's replicas acknowledge, a release's probe would be one
      * member's word, and votes can split. */
     int several = o->topology == REDLEASE_TOPOLOGY_QUORUM;
-    rdl_lock_target target = {.ordered_queue = !several, .replica_acks = !several,
-                              .release_probe = !several, .split_votes = several};
+    int sharded = o->topology == REDLEASE_TOPOLOGY_CLUSTER;
+    rdl_lock_target target = {.route = sharded ? route_by_slot : route_home, .arg = c,
+                              .ordered_queue = !several, .replica_acks = !several,
+                              .release_probe = !several, .split_votes = several,
+                              .moving_keys = sharded};
     rdl_locks_init(&c->set, &c->svc, &target);
-    c->set.home = &c->main;
     rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
                           .unix_path = o->unix_path,
                           .port = o->port ? o->port : REDLEASE_DEFAULT_PORT, .db = o->db,
@@ -68,8 +84,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
         cc.host = nseeds ? seeds[0].host : NULL;
         cc.port = nseeds ? seeds[0].port : 0;
         c->cluster = rdl_calloc(1, sizeof *c->cluster);
-        ok = ok && c->cluster && rdl_cluster_init(c->cluster, &c->nodes, &c->svc, o->command_timeout_ms,
-                                                         &cluster_owner, c) == REDLEASE_OK;
+        ok = ok && c->cluster;
     }
     rdl_addr members[REDLEASE_MAX_QUORUM];
     int nmembers = 0;
@@ -99,6 +114,9 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
                                         &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
     ok = rdl_nodes_init(&c->nodes, &c->main, &c->svc, &node_owner, c) == REDLEASE_OK && ok;
+    /* the router sees the replies of every node, the seeds' on */
+    ok = ok && (!c->cluster || rdl_cluster_init(c->cluster, &c->nodes, &c->svc, o->command_timeout_ms,
+                                                &cluster_owner, c) == REDLEASE_OK);
     for (int i = 1; i < nseeds && ok; i++)
         ok = rdl_nodes_at(&c->nodes, seeds[i].host, strlen(seeds[i].host), seeds[i].port) != NULL;
     rdl_addr_list_free(seeds, nseeds);
@@ -121,7 +139,6 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     }
     c->set.prefix_len = strlen(c->set.prefix);
     c->set.command_timeout = o->command_timeout_ms;
-    c->set.cluster = c->cluster;
     c->set.waker = c->waker;
     c->armed_at = -1;
     c->svc.transport_new = rdl_transport_hiredis_new;

@@ -83,15 +83,6 @@ int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, con
     return 1;
 }
 
-int rdl_cluster_is_redirect(const rdl_reply *r)
-{
-    int ask, port;
-    unsigned slot;
-    const char *host;
-    size_t hlen;
-    return rdl_cluster_parse_redirect(r, &ask, &slot, &host, &hlen, &port);
-}
-
 /* The host of the node that answered, for an empty one in its answer. */
 static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
 {
@@ -102,6 +93,8 @@ static void or_answering(const rdl_node *from, const char **host, size_t *hlen)
 }
 
 /* ------------------------------------------------------------ the map */
+
+static const rdl_node_router router_ops; /* below: the redirects */
 
 int rdl_cluster_init(rdl_cluster *cl, rdl_nodes *nodes, rdl_svc *svc, int64_t command_timeout,
                      const rdl_cluster_owner *ops, void *owner)
@@ -116,7 +109,9 @@ int rdl_cluster_init(rdl_cluster *cl, rdl_nodes *nodes, rdl_svc *svc, int64_t co
     cl->wake.kind = RDL_WAKE_CLUSTER;
     cl->refresh_at = 0; /* the first map is wanted at once */
     cl->slots = rdl_calloc(RDL_SLOTS, sizeof *cl->slots);
-    return cl->slots ? REDLEASE_OK : REDLEASE_ENOMEM;
+    if (!cl->slots) return REDLEASE_ENOMEM;
+    rdl_nodes_set_router(nodes, &router_ops, cl); /* redirects come here */
+    return REDLEASE_OK;
 }
 
 void rdl_cluster_free(rdl_cluster *cl)
@@ -151,25 +146,6 @@ void rdl_cluster_node_ready(rdl_cluster *cl)
 {
     /* A refresh that found no node ready waits at refresh_at: due now. */
     set_wake(cl);
-}
-
-rdl_node *rdl_cluster_redirected(rdl_cluster *cl, const rdl_node *from, const rdl_reply *r,
-                                 int *ask, int64_t now)
-{
-    unsigned slot;
-    const char *host;
-    size_t hlen;
-    int port;
-    if (!cl || !rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
-    or_answering(from, &host, &hlen);
-    if (!hlen || !usable_host(host, hlen)) return NULL; /* nowhere to go: transient */
-    rdl_node *n = rdl_nodes_at(cl->nodes, host, hlen, port);
-    if (!n) return NULL;
-    if (!*ask) {
-        cl->slots[slot] = (uint16_t)(n->index + 1);
-        rdl_cluster_want_refresh(cl, now); /* one slot moved: others may have too */
-    }
-    return n;
 }
 
 static const rdl_req_ops query_ops; /* below */
@@ -309,27 +285,56 @@ static void on_query_reply(rdl_req *req, const rdl_reply *r)
 
 static const rdl_req_ops query_ops = {.reply = on_query_reply};
 
-/* ASKING's answer: the command behind it tells. */
-static void on_asking_reply(rdl_req *req, const rdl_reply *r)
+/* ---------------------------------------------------- the redirects */
+
+/* A request's command came back from node from redirected: the node to
+ * send it to (MOVED has corrected the map, and a refresh is wanted), or
+ * NULL when r is no redirect, names no usable address ("?"), or the node
+ * cannot be made. *ask: only this command goes there. */
+static rdl_node *redirected(rdl_cluster *cl, const rdl_node *from, const rdl_reply *r, int *ask,
+                            int64_t now)
 {
-    (void)r;
-    rdl_free(req);
+    unsigned slot;
+    const char *host;
+    size_t hlen;
+    int port;
+    if (!rdl_cluster_parse_redirect(r, ask, &slot, &host, &hlen, &port)) return NULL;
+    or_answering(from, &host, &hlen);
+    if (!hlen || !usable_host(host, hlen)) return NULL; /* nowhere to go: transient */
+    rdl_node *n = rdl_nodes_at(cl->nodes, host, hlen, port);
+    if (!n) return NULL;
+    if (!*ask) {
+        cl->slots[slot] = (uint16_t)(n->index + 1);
+        rdl_cluster_want_refresh(cl, now); /* one slot moved: others may have too */
+    }
+    return n;
 }
 
-static const rdl_req_ops asking_ops = {.reply = on_asking_reply};
-
-int rdl_cluster_asking(rdl_node *n, int64_t now)
+/* A reply on one of the router's nodes: MOVED or ASK for a request that
+ * can go elsewhere (its handler has follow) sends it on to the node named,
+ * the same request, so its send time still counts; ready, that node gets
+ * it at once (behind ASKING for an ASK), else its handler waits for the
+ * node and sends afresh from there. What the handler hears is the final
+ * answer, or the redirect itself as a failure: one past RDL_MAX_REDIRECTS,
+ * to nowhere usable, or of a request nobody waits for (it did nothing; a
+ * MOVED still corrects the map). */
+static int on_node_reply(void *arg, rdl_node *from, rdl_req *req, const rdl_reply *r)
 {
-    rdl_req *a = rdl_calloc(1, sizeof *a);
-    if (!a) return REDLEASE_ENOMEM;
-    a->ops = &asking_ops;
-    a->kind = RDL_REQ_ASKING;
-    a->script = -1;
-    a->t0 = now;
-    a->node = n;
-    const char *argv[1] = {"ASKING"};
-    const size_t lens[1] = {6};
-    int rc = rdl_node_submit(n, a, 1, argv, lens);
-    if (rc) rdl_free(a);
-    return rc;
+    rdl_cluster *cl = arg;
+    const rdl_req_ops *ops = req->ops;
+    if (r->type != RDL_REPLY_ERROR || !ops || !ops->follow || cl->svc->dead) return 0;
+    int64_t now = rdl_svc_now(cl->svc);
+    int ask;
+    rdl_node *to = redirected(cl, from, r, &ask, now);
+    if (!to || req->redirects >= RDL_MAX_REDIRECTS || !ops->follow(req, to, ask, now)) return 0;
+    if (rdl_node_ready(to)) {
+        req->node = to;
+        req->epoch = rdl_node_epoch(to);
+        req->asking = ask;
+        req->redirects++;
+        if (ops->resend(req) == 0) return 1;
+    }
+    return ops->unsent(req, to, ask, now);
 }
+
+static const rdl_node_router router_ops = {.reply = on_node_reply};

@@ -10,8 +10,8 @@
  * The map is asked again, at most every RDL_CLUSTER_REFRESH_MS (twice as
  * long after each answer in a row that was no map, up to 32 times), after
  * a MOVED and whenever a node's connection fails (a failover), from a
- * node that is ready, in turn. Without a map yet, a lock goes to the first seed
- * and follows where it is sent.
+ * node that is ready, in turn. Without a map yet, a lock goes to the first
+ * seed, and the router sends its commands on where they are redirected.
  *
  * What it does not do (docs/design.md, section 9): commands over several
  * slots, reading from replicas, pub/sub across shards. It sits behind the
@@ -77,11 +77,14 @@ int rdl_cluster_parse_slots(const rdl_reply *r, rdl_cluster_range_fn fn, void *a
  * that answered) and *port; 0 for any other reply. */
 int rdl_cluster_parse_redirect(const rdl_reply *r, int *ask, unsigned *slot, const char **host,
                                size_t *hlen, int *port);
-/* 1 when r is a MOVED or ASK. */
-int rdl_cluster_is_redirect(const rdl_reply *r);
 
 /* A router over nodes (whose first is the first seed), reporting to owner
- * through ops; 0 or ENOMEM. */
+ * through ops; 0 or ENOMEM. It sees every reply of those nodes, and of
+ * those made later, before their requests' handlers (rdl_nodes_set_router):
+ * a redirect of a request whose handler can send it again (rdl_req_ops's
+ * follow, resend, unsent) goes on to the node it names, at most
+ * RDL_MAX_REDIRECTS times, and the handler hears only the final answer
+ * (or the redirect, as its failure). */
 int rdl_cluster_init(rdl_cluster *cl, rdl_nodes *nodes, rdl_svc *svc, int64_t command_timeout,
                      const rdl_cluster_owner *ops, void *owner);
 void rdl_cluster_free(rdl_cluster *cl);
@@ -89,12 +92,6 @@ void rdl_cluster_free(rdl_cluster *cl);
 /* The node a key goes to (its slot's primary, or without one known a seed);
  * never NULL. */
 struct rdl_node *rdl_cluster_route(rdl_cluster *cl, const char *key, size_t len);
-/* A lock's command came back from node from redirected: the node to send
- * it to (MOVED has corrected the map, and a refresh is wanted), or NULL
- * when r is no redirect, names no usable address ("?"), or the node cannot
- * be made. *ask: only this command goes there. */
-struct rdl_node *rdl_cluster_redirected(rdl_cluster *cl, const struct rdl_node *from,
-                                        const rdl_reply *r, int *ask, int64_t now);
 /* The map may be stale (a node failed, a redirect): ask again soon. Safe
  * inside transport callbacks. */
 void rdl_cluster_want_refresh(rdl_cluster *cl, int64_t now);
@@ -102,8 +99,5 @@ void rdl_cluster_want_refresh(rdl_cluster *cl, int64_t now);
 void rdl_cluster_node_ready(rdl_cluster *cl);
 /* From the client's timer, at cl->wake. */
 void rdl_cluster_run(rdl_cluster *cl, int64_t now);
-/* Sends ASKING to node n, ahead of the command an ASK redirect sends there
- * (its answer is dropped: the command's tells); 0 or a status. */
-int rdl_cluster_asking(struct rdl_node *n, int64_t now);
 
 #endif

@@ -80,11 +80,13 @@ static int refused(const char *text, size_t n)
 
 rdl_error_class rdl_error_classify(const char *text, size_t n)
 {
-    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0, 0};
+    rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0, 0, 0};
     if (!text) return e;
     e.refused = refused(text, n);
     size_t code_len = 0;
     while (code_len < n && text[code_len] != ' ') code_len++;
+    e.redirect = (code_len == 5 && memcmp(text, "MOVED", 5) == 0) ||
+                 (code_len == 3 && memcmp(text, "ASK", 3) == 0);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strlen(table[i].code) == code_len && memcmp(text, table[i].code, code_len) == 0) {
             e.status = table[i].status;

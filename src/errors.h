@@ -21,6 +21,9 @@ typedef struct rdl_error_class {
     int multikey;  /* 1: TRYAGAIN, a Cluster slot moving: a command of several
                       keys waits for the move to end, one of a single key
                       goes on (ASK) */
+    int redirect;  /* 1: MOVED or ASK, a Cluster's redirect: the key is served
+                      elsewhere (its status and class are an unknown code's:
+                      whether it passes is for whoever routes the key) */
 } rdl_error_class;
 
 /* Classifies an error reply by its code (first word): text of n bytes. */

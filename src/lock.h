@@ -7,10 +7,12 @@
  * what the lock layer offers the client (src/client.c), which owns the
  * set, the timer and the nodes.
  * The lock layer sits above the targets it sends to (a node, the router,
- * the quorum's front node) and below the client: it reads no client. */
+ * the quorum's front node) and below the client: it reads no client, and
+ * knows its target only by what the client registered (rdl_lock_target). */
 #ifndef REDLEASE_LOCK_H
 #define REDLEASE_LOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backoff.h"
@@ -21,7 +23,6 @@
 #include "token.h"
 #include "waker.h"
 
-struct rdl_cluster;
 struct rdl_node;
 struct rdl_req;
 struct rdl_reply;
@@ -31,6 +32,9 @@ struct rdl_reply;
  * (rdl_locks_init()); the lock layer's policy goes by these, each named
  * for what it means, and never asks which topology it is. */
 typedef struct rdl_lock_target {
+    /* The node a key's commands go to now (where its slot is served). */
+    struct rdl_node *(*route)(void *arg, const char *key, size_t len);
+    void *arg;
     unsigned ordered_queue : 1; /* one server keeps a resource's queue, so its
                                    waiters can be served in one order
                                    (REDLEASE_WAIT_QUEUE); without it they are
@@ -42,6 +46,9 @@ typedef struct rdl_lock_target {
     unsigned split_votes : 1;   /* "busy" may be votes that split, with no holder
                                    whose release would tell a waiter: it backs
                                    off once (rdl_lock_queue_next_check) */
+    unsigned moving_keys : 1;   /* keys move between servers (a Cluster's slots):
+                                   a redirect that reaches the lock, not
+                                   followed, is transient (the move ends) */
 } rdl_lock_target;
 
 /* A client's locks and what they use, embedded in the client (set by it
@@ -51,9 +58,6 @@ typedef struct rdl_locks {
     rdl_svc *svc;
     const struct rdl_lock_fsm_ops *fsm; /* the state machine's entries the op
                                            engine below it calls (lock_int.h) */
-    struct rdl_node *home;       /* where locks go without a router (the main
-                                    node; under a quorum, its front) */
-    struct rdl_cluster *cluster; /* the router, or NULL */
     rdl_waker *waker;            /* the wake-up channel, or NULL */
     rdl_lock_target target;      /* what it offers (above) */
     char *prefix;                /* key_prefix */
@@ -173,8 +177,8 @@ struct redlease_lock {
     unsigned drop_pending : 1;  /* a compare-and-delete of our key is to be sent */
     unsigned wait_fsync : 1;    /* option: acknowledgement by WAITAOF */
     unsigned renewal_acks : 1;  /* option: renewals are acknowledged too */
-    unsigned asking : 1;        /* Cluster: node is where an ASK sent the op; what
-                                   goes there goes behind ASKING (lock_send.c) */
+    unsigned asking : 1;        /* node is where an ASK redirect sent the op; what
+                                   goes there goes behind ASKING (node.h) */
     unsigned queued : 1;        /* REDLEASE_WAIT_QUEUE or _WAKE: its commands keep
                                    to the resource's queue, its release and drops
                                    hand the lock over (acq->joins: it waits in it) */
@@ -245,7 +249,7 @@ void rdl_lock_send_waiting(struct redlease_lock *lk, int64_t now);
 /* Its node's connection became ready: a held lease not confirmed on it
  * renews at once. */
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now);
-/* The Cluster map sends the lock's key to node n now. */
+/* Its target routes the lock's key to node n now (a new Cluster map). */
 void rdl_lock_move(struct redlease_lock *lk, struct rdl_node *n, int64_t now);
 /* The server refused the connection for good (credentials, database): ops
  * waiting for a connection fail with status. */

@@ -8,7 +8,6 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"
@@ -106,7 +105,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
         opts->replica_timeout = (int32_t)replica_timeout;
     }
     lk->set = ls;
-    lk->node = ls->cluster ? rdl_cluster_route(ls->cluster, lk->key, lk->keylen) : ls->home;
+    lk->node = rdl_lock_route(lk);
     rdl_list_init(&lk->link);
     rdl_list_init(&lk->notify_link);
     lk->user_ref = 1;

@@ -25,7 +25,6 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"

@@ -9,7 +9,6 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"
@@ -232,9 +231,9 @@ int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
     if (r->type == RDL_REPLY_ERROR) {
         rdl_svc_set_errstr(ls->svc, r->str, r->len);
         rdl_error_class e = rdl_error_classify(r->str, r->len);
-        /* a redirect not followed (too many, or to nowhere usable): the
-         * Cluster is moving the slot, which ends */
-        *definite = !e.transient && !(ls->cluster && rdl_cluster_is_redirect(r));
+        /* a redirect its router did not follow (too many, or to nowhere
+         * usable): where keys move, the move ends */
+        *definite = !e.transient && !(e.redirect && ls->target.moving_keys);
         return e.status;
     }
     *definite = 1; /* a reply of the wrong kind will not change */

@@ -19,6 +19,13 @@
 
 static inline int64_t rdl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The node the lock's key goes to now, as its target routes it. */
+static inline rdl_node *rdl_lock_route(const struct redlease_lock *lk)
+{
+    const rdl_lock_target *t = &lk->set->target;
+    return t->route(t->arg, lk->key, lk->keylen);
+}
+
 /* The handler of every request a lock makes (its req->ops): the layers
  * below hand its replies back through it (lock_reply.c). */
 extern const rdl_req_ops rdl_lock_req_ops;

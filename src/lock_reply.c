@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* A lock's replies (src/lock_int.h): the handler every request of a lock
  * carries (rdl_lock_req_ops), the fallbacks (NOSCRIPT -> EVAL, a refused
- * native command, a redirect followed through the router) and the
- * Cluster's moves of a lock between nodes; then the state machine's. */
+ * native command), what the lock notes when a router sends a request on
+ * (a Cluster redirect, which the router follows) and the moves of a lock
+ * between nodes its owner makes; then the state machine's. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "acks.h"
 #include "alloc.h"
-#include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"
@@ -42,40 +42,32 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
     rdl_lock_reschedule(lk);
 }
 
-/* A Cluster node answered MOVED or ASK (src/cluster.h): the lock's
- * current request, or a drop, goes on to the node named. Ready, that node
- * gets the same request, so its send time still counts (1); not yet, the
- * lock waits for it as for any connection, within the op's deadline, and
- * sends afresh from there, behind ASKING if an ASK sent it (2: req is
- * done with). A renewal is not confirmed meanwhile (held() is 0), its
- * deadline unchanged. 0: r is handled as usual: no redirect, a stale
- * request's (it did nothing, nobody waits; a MOVED still corrects the
- * map), or one past RDL_MAX_REDIRECTS or to nowhere usable (rdl_lock_reply_failure
- * counts it transient: a Cluster still moving its slots). */
-static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
+/* The router follows a redirect of req to node to (src/cluster.c; ask:
+ * req alone goes there): 1 while req is still wanted there (the op's
+ * current request, or a drop); a stale one did nothing and nobody waits
+ * for it (0). A renewal is not confirmed meanwhile (held() is 0), its
+ * deadline unchanged; a MOVED moves the lock's commands to to. No failure,
+ * so nothing for errstr (a later one names its own). */
+static int on_follow(rdl_req *req, rdl_node *to, int ask, int64_t now)
 {
     struct redlease_lock *lk = req->lk;
-    rdl_locks *ls = lk->set;
-    int ask;
-    if (!ls->cluster) return 0;
-    rdl_node *to = rdl_cluster_redirected(ls->cluster, req->node, r, &ask, now);
-    int current = lk->req == req;
-    if (!to || (!current && req->kind != RDL_REQ_DROP) || req->redirects >= RDL_MAX_REDIRECTS)
-        return 0;
-    /* followed: no failure, so nothing for errstr (a later one names its own) */
+    if (lk->req != req && req->kind != RDL_REQ_DROP) return 0;
     if (req->kind == RDL_REQ_RENEW) lk->confirm_node = NULL;
     lk->asking = 0;
-    if (rdl_node_ready(to)) {
-        if (!ask) rdl_lock_set_node(lk, to, now);
-        req->node = to;
-        req->epoch = rdl_node_epoch(to);
-        req->asking = ask;
-        req->redirects++;
-        if (rdl_lock_req_submit(req) == 0) return 1;
-    }
-    /* Sent from the lock once to is ready (rdl_lock_send_req: behind ASKING for an
-     * ASK, after which the lock goes by the map again). A drop's ASK is
-     * not worth parking the lock behind ASKING: its key expires anyway. */
+    if (!ask) rdl_lock_set_node(lk, to, now);
+    return 1;
+}
+
+/* The router could not send req on to to at once (not ready yet, or the
+ * send failed): the lock waits for to like for any connection, within
+ * the op's deadline, and sends afresh from there (rdl_lock_send_req:
+ * behind ASKING for an ASK, after which it goes by its target's routing
+ * again); req is done with (1). A drop's ASK is not worth parking the lock
+ * behind ASKING: its key expires anyway (0: the redirect is its reply). */
+static int on_unsent(rdl_req *req, rdl_node *to, int ask, int64_t now)
+{
+    struct redlease_lock *lk = req->lk;
+    int current = lk->req == req;
     if (!current && ask) return 0;
     lk->asking = ask;
     rdl_lock_set_node(lk, to, now);
@@ -84,7 +76,10 @@ static int follow_redirect(rdl_req *req, const rdl_reply *r, int64_t now)
     else
         lk->drop_pending = 1;
     rdl_lock_pump(lk, now);
-    return 2;
+    rdl_lock_reschedule(lk);
+    rdl_lock_unref(lk);
+    rdl_free(req);
+    return 1;
 }
 
 void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
@@ -145,14 +140,6 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
         if (rdl_lock_req_submit(req) == 0) return 1;
         r = NULL;
     }
-    if (r && r->type == RDL_REPLY_ERROR) {
-        int f = follow_redirect(req, r, now);
-        if (f == 1) return 1;
-        if (f == 2) {
-            rdl_lock_reschedule(lk);
-            return 0;
-        }
-    }
     int current = lk->req == req;
     if (current) lk->req = NULL;
     switch (req->kind) {
@@ -174,7 +161,7 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
 }
 
 /* One of the lock's requests came back (r NULL: the link took it): the
- * lock frees it, or sends it again (NOSCRIPT -> EVAL, a redirect). The
+ * lock frees it, or sends it again (NOSCRIPT -> EVAL). The
  * lock owns its requests from rdl_lock_send_req() to here: each holds a
  * reference to it, and is freed once back (unless resent), also when the
  * client is ending and nothing is acted on. */
@@ -210,4 +197,7 @@ const rdl_req_ops rdl_lock_req_ops = {
     .prefetch = on_prefetch,
     .lease = on_lease,
     .waited = on_waited,
+    .follow = on_follow,
+    .resend = rdl_lock_req_submit,
+    .unsent = on_unsent,
 };

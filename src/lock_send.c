@@ -12,7 +12,6 @@
 
 #include "acks.h"
 #include "alloc.h"
-#include "cluster.h"
 #include "errors.h"
 #include "keys.h"
 #include "lease_cmd.h"
@@ -114,14 +113,11 @@ void rdl_lock_word(rdl_waiter *w, int64_t ms, int64_t now)
 /* Builds the command for req from its lock (src/lease_cmd.h) and submits
  * it to req->node: EVALSHA under the script's SHA-1, or EVAL once the
  * server said NOSCRIPT; a renewal and a compare-and-delete as the server's
- * own conditional command where its connection found one. */
+ * own conditional command where its connection found one. Also how a
+ * router sends req on (rdl_lock_req_ops' resend). */
 int rdl_lock_req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
-    if (req->asking) { /* (the clock is read only here: a read costs) */
-        int rc = rdl_cluster_asking(req->node, rdl_svc_now(lk->set->svc));
-        if (rc) return rc;
-    }
     int s = req->script;
     req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
                       ? rdl_node_native(req->node)
@@ -146,12 +142,8 @@ int rdl_lock_req_submit(rdl_req *req)
     }
     rdl_cmd cmd;
     rdl_cmd_encode(&cmd, &spec);
-    int rc = rdl_node_submit(req->node, req, cmd.argc, cmd.argv, cmd.lens);
-    /* An ASKING left without its command would let the next command on
-     * the link, maybe another lock's, skip the check that the key is not
-     * still on the node the slot leaves: that link goes. */
-    if (rc && req->asking) rdl_node_restart(req->node, REDLEASE_ECONN, "ASKING sent without its command");
-    return rc;
+    /* behind ASKING for req->asking: the node sends both, or drops its link */
+    return rdl_node_submit(req->node, req, cmd.argc, cmd.argv, cmd.lens);
 }
 
 int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
@@ -180,7 +172,7 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     if (lk->asking && kind != RDL_REQ_DROP) {
         /* the command an ASK sent is out: what follows goes by the map */
         lk->asking = 0;
-        lk->node = rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen);
+        lk->node = rdl_lock_route(lk);
     }
     return REDLEASE_OK;
 }
@@ -327,6 +319,6 @@ void rdl_lock_abandon_op(struct redlease_lock *lk)
         /* it was for that request alone: the key goes by the map again
          * (a drop that waits goes there) */
         lk->asking = 0;
-        rdl_lock_set_node(lk, rdl_cluster_route(lk->set->cluster, lk->key, lk->keylen), rdl_svc_now(lk->set->svc));
+        rdl_lock_set_node(lk, rdl_lock_route(lk), rdl_svc_now(lk->set->svc));
     }
 }

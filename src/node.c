@@ -6,6 +6,8 @@
  * and the rest to the node's owner through the table it registered. */
 #include "node.h"
 
+#include "alloc.h"
+
 static const rdl_conn_owner node_owner; /* below */
 
 int rdl_node_init(rdl_node *n, rdl_svc *svc, const rdl_node_owner *ops, void *owner,
@@ -75,6 +77,37 @@ void rdl_node_run(rdl_node *n, int64_t now)
     }
 }
 
+/* ASKING's answer: the command behind it tells. */
+static void on_asking_reply(rdl_req *req, const rdl_reply *r)
+{
+    (void)r;
+    rdl_free(req);
+}
+
+static const rdl_req_ops asking_ops = {.reply = on_asking_reply};
+
+int rdl_node_submit_asking(rdl_node *n, rdl_req *req, int argc, const char **argv,
+                           const size_t *lens)
+{
+    rdl_req *a = rdl_calloc(1, sizeof *a);
+    if (!a) return REDLEASE_ENOMEM;
+    a->ops = &asking_ops;
+    a->kind = RDL_REQ_ASKING;
+    a->script = -1;
+    a->t0 = rdl_svc_now(n->svc); /* (the clock is read only here: a read costs) */
+    a->node = n;
+    const char *asking[1] = {"ASKING"};
+    const size_t len[1] = {6};
+    int rc = rdl_conn_submit(&n->conn, a, 1, asking, len);
+    if (rc) {
+        rdl_free(a);
+        return rc;
+    }
+    rc = rdl_conn_submit(&n->conn, req, argc, argv, lens);
+    if (rc) rdl_node_restart(n, REDLEASE_ECONN, "ASKING sent without its command");
+    return rc;
+}
+
 /* ------------------------------------- what the connection tells the node */
 
 static void on_enter(void *owner) { rdl_svc_enter(((rdl_node *)owner)->svc); }
@@ -101,7 +134,7 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
     if (req && r) { /* what handles it reads the time its connection read */
         rdl_now_saved saved;
         rdl_svc_hint(n->svc, n->conn.reply_now, &saved);
-        req->ops->reply(req, r);
+        if (!n->router || !n->router->reply(n->router_arg, n, req, r)) req->ops->reply(req, r);
         rdl_svc_restore(n->svc, &saved);
     } else if (req) {
         req->ops->reply(req, r); /* its maker's: a lock's, a WAIT, the router's, a quorum part */

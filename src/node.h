@@ -63,6 +63,16 @@ typedef struct rdl_node_via {
     void (*note_timeout)(void *arg, int64_t sent_at, int64_t now);
 } rdl_node_via;
 
+/* What sees a node's replies before their requests' handlers do: a layer
+ * above that sends requests on elsewhere (the Cluster router: a redirect
+ * goes to the node it names) registers it on the nodes it routes to. */
+typedef struct rdl_node_router {
+    /* req's reply r came (never NULL): 1 when the router took req (sent
+     * it on, or handed it back to its handler), so req's reply() is not
+     * called; 0: it goes to reply() as it is. */
+    int (*reply)(void *arg, struct rdl_node *n, rdl_req *req, const rdl_reply *r);
+} rdl_node_router;
+
 typedef struct rdl_node {
     rdl_svc *svc;
     const rdl_node_owner *owner_ops;
@@ -79,6 +89,8 @@ typedef struct rdl_node {
     uint32_t serves;    /* Cluster: slots the last map gives it */
     const rdl_node_via *via; /* the quorum's node: where its calls go, or NULL */
     void *via_arg;
+    const rdl_node_router *router; /* sees its replies first (a Cluster's), or NULL */
+    void *router_arg;
 } rdl_node;
 
 /* A node reporting to owner through ops, with the services svc, IDLE: 0
@@ -87,6 +99,12 @@ int rdl_node_init(rdl_node *n, rdl_svc *svc, const rdl_node_owner *ops, void *ow
                   const rdl_conn_config *cc);
 /* Its calls go to via (with arg) from now on: a node with no server. */
 void rdl_node_set_via(rdl_node *n, const rdl_node_via *via, void *arg);
+/* Its replies go to router (with arg) first from now on. */
+static inline void rdl_node_set_router(rdl_node *n, const rdl_node_router *router, void *arg)
+{
+    n->router = router;
+    n->router_arg = arg;
+}
 /* The owner's flush is wanted at its next timer run, if the node is
  * ready then (a via that became ready). */
 static inline void rdl_node_flush_soon(rdl_node *n) { n->flush_needed = 1; }
@@ -105,11 +123,18 @@ int rdl_node_ready(const rdl_node *n);
 /* What the locks and the WAITs ask of a node, never of its connection
  * directly: the node decides how a request reaches Redis. Each is its
  * connection's (src/conn.h) for a node of one server, its via's for the
- * quorum's node. */
+ * quorum's node. A request sent behind ASKING (req->asking: an ASK
+ * redirect sent it here) goes right after one (rdl_node_submit_asking()),
+ * and should it not go, the link is dropped: a lone ASKING would let the
+ * next command on it, maybe another lock's, skip the check that its key
+ * is not still on the node the slot leaves. */
+int rdl_node_submit_asking(rdl_node *n, rdl_req *req, int argc, const char **argv,
+                           const size_t *lens);
 static inline int rdl_node_submit(rdl_node *n, rdl_req *req, int argc, const char **argv,
                                   const size_t *lens)
 {
     if (n->via) return n->via->submit(n->via_arg, req, argc, argv, lens);
+    if (req->asking) return rdl_node_submit_asking(n, req, argc, argv, lens);
     return rdl_conn_submit(&n->conn, req, argc, argv, lens);
 }
 /* The server's own conditional commands to use on the node (RDL_NATIVE_*):

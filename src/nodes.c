@@ -13,6 +13,8 @@ int rdl_nodes_init(rdl_nodes *s, rdl_node *first, rdl_svc *svc, const rdl_node_o
     s->svc = svc;
     s->ops = ops;
     s->owner = owner;
+    s->router = NULL;
+    s->router_arg = NULL;
     s->v = rdl_malloc(4 * sizeof *s->v);
     if (!s->v) return REDLEASE_ENOMEM;
     s->v[0] = first;
@@ -53,8 +55,16 @@ rdl_node *rdl_nodes_at(rdl_nodes *s, const char *host, size_t hlen, int port)
         return NULL;
     }
     n->index = s->n;
+    rdl_node_set_router(n, s->router, s->router_arg);
     s->v[s->n++] = n;
     return n;
+}
+
+void rdl_nodes_set_router(rdl_nodes *s, const rdl_node_router *router, void *arg)
+{
+    s->router = router;
+    s->router_arg = arg;
+    for (size_t i = 0; i < s->n; i++) rdl_node_set_router(s->v[i], router, arg);
 }
 
 void rdl_nodes_free(rdl_nodes *s)

@@ -45,8 +45,8 @@ struct rdl_reply;
 struct rdl_req;
 
 /* Whose a request is: the module that made it registers these, and the
- * layers below that carry it (node, acks, quorum) hand its reply back
- * through them, never by calling that module. */
+ * layers below that carry it (node, acks, quorum, the Cluster router)
+ * hand its reply back through them, never by calling that module. */
 typedef struct rdl_req_ops {
     /* The request came back (r NULL: the link took it): req is the
      * handler's, to free or to send again. */
@@ -61,6 +61,19 @@ typedef struct rdl_req_ops {
     /* A lock's: 1 while it still waits for this request's answer (not
      * timed out, not cancelled: its next attempt is not on the wire). */
     int (*waited)(const struct rdl_req *req);
+    /* Optional, for a request that may be sent on to another node (a
+     * lock's: a Cluster redirect, which the router follows, src/cluster.c).
+     * The router asks follow() first: 1 when req still goes on to node to
+     * (ask: req alone goes there, behind ASKING), which its handler notes;
+     * 0 (nobody waits for it any more: it did nothing) and the redirect
+     * goes to reply() as it is. Then, to being ready, the router sets req's
+     * node, epoch, asking and redirects and has resend() build its command
+     * again and submit it (0 or a status). Not ready, or not sent, req is
+     * handed back to unsent(): its handler sends afresh from to once that
+     * is ready, and frees req (1), or leaves it to reply() (0). */
+    int (*follow)(struct rdl_req *req, struct rdl_node *to, int ask, int64_t now);
+    int (*resend)(struct rdl_req *req);
+    int (*unsent)(struct rdl_req *req, struct rdl_node *to, int ask, int64_t now);
 } rdl_req_ops;
 
 /* 48 bytes: a client renewing a million leases has many on the wire. */
@@ -75,7 +88,7 @@ typedef struct rdl_req {
                         from a node the lock has left */
     uint8_t kind;    /* enum rdl_req_kind */
     int8_t script;   /* RDL_SCRIPT_* or -1 (a plain command) */
-    uint8_t redirects;     /* times it followed MOVED or ASK */
+    uint8_t redirects;     /* times the router sent it on after MOVED or ASK */
     uint8_t native : 2;    /* sent as the server's own command (RDL_NATIVE_*), not a script */
     uint8_t sent_eval : 1; /* resent as EVAL after NOSCRIPT */
     uint8_t no_native : 1; /* the server refused that command: the script from now on */

@@ -228,6 +228,21 @@ static void test_error_flags(void)
                    e.noscript),
                 t_fails++;
     }
+    /* a Cluster's redirects, by their code alone; their class is an
+     * unknown code's (whoever routes the key decides) */
+    static const struct {
+        const char *text;
+        int redirect;
+    } codes[] = {
+        {"MOVED 3999 127.0.0.1:6381", 1}, {"ASK 3999 127.0.0.1:6381", 1}, {"MOVED", 1},
+        {"MOVEDX 1 h:1", 0}, {"ASKING", 0}, {"ERR MOVED 1 h:1", 0}, {"MOVE 1 h:1", 0},
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        rdl_error_class e = rdl_error_classify(codes[i].text, strlen(codes[i].text));
+        if (e.redirect != codes[i].redirect || e.transient || e.status != REDLEASE_EREDIS)
+            printf("# \"%s\": redirect %d transient %d\n", codes[i].text, e.redirect, e.transient),
+                t_fails++;
+    }
 }
 
 static void test_new_status_strings(void)
