@@ -560,3 +560,172 @@ void test_cluster_empty_map_is_no_map(void)
     CHECK(cmd_is(&f, "CLUSTER", "SLOTS")); /* asked again */
     end(&f);
 }
+
+/* ------------------------------------------------- the router's seam */
+
+/* A request of a maker that is no lock, sent through the router: what
+ * its handler is asked and told (rdl_req_ops' follow, resend, unsent,
+ * reply), so the router is seen to follow redirects by itself. */
+typedef struct seam_req {
+    rdl_req req; /* first */
+    char key[32];
+    int wanted;  /* what follow() answers */
+    int follows, resends, unsents, replies;
+    int asked_ask;
+    rdl_node *asked_to;
+    int reply_type;
+    long long reply_int;
+    char reply_text[64];
+} seam_req;
+
+static int seam_follow(rdl_req *req, rdl_node *to, int ask, int64_t now)
+{
+    seam_req *s = (seam_req *)req;
+    (void)now;
+    s->follows++;
+    s->asked_to = to;
+    s->asked_ask = ask;
+    return s->wanted;
+}
+
+static int seam_send(rdl_req *req)
+{
+    seam_req *s = (seam_req *)req;
+    const char *argv[2] = {"GET", s->key};
+    const size_t lens[2] = {3, strlen(s->key)};
+    return rdl_node_submit(req->node, req, 2, argv, lens);
+}
+
+static int seam_resend(rdl_req *req)
+{
+    ((seam_req *)req)->resends++;
+    return seam_send(req);
+}
+
+static int seam_unsent(rdl_req *req, rdl_node *to, int ask, int64_t now)
+{
+    (void)to, (void)ask, (void)now;
+    ((seam_req *)req)->unsents++;
+    return 0;
+}
+
+static void seam_reply(rdl_req *req, const rdl_reply *r)
+{
+    seam_req *s = (seam_req *)req;
+    if (!r) return; /* the client ending */
+    s->replies++;
+    s->reply_type = r->type;
+    s->reply_int = r->integer;
+    snprintf(s->reply_text, sizeof s->reply_text, "%.*s", (int)r->len, r->str ? r->str : "");
+}
+
+static const rdl_req_ops seam_ops = {.reply = seam_reply, .follow = seam_follow,
+                                     .resend = seam_resend, .unsent = seam_unsent};
+static const rdl_req_ops plain_ops = {.reply = seam_reply}; /* cannot go elsewhere */
+
+/* s goes out on the seed (the main link) for resource a's key. */
+static void seam_send_on_seed(fake *f, seam_req *s, const rdl_req_ops *ops, const char *a, int wanted)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->key, sizeof s->key, "lock:{%s}", a);
+    s->wanted = wanted;
+    s->req.ops = ops;
+    s->req.kind = RDL_REQ_ACQUIRE;
+    s->req.script = -1;
+    s->req.node = &f->c->main;
+    s->req.epoch = rdl_node_epoch(&f->c->main);
+    CHECK_EQ(seam_send(&s->req), 0);
+    CHECK(cmd_is(f, "GET", s->key));
+}
+
+/* MOVED and ASK of a request that can go elsewhere are the router's: it
+ * asks the handler, sends the same request on (ASKING ahead for an ASK),
+ * corrects the map for MOVED only, and the handler's reply() hears only
+ * the final answer. One whose handler cannot send it again, or no longer
+ * wants it, gets the redirect itself, as its reply. */
+void test_cluster_router_follows_redirects(void)
+{
+    fake f;
+    start_cluster(&f);
+    answer_map(&f);
+    char a[16], b[16];
+    resource_in(a, sizeof a, 0, 8191);
+    resource_in(b, sizeof b, 8192, 16383);
+    rec rb = {0};
+    fake_side *other = hold_on_other(&f, &rb, b); /* so the other node is ready */
+    if (!other) goto out;
+    rdl_node *seed = &f.c->main, *to_other = rdl_cluster_route(f.c->cluster, rb.lk->key, rb.lk->keylen);
+    CHECK(to_other != seed);
+    char key[32];
+    snprintf(key, sizeof key, "lock:{%s}", a);
+    static seam_req s; /* static: a late NULL reply at the end finds it */
+
+    /* MOVED: followed, the map corrected for that slot */
+    seam_send_on_seed(&f, &s, &seam_ops, a, 1);
+    redirect(&f, NULL, "MOVED", a, OTHER_PORT);
+    CHECK_EQ(s.follows, 1);
+    CHECK(s.asked_to == to_other);
+    CHECK_EQ(s.asked_ask, 0);
+    CHECK_EQ(s.resends, 1);
+    CHECK_EQ(s.unsents, 0);
+    CHECK_EQ(s.replies, 0); /* the redirect is not the handler's */
+    CHECK(s.req.node == to_other);
+    CHECK_EQ(s.req.redirects, 1);
+    CHECK_EQ(s.req.asking, 0);
+    CHECK(rdl_cluster_route(f.c->cluster, key, strlen(key)) == to_other);
+    CHECK(link_cmd_is(other, "GET", key));
+    fake_link_reply_int(other, 7);
+    fake_run(&f);
+    CHECK_EQ(s.replies, 1);
+    CHECK_EQ(s.reply_type, RDL_REPLY_INTEGER);
+    CHECK_EQ(s.reply_int, 7);
+
+    /* ASK (back to the seed): ASKING, then the same request; the map
+     * unchanged */
+    seam_req *t = &s;
+    memset(t, 0, sizeof *t);
+    snprintf(t->key, sizeof t->key, "%s", key);
+    t->wanted = 1;
+    t->req.ops = &seam_ops;
+    t->req.kind = RDL_REQ_ACQUIRE;
+    t->req.script = -1;
+    t->req.node = to_other;
+    t->req.epoch = rdl_node_epoch(to_other);
+    CHECK_EQ(seam_send(&t->req), 0);
+    CHECK(link_cmd_is(other, "GET", key));
+    redirect(&f, other, "ASK", a, SEED_PORT);
+    CHECK_EQ(t->follows, 1);
+    CHECK(t->asked_to == seed);
+    CHECK_EQ(t->asked_ask, 1);
+    CHECK_EQ(t->resends, 1);
+    CHECK_EQ(t->req.asking, 1);
+    CHECK(cmd_is(&f, "ASKING", NULL));
+    fake_reply_status(&f, "OK");
+    CHECK(cmd_is(&f, "GET", key));
+    CHECK(rdl_cluster_route(f.c->cluster, key, strlen(key)) == to_other); /* ASK moves nothing */
+    fake_reply_int(&f, 8);
+    fake_run(&f);
+    CHECK_EQ(t->replies, 1);
+    CHECK_EQ(t->reply_int, 8);
+
+    /* a handler that no longer wants it: the redirect is its reply */
+    seam_send_on_seed(&f, &s, &seam_ops, b, 0);
+    redirect(&f, NULL, "MOVED", b, OTHER_PORT);
+    CHECK_EQ(s.follows, 1);
+    CHECK_EQ(s.resends, 0);
+    CHECK_EQ(s.replies, 1);
+    CHECK_EQ(s.reply_type, RDL_REPLY_ERROR);
+    CHECK(strncmp(s.reply_text, "MOVED ", 6) == 0);
+    CHECK_EQ(fake_pending(&f), 0);
+    CHECK(link_cmd_is(other, "GET", NULL) == 0);
+
+    /* a request whose handler cannot send it again: its own reply too */
+    seam_send_on_seed(&f, &s, &plain_ops, b, 1);
+    redirect(&f, NULL, "ASK", b, OTHER_PORT);
+    CHECK_EQ(s.follows, 0);
+    CHECK_EQ(s.replies, 1);
+    CHECK(strncmp(s.reply_text, "ASK ", 4) == 0);
+    CHECK(link_cmd_is(other, "ASKING", NULL) == 0);
+out:
+    end(&f);
+}
