@@ -117,6 +117,14 @@ static inline void start_mapped(fake *f, char *a)
     resource_in(a, 16, 0, 8191);
 }
 
+/* A Cluster client with its map, a resource a (16 bytes) on the seed and
+ * b (16 bytes) on the other node. */
+static inline void start_halves(fake *f, char *a, char *b)
+{
+    start_mapped(f, a);
+    resource_in(b, 16, 8192, 16383);
+}
+
 /* r starts acquiring a with a wait budget; its first attempt is out. */
 static inline void attempt_on_seed(fake *f, rec *r, const char *a, int64_t wait)
 {

@@ -96,11 +96,8 @@ out:
 void test_cluster_ask_renewal(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16], b[16];
-    resource_in(a, sizeof a, 0, 8191);
-    resource_in(b, sizeof b, 8192, 16383);
+    start_halves(&f, a, b);
     rec r = {0}, rb = {0};
     int64_t t0 = hold(&f, &r, a, opts(3000));
     fake_side *other = hold_on_other(&f, &rb, b); /* so its link is up */
@@ -623,8 +620,8 @@ static const rdl_req_ops seam_ops = {.reply = seam_reply, .follow = seam_follow,
                                      .resend = seam_resend, .unsent = seam_unsent};
 static const rdl_req_ops plain_ops = {.reply = seam_reply}; /* cannot go elsewhere */
 
-/* s goes out on the seed (the main link) for resource a's key. */
-static void seam_send_on_seed(fake *f, seam_req *s, const rdl_req_ops *ops, const char *a, int wanted)
+/* s goes out on node n for resource a's key. */
+static void seam_send_on(seam_req *s, rdl_node *n, const rdl_req_ops *ops, const char *a, int wanted)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->key, sizeof s->key, "lock:{%s}", a);
@@ -632,9 +629,15 @@ static void seam_send_on_seed(fake *f, seam_req *s, const rdl_req_ops *ops, cons
     s->req.ops = ops;
     s->req.kind = RDL_REQ_ACQUIRE;
     s->req.script = -1;
-    s->req.node = &f->c->main;
-    s->req.epoch = rdl_node_epoch(&f->c->main);
+    s->req.node = n;
+    s->req.epoch = rdl_node_epoch(n);
     CHECK_EQ(seam_send(&s->req), 0);
+}
+
+/* s goes out on the seed (the main link) for resource a's key. */
+static void seam_send_on_seed(fake *f, seam_req *s, const rdl_req_ops *ops, const char *a, int wanted)
+{
+    seam_send_on(s, &f->c->main, ops, a, wanted);
     CHECK(cmd_is(f, "GET", s->key));
 }
 
@@ -646,11 +649,8 @@ static void seam_send_on_seed(fake *f, seam_req *s, const rdl_req_ops *ops, cons
 void test_cluster_router_follows_redirects(void)
 {
     fake f;
-    start_cluster(&f);
-    answer_map(&f);
     char a[16], b[16];
-    resource_in(a, sizeof a, 0, 8191);
-    resource_in(b, sizeof b, 8192, 16383);
+    start_halves(&f, a, b);
     rec rb = {0};
     fake_side *other = hold_on_other(&f, &rb, b); /* so the other node is ready */
     if (!other) goto out;
@@ -683,15 +683,7 @@ void test_cluster_router_follows_redirects(void)
     /* ASK (back to the seed): ASKING, then the same request; the map
      * unchanged */
     seam_req *t = &s;
-    memset(t, 0, sizeof *t);
-    snprintf(t->key, sizeof t->key, "%s", key);
-    t->wanted = 1;
-    t->req.ops = &seam_ops;
-    t->req.kind = RDL_REQ_ACQUIRE;
-    t->req.script = -1;
-    t->req.node = to_other;
-    t->req.epoch = rdl_node_epoch(to_other);
-    CHECK_EQ(seam_send(&t->req), 0);
+    seam_send_on(t, to_other, &seam_ops, a, 1);
     CHECK(link_cmd_is(other, "GET", key));
     redirect(&f, other, "ASK", a, SEED_PORT);
     CHECK_EQ(t->follows, 1);
