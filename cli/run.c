@@ -41,7 +41,7 @@ typedef struct run {
     int64_t wait_ms; /* REDLEASE_WAIT_FOREVER, or the budget */
     int64_t ttl_ms, max_hold_ms, grace_ms;
     int fencing;
-    int64_t min_replicas, replica_timeout_ms; /* 0: none; 0: the library's default */
+    int64_t replica_acks, replica_timeout_ms; /* 0: none; 0: the library's default */
 
     struct ev_loop *loop;
     redlease_client *client;
@@ -109,7 +109,7 @@ static int parse(run *r, int argc, char **argv)
         case OPT_MAX_HOLD: rc = cli_args_number(&a, 1, REDLEASE_MAX_WAIT_MS, &r->max_hold_ms); break;
         case OPT_GRACE: rc = cli_args_number(&a, 0, MAX_GRACE_MS, &r->grace_ms); break;
         case OPT_FENCE: r->fencing = 1; break;
-        case OPT_MIN_REPLICAS: rc = cli_args_number(&a, 1, REDLEASE_MAX_REPLICAS, &r->min_replicas); break;
+        case OPT_MIN_REPLICAS: rc = cli_args_number(&a, 1, REDLEASE_MAX_REPLICAS, &r->replica_acks); break;
         case OPT_REPLICA_TIMEOUT:
             rc = cli_args_number(&a, 1, REDLEASE_MAX_TIMEOUT_MS, &r->replica_timeout_ms);
             break;
@@ -129,12 +129,12 @@ static int parse(run *r, int argc, char **argv)
         return cli_usage_error("RESOURCE must be 1 to %d bytes long", REDLEASE_MAX_RESOURCE);
     if (!r->command) return cli_usage_error("run: missing '--' before COMMAND");
     if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
-    if (r->replica_timeout_ms && !r->min_replicas)
+    if (r->replica_timeout_ms && !r->replica_acks)
         return cli_usage_error("--replica-timeout needs --min-replicas");
     rc_server = cli_server_finish(&r->server);
     if (rc_server) return rc_server;
     /* the library's rule (EINVAL), said here with the reason */
-    if (r->server.quorum && r->min_replicas)
+    if (r->server.quorum && r->replica_acks)
         return cli_usage_error("--quorum and --min-replicas exclude each other: the quorum's "
                                "servers are independent masters, without replicas to wait for");
     /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
@@ -333,7 +333,7 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     lo->wait_ms = r->wait_ms;
     lo->max_hold_ms = r->max_hold_ms;
     lo->fencing = r->fencing;
-    lo->min_replicas = (int)r->min_replicas; /* renewals acknowledged too (the default) */
+    lo->replica_acks = (int)r->replica_acks; /* renewals too (replica_scope ALL, the default) */
     lo->replica_timeout_ms = r->replica_timeout_ms;
 }
 

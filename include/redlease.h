@@ -159,8 +159,8 @@ typedef struct redlease_cluster_options {
  * token, and a lease is held while a majority (N/2 + 1) confirmed it, its
  * validity counted from before the first send. With
  * REDLEASE_TOPOLOGY_QUORUM only; credentials, TLS and db are the
- * client's, for every server. Locks may not ask for replica acknowledgement (min_replicas,
- * wait_fsync) under a quorum. */
+ * client's, for every server. Locks may not ask for replica acknowledgement (replica_acks,
+ * replica_fsync) under a quorum. */
 typedef struct redlease_quorum_options {
     const char *addrs; /* 2 to REDLEASE_MAX_QUORUM distinct servers,
                           "HOST:PORT,HOST:PORT[,...]" (IPv6 as [ADDR]:PORT); an odd
@@ -332,10 +332,19 @@ enum redlease_wait_mode {
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it; REDLEASE_EINVAL under
                                   a quorum (N queues have no one order) */
-    REDLEASE_WAIT_POLL = 2,    /* retries after a jittered backoff (retry_*_ms), in no order */
+    REDLEASE_WAIT_POLL = 2,    /* retries after a jittered backoff (wait_retry_*), in no order */
     REDLEASE_WAIT_WAKE = 3     /* waits in the queue, but a release only wakes the first
                                   waiter, who races for the lock with anyone asking
                                   (the releaser too): no order, no polling */
+};
+
+/* Which writes of a lease wait for replica acknowledgement (lock option
+ * replica_scope; man 3 redlease, REPLICATION). */
+enum redlease_replica_scope {
+    REDLEASE_REPLICA_SCOPE_ALL = 0,    /* the acquire and every renewal: a renewal
+                                          extends the lease only once acknowledged */
+    REDLEASE_REPLICA_SCOPE_ACQUIRE = 1 /* the acquire only: renewals extend it at once,
+                                          and a failover can lose what they added */
 };
 
 enum redlease_jitter {
@@ -345,31 +354,38 @@ enum redlease_jitter {
 
 typedef struct redlease_lock_options {
     size_t struct_size;        /* set by redlease_lock_options_init(); leave it */
+    /* The lease */
     int64_t ttl_ms;            /* 30000; at least 10 */
     int64_t renew_interval_ms; /* 0: ttl/3; REDLEASE_RENEW_OFF: never; else below ttl_ms */
-    int64_t wait_ms;           /* 0: one attempt; REDLEASE_WAIT_FOREVER; else on_acquire comes
-                                  within this many ms, whatever the timeouts */
-    int64_t retry_base_ms;     /* 50 */
-    int64_t retry_max_ms;      /* 1000 */
-    int max_attempts;          /* 0: no cap */
     int64_t max_hold_ms;       /* 0: no cap; renewals stop and on_lost(MAX_HOLD) fires */
     int fencing;               /* nonzero: mint a fencing token with the lease */
-    int jitter;                /* enum redlease_jitter */
-    int wait_mode;             /* enum redlease_wait_mode */
+    /* Waiting (man 3 redlease, WAITING): wait_ms is the budget, the only
+     * bound on when on_acquire comes; wait_mode is how a contended acquire
+     * waits inside it; the wait_retry_* backoff spaces POLL's attempts, and
+     * in every mode the retry after an attempt that failed (an error, not
+     * contention); wait_max_attempts caps the attempts of every mode. With
+     * wait_ms 0 there is one attempt and the others do not matter. */
+    int64_t wait_ms;            /* 0: one attempt; REDLEASE_WAIT_FOREVER; else on_acquire
+                                   comes within this many ms, whatever the timeouts */
+    int wait_mode;              /* enum redlease_wait_mode */
+    int wait_max_attempts;      /* 0: no cap */
+    int64_t wait_retry_base_ms; /* 50 */
+    int64_t wait_retry_max_ms;  /* 1000; at least wait_retry_base_ms */
+    int wait_jitter;            /* enum redlease_jitter */
     /* Replication acknowledgement (man 3 redlease, REPLICATION): the lease
-     * counts as acquired only once the write reached min_replicas replicas
+     * counts as acquired only once the write reached replica_acks replicas
      * (WAIT), so a failover to one of them cannot lose it. Too few in
      * replica_timeout_ms: the key is deleted again and the attempt fails
      * with REDLEASE_EREPLICAS (retried inside the wait budget). A WAIT
      * holds up the connection's other commands while it waits; one at a
-     * time is in flight, shared by the writes behind it. */
-    int min_replicas;           /* 0: no acknowledgement */
+     * time is in flight, shared by the writes behind it. Not under a
+     * quorum (REDLEASE_EINVAL). */
+    int replica_acks;           /* 0: no acknowledgement */
     int64_t replica_timeout_ms; /* 0: a quarter of the client's command_timeout_ms;
                                    below half of it */
-    int wait_fsync;             /* nonzero: WAITAOF: also fsynced to the primary's
-                                   AOF and to min_replicas replicas' (Redis >= 7.2) */
-    int renewal_acks;           /* 1: renewals extend the lease only once acknowledged
-                                   the same way; 0: only the acquire waits */
+    int replica_fsync;          /* nonzero: WAITAOF: also fsynced to the primary's
+                                   AOF and to replica_acks replicas' (Redis >= 7.2) */
+    int replica_scope;          /* enum redlease_replica_scope: which writes wait */
 } redlease_lock_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */
@@ -385,11 +401,11 @@ REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, 
 /* ttl_ms: about 11.6 days, far below any overflow of the millisecond
  * arithmetic (t0 + ttl) and of Redis' PX argument */
 #define REDLEASE_MAX_TTL_MS ((int64_t)1000 * 1000 * 1000)
-/* connect_timeout_ms, command_timeout_ms, reconnect_*_ms, retry_*_ms: a day */
+/* connect_timeout_ms, command_timeout_ms, reconnect_*_ms, wait_retry_*_ms: a day */
 #define REDLEASE_MAX_TIMEOUT_MS ((int64_t)24 * 3600 * 1000)
 /* wait_ms and max_hold_ms: a year */
 #define REDLEASE_MAX_WAIT_MS (REDLEASE_MAX_TIMEOUT_MS * 365)
-/* min_replicas */
+/* replica_acks */
 #define REDLEASE_MAX_REPLICAS 1000
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key, with

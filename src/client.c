@@ -61,7 +61,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     int several = o->topology == REDLEASE_TOPOLOGY_QUORUM;
     int sharded = o->topology == REDLEASE_TOPOLOGY_CLUSTER;
     rdl_lock_target target = {.route = sharded ? route_by_slot : route_home, .arg = c,
-                              .ordered_queue = !several, .replica_acks = !several,
+                              .ordered_queue = !several, .replicas = !several,
                               .release_probe = !several, .split_votes = several,
                               .moving_keys = sharded};
     rdl_locks_init(&c->set, &c->svc, &target);

@@ -39,7 +39,7 @@ typedef struct rdl_lock_target {
                                    waiters can be served in one order
                                    (REDLEASE_WAIT_QUEUE); without it they are
                                    woken and race (docs/design.md, 11.5) */
-    unsigned replica_acks : 1;  /* a write lands on one primary, whose replicas
+    unsigned replicas : 1;  /* a write lands on one primary, whose replicas
                                    can acknowledge it (WAIT, design 2.3) */
     unsigned release_probe : 1; /* a release may ask first whether a queue waits:
                                    the probe's -1 comes back as one server said it */

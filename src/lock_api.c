@@ -65,7 +65,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     if (rc) return rc;
     int64_t replica_timeout = rdl_replica_timeout(o, ls->command_timeout);
     if (replica_timeout < 0) return REDLEASE_EINVAL;
-    if (replica_timeout && !ls->target.replica_acks) return REDLEASE_EINVAL; /* whose replicas? */
+    if (replica_timeout && !ls->target.replicas) return REDLEASE_EINVAL; /* whose replicas? */
     /* N servers' queues could hand the lock to N different heads: there is
      * no one order to wait in (design 11.5); the default wakes instead */
     if (o->wait_mode == REDLEASE_WAIT_QUEUE && !ls->target.ordered_queue) return REDLEASE_EINVAL;
@@ -101,7 +101,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     if (opts) {
         opts->max_hold = o->max_hold_ms;
         opts->hold_until = RDL_NEVER;
-        opts->min_replicas = o->min_replicas;
+        opts->min_replicas = o->replica_acks;
         opts->replica_timeout = (int32_t)replica_timeout;
     }
     lk->set = ls;
@@ -115,7 +115,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     lk->arg = arg;
     lk->ttl = (int32_t)o->ttl_ms;
     lk->renew_interval = (int32_t)(o->renew_interval_ms == 0 ? o->ttl_ms / 3 : o->renew_interval_ms);
-    acq->max_attempts = o->max_attempts;
+    acq->max_attempts = o->wait_max_attempts;
     lk->fencing = o->fencing != 0;
     /* The default is the queue (docs/design.md, section 11).
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
@@ -129,9 +129,9 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     acq->waiter.token = lk->token;
     acq->waiter.owner = lk;
     acq->recheck_at = RDL_NEVER;
-    lk->wait_fsync = o->wait_fsync != 0;
-    lk->renewal_acks = o->renewal_acks != 0;
-    rdl_backoff_init(&acq->backoff, o->jitter, o->retry_base_ms, o->retry_max_ms);
+    lk->wait_fsync = o->replica_fsync != 0;
+    lk->renewal_acks = o->replica_scope == REDLEASE_REPLICA_SCOPE_ALL;
+    rdl_backoff_init(&acq->backoff, o->wait_jitter, o->wait_retry_base_ms, o->wait_retry_max_ms);
     acq->budget_end = o->wait_ms == REDLEASE_WAIT_FOREVER ? RDL_NEVER : now + o->wait_ms;
     /* With a budget, on_acquire comes by its end whatever the timeouts;
      * a single attempt (wait_ms 0) keeps its command timeout. */

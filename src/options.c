@@ -23,11 +23,12 @@ static void lock_defaults(redlease_lock_options *o)
     memset(o, 0, sizeof *o);
     o->struct_size = sizeof *o;
     o->ttl_ms = 30000;
-    o->retry_base_ms = 50;
-    o->retry_max_ms = 1000;
-    o->jitter = REDLEASE_JITTER_FULL;
-    o->renewal_acks = 1; /* with min_replicas: a renewal a failover could lose
-                            would let the local deadline outlive the replica's key */
+    o->wait_retry_base_ms = 50;
+    o->wait_retry_max_ms = 1000;
+    o->wait_jitter = REDLEASE_JITTER_FULL;
+    /* replica_scope REDLEASE_REPLICA_SCOPE_ALL (0): with replica_acks, a
+     * renewal a failover could lose would let the local deadline outlive
+     * the replica's key */
 }
 
 /* The caller's struct of size bytes gets the defaults this library knows
@@ -258,22 +259,23 @@ int rdl_lock_options_check(const redlease_lock_options *o)
         return REDLEASE_EINVAL;
     if (o->wait_ms != REDLEASE_WAIT_FOREVER && !in_range(o->wait_ms, 0, REDLEASE_MAX_WAIT_MS))
         return REDLEASE_EINVAL;
-    if (!in_range(o->retry_base_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (!in_range(o->retry_max_ms, o->retry_base_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (o->max_attempts < 0) return REDLEASE_EINVAL;
+    if (!in_range(o->wait_retry_base_ms, 1, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (!in_range(o->wait_retry_max_ms, o->wait_retry_base_ms, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
+    if (o->wait_max_attempts < 0) return REDLEASE_EINVAL;
     if (!in_range(o->max_hold_ms, 0, REDLEASE_MAX_WAIT_MS)) return REDLEASE_EINVAL;
-    if (o->jitter != REDLEASE_JITTER_FULL && o->jitter != REDLEASE_JITTER_DECORRELATED)
+    if (o->wait_jitter != REDLEASE_JITTER_FULL && o->wait_jitter != REDLEASE_JITTER_DECORRELATED)
         return REDLEASE_EINVAL;
     if (!in_range(o->wait_mode, REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_WAKE)) return REDLEASE_EINVAL;
-    if (!in_range(o->min_replicas, 0, REDLEASE_MAX_REPLICAS)) return REDLEASE_EINVAL;
+    if (!in_range(o->replica_acks, 0, REDLEASE_MAX_REPLICAS)) return REDLEASE_EINVAL;
     if (!in_range(o->replica_timeout_ms, 0, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
-    if (o->renewal_acks != 0 && o->renewal_acks != 1) return REDLEASE_EINVAL;
+    if (!in_range(o->replica_scope, REDLEASE_REPLICA_SCOPE_ALL, REDLEASE_REPLICA_SCOPE_ACQUIRE))
+        return REDLEASE_EINVAL;
     return REDLEASE_OK;
 }
 
 int64_t rdl_replica_timeout(const redlease_lock_options *o, int64_t command_timeout)
 {
-    if (!o->min_replicas && !o->wait_fsync) return 0;
+    if (!o->replica_acks && !o->replica_fsync) return 0;
     if (o->replica_timeout_ms == 0) return command_timeout / 4 > 0 ? command_timeout / 4 : 1;
     /* A write waits for the WAIT in flight and then its own (src/acks.h):
      * both must answer before the command times out locally. */

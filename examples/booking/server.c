@@ -371,9 +371,9 @@ static void start_request(struct request *req)
     redlease_lock_options_init(&o);
     o.ttl_ms = cfg.ttl_ms;
     o.wait_ms = cfg.wait_ms;
-    o.retry_base_ms = 10; /* short retries until the wake-up channel is subscribed;
+    o.wait_retry_base_ms = 10; /* short retries until the wake-up channel is subscribed;
                            * then the queue hands a freed table over */
-    o.retry_max_ms = 100;
+    o.wait_retry_max_ms = 100;
     o.fencing = 1;
     char resource[BOOKING_NAME_MAX + 8];
     snprintf(resource, sizeof resource, "table:%s", req->table);

@@ -60,8 +60,8 @@ static void poll_defaults(redlease_lock_options *o) { o->wait_mode = REDLEASE_WA
 static void poll_1_10ms(redlease_lock_options *o)
 {
     o->wait_mode = REDLEASE_WAIT_POLL;
-    o->retry_base_ms = 1;
-    o->retry_max_ms = 10;
+    o->wait_retry_base_ms = 1;
+    o->wait_retry_max_ms = 10;
 }
 
 /* Wake-ups without order: the first waiters race the releaser. */

@@ -391,10 +391,10 @@ int main(int argc, char **argv)
     redlease_lock_options_init(&lock_options);
     lock_options.ttl_ms = env_ms("CHAOS_TTL_MS", 100);
     lock_options.wait_ms = env_ms("CHAOS_WAIT_MS", 4 * lock_options.ttl_ms);
-    lock_options.retry_base_ms = 10;
-    lock_options.retry_max_ms = 100;
+    lock_options.wait_retry_base_ms = 10;
+    lock_options.wait_retry_max_ms = 100;
     lock_options.fencing = 1;
-    lock_options.min_replicas = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
+    lock_options.replica_acks = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
     const char *mode = getenv("CHAOS_WAIT_MODE");
     if (!mode || !*mode || strcmp(mode, "default") == 0) {
         mode = "default";

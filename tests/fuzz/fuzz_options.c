@@ -137,11 +137,11 @@ static enum verdict lock_verdict(const char *resource, const redlease_lock_optio
         !in_range(o->renew_interval_ms, 0, o->ttl_ms - 1))
         return INVALID;
     if (o->wait_ms < 0 && o->wait_ms != REDLEASE_WAIT_FOREVER) return INVALID;
-    if (o->retry_base_ms <= 0 || o->retry_max_ms < o->retry_base_ms) return INVALID;
-    if (o->max_attempts < 0 || o->max_hold_ms < 0) return INVALID;
-    if (o->jitter != REDLEASE_JITTER_FULL && o->jitter != REDLEASE_JITTER_DECORRELATED)
+    if (o->wait_retry_base_ms <= 0 || o->wait_retry_max_ms < o->wait_retry_base_ms) return INVALID;
+    if (o->wait_max_attempts < 0 || o->max_hold_ms < 0) return INVALID;
+    if (o->wait_jitter != REDLEASE_JITTER_FULL && o->wait_jitter != REDLEASE_JITTER_DECORRELATED)
         return INVALID;
-    if (o->ttl_ms > SANE_MS || o->wait_ms > SANE_MS || o->retry_max_ms > SANE_MS ||
+    if (o->ttl_ms > SANE_MS || o->wait_ms > SANE_MS || o->wait_retry_max_ms > SANE_MS ||
         o->max_hold_ms > SANE_MS)
         return EITHER;
     return VALID;
@@ -214,12 +214,12 @@ static void run_lock(fuzz_input *in, const redlease_client_options *co)
         lo.ttl_ms = take_i64(in);
         lo.renew_interval_ms = take_i64(in);
         lo.wait_ms = take_i64(in);
-        lo.retry_base_ms = take_i64(in);
-        lo.retry_max_ms = take_i64(in);
-        lo.max_attempts = take_int(in);
+        lo.wait_retry_base_ms = take_i64(in);
+        lo.wait_retry_max_ms = take_i64(in);
+        lo.wait_max_attempts = take_int(in);
         lo.max_hold_ms = take_i64(in);
         lo.fencing = take_int(in);
-        lo.jitter = take_int(in);
+        lo.wait_jitter = take_int(in);
     }
     const char *resource = take_resource(in, res_buf);
     enum verdict v = lock_verdict(resource, o);

@@ -201,22 +201,22 @@ static void acquire_one(lease *l)
     case 1: o.wait_ms = REDLEASE_WAIT_FOREVER; break;
     default: o.wait_ms = take_u16(&in); break;
     }
-    o.retry_base_ms = 1 + take_u8(&in);
-    o.retry_max_ms = o.retry_base_ms + take_u8(&in) * 4;
-    o.max_attempts = flags & 0x10 ? take_u8(&in) % 5 : 0;
+    o.wait_retry_base_ms = 1 + take_u8(&in);
+    o.wait_retry_max_ms = o.wait_retry_base_ms + take_u8(&in) * 4;
+    o.wait_max_attempts = flags & 0x10 ? take_u8(&in) % 5 : 0;
     o.max_hold_ms = flags & 0x20 ? take_u16(&in) : 0;
     o.fencing = flags >> 6 & 1;
-    o.jitter = flags >> 7;
+    o.wait_jitter = flags >> 7;
     memset(l, 0, sizeof *l);
     /* The reaction byte's low bits; its high bits ask for replication
      * acknowledgement (0 in the older seeds: none): bits 2-3 both set
-     * enable it, 4-5 min_replicas, 6 wait_fsync, 7 renewal_acks. */
+     * enable it, 4-5 replica_acks, 6 replica_fsync, 7 replica_scope. */
     uint8_t react = take_u8(&in);
     l->reaction = react % 4;
     if ((react >> 2 & 3) == 3) {
-        o.min_replicas = react >> 4 & 3;
-        o.wait_fsync = react >> 6 & 1;
-        o.renewal_acks = react >> 7;
+        o.replica_acks = react >> 4 & 3;
+        o.replica_fsync = react >> 6 & 1;
+        o.replica_scope = react >> 7; /* 1: REDLEASE_REPLICA_SCOPE_ACQUIRE */
         o.replica_timeout_ms = command_timeout / 4; /* below the command timeout */
     }
     l->alive = 1;

@@ -196,8 +196,8 @@ static inline redlease_lock_options lopts(int64_t ttl, int64_t wait, int fencing
     redlease_lock_options_init(&o);
     o.ttl_ms = ttl * S;
     o.wait_ms = wait < 0 ? REDLEASE_WAIT_FOREVER : wait * S;
-    o.retry_base_ms = 10 * S;
-    o.retry_max_ms = 40 * S;
+    o.wait_retry_base_ms = 10 * S;
+    o.wait_retry_max_ms = 40 * S;
     o.fencing = fencing;
     return o;
 }

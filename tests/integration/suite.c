@@ -220,8 +220,8 @@ redlease_lock_options lopts(int64_t ttl, int64_t wait)
     redlease_lock_options_init(&o);
     o.ttl_ms = ttl;
     o.wait_ms = wait;
-    o.retry_base_ms = 10;
-    o.retry_max_ms = 100;
+    o.wait_retry_base_ms = 10;
+    o.wait_retry_max_ms = 100;
     return o;
 }
 

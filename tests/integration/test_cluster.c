@@ -395,7 +395,7 @@ static void test_cluster_primary_killed(void)
         char res[32];
         snprintf(res, sizeof res, "cl-fail-%d", i);
         redlease_lock_options lo = lopts(15000, 3000, 0);
-        lo.min_replicas = i % 2;
+        lo.replica_acks = i % 2;
         lo.replica_timeout_ms = 400 * S;
         hold_real(c, &o[i], res, lo);
         held_there += owner_of(keyslot(redlease_lock_key(o[i].lk))) == victim;

@@ -16,7 +16,7 @@ static redlease_lock_options qopts(int64_t ttl, int64_t wait, int fencing)
 {
     redlease_lock_options o = lopts(ttl, wait, fencing);
     o.wait_mode = REDLEASE_WAIT_QUEUE;
-    o.retry_base_ms = o.retry_max_ms = 5000 * S; /* polling would be seen */
+    o.wait_retry_base_ms = o.wait_retry_max_ms = 5000 * S; /* polling would be seen */
     return o;
 }
 

@@ -271,11 +271,11 @@ static void test_quorum_options_checked(void)
     obs o = {0};
     c = quorum_client(&o);
     redlease_lock_options lo = lopts(1000, 0, 0);
-    lo.min_replicas = 1;
+    lo.replica_acks = 1;
     redlease_lock *lk = NULL;
     CHECK_EQ(redlease_acquire(c, "q-opt", &lo, o_acq, o_lost, &o, &lk), REDLEASE_EINVAL);
     lo = lopts(1000, 0, 0);
-    lo.wait_fsync = 1;
+    lo.replica_fsync = 1;
     CHECK_EQ(redlease_acquire(c, "q-opt", &lo, o_acq, o_lost, &o, &lk), REDLEASE_EINVAL);
     CHECK(lk == NULL);
     finish(c, &o);
@@ -759,7 +759,7 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
         run_until(&o[0].acq, 2000, NULL);
         CHECK_EQ(o[0].acq_st, REDLEASE_OK);
         lo.wait_ms = 8000 * S;
-        lo.retry_base_ms = lo.retry_max_ms = 5000 * S; /* polling would be seen */
+        lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S; /* polling would be seen */
         acquire(c[1], &o[1], "q-wake", lo);
         run_for(round ? 1500 : 300, NULL); /* busy once, the channel opens, joins */
         CHECK_EQ(o[1].acq, 0);
@@ -796,7 +796,7 @@ static void test_quorum_waiter_whose_vote_lost_is_woken(void)
     CHECK_EQ(wait_holding("lock:{q-vote}", redlease_lock_token(o[0].lk), N, 2000), N);
     CHECK_EQ(int_on(0, "DEL %s", "lock:{q-vote}"), 1);
     lo.wait_ms = 8000 * S;
-    lo.retry_base_ms = lo.retry_max_ms = 5000 * S; /* polling would be seen */
+    lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S; /* polling would be seen */
     acquire(c[1], &o[1], "q-vote", lo);
     /* busy once, the channel opens, it checks again: free on member 0
      * (taken there, then deleted by the quorum's clean-up), busy on the

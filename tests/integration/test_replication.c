@@ -85,7 +85,7 @@ static redlease_client *client_to(const srv *s, obs *o)
 static redlease_lock_options acked(int64_t ttl, int n, int64_t timeout)
 {
     redlease_lock_options lo = lopts(ttl, 0, 0);
-    lo.min_replicas = n;
+    lo.replica_acks = n;
     lo.replica_timeout_ms = timeout * S;
     return lo;
 }
@@ -264,7 +264,7 @@ static void test_repl_wait_refused(void)
     obs q = {0};
     c = client_to(&primary, &q);
     lo = acked(2000, 1, 200);
-    lo.wait_fsync = 1;
+    lo.replica_fsync = 1;
     acquire(c, &q, "repl-aof", lo);
     run_until(&q.acq, 3000, q.lk);
     printf("# WAITAOF: %s: %s\n", redlease_strerror(q.acq_st), redlease_client_errstr(c));

@@ -182,7 +182,7 @@ static int through_failover(const char *how, void (*fail)(void))
         char res[32];
         snprintf(res, sizeof res, "sent-lease-%d", i);
         redlease_lock_options lo = lopts(15000, 3000, 0);
-        lo.min_replicas = i % 2; /* odd ones acknowledged */
+        lo.replica_acks = i % 2; /* odd ones acknowledged */
         lo.replica_timeout_ms = 400 * S;
         hold_real(c, &o[i], res, lo);
     }

@@ -424,17 +424,17 @@ static void start_one(lease *l)
     o.renew_interval_ms = rr == 0 ? REDLEASE_RENEW_OFF : rr == 1 ? 0 : R((int)o.ttl_ms - 1) + 1;
     int w = R(3);
     o.wait_ms = w == 0 ? 0 : w == 1 ? REDLEASE_WAIT_FOREVER : R(3000);
-    o.retry_base_ms = 1 + R(50);
-    o.retry_max_ms = o.retry_base_ms + R(300);
+    o.wait_retry_base_ms = 1 + R(50);
+    o.wait_retry_max_ms = o.wait_retry_base_ms + R(300);
     o.max_hold_ms = R(4) ? 0 : R(5000);
     o.fencing = R(2);
-    o.max_attempts = R(3) ? 0 : R(5);
+    o.wait_max_attempts = R(3) ? 0 : R(5);
     memset(l, 0, sizeof *l);
     /* The longest a waiting handle sleeps between attempts (lock.c does
      * not say it; docs/design.md, 11.4 and 4.2 do): in a queue a third
      * of its entry's life (max(ttl, 1 s)), else its backoff's cap; the
      * holder's TTL left only makes it shorter. */
-    int64_t backoff_cap = o.retry_max_ms > o.retry_base_ms ? o.retry_max_ms : o.retry_base_ms;
+    int64_t backoff_cap = o.wait_retry_max_ms > o.wait_retry_base_ms ? o.wait_retry_max_ms : o.wait_retry_base_ms;
     int64_t life = o.ttl_ms > 1000 ? o.ttl_ms : 1000;
     l->sleep_max = backoff_cap;
     if (o.wait_mode != REDLEASE_WAIT_POLL && life / 3 > backoff_cap) l->sleep_max = life / 3;

@@ -84,8 +84,8 @@ static void test_contention_backoff_times_and_budget(void)
     rec r = {0};
     redlease_lock_options o = opts(1000);
     o.wait_ms = 2000;
-    o.retry_base_ms = 100;
-    o.retry_max_ms = 1000;
+    o.wait_retry_base_ms = 100;
+    o.wait_retry_max_ms = 1000;
     start_lock(&f, &r, "busy", &o);
     int64_t start = f.now;
     /* The last is clamped to start a round trip (at least 1 ms) before
@@ -143,7 +143,7 @@ static void test_max_attempts_caps_retries(void)
     rec r = {0};
     redlease_lock_options o = opts(1000);
     o.wait_ms = REDLEASE_WAIT_FOREVER;
-    o.max_attempts = 3;
+    o.wait_max_attempts = 3;
     start_lock(&f, &r, "busy", &o);
     int64_t start = f.now;
     for (int i = 0; i < 3; i++) {
@@ -166,7 +166,7 @@ static void test_errors_retried_last_error_reported(void)
     rec r = {0};
     redlease_lock_options o = opts(1000);
     o.wait_ms = 150;
-    o.retry_base_ms = 100;
+    o.wait_retry_base_ms = 100;
     start_lock(&f, &r, "x", &o);
     fake_run(&f);
     fake_reply_err(&f, "LOADING Redis is loading the dataset in memory");
@@ -239,7 +239,7 @@ static void test_late_ok_after_timeout_is_adopted(void)
     rec r = {0};
     redlease_lock_options o = opts(5000);
     o.wait_ms = 10000;
-    o.retry_base_ms = 1000;
+    o.wait_retry_base_ms = 1000;
     start_lock(&f, &r, "x", &o);
     fake_run(&f);
     int64_t t0 = f.now;
@@ -474,7 +474,7 @@ static void test_transient_errors_are_events_and_retried(void)
     rec r = {0};
     redlease_lock_options o = opts(1500);
     o.wait_ms = REDLEASE_WAIT_FOREVER;
-    o.retry_base_ms = 10;
+    o.wait_retry_base_ms = 10;
     start_lock(&f, &r, "t", &o);
     static const char *const errs[] = {"LOADING Redis is loading the dataset in memory",
                                        "OOM command not allowed when used memory > 'maxmemory'.",

@@ -504,7 +504,7 @@ void test_cluster_move_keeps_the_attempt(void)
     resource_in(c, sizeof c, 8192, 16383);
     rec r = {0}, rc = {0};
     redlease_lock_options o = opts(3000);
-    o.max_attempts = 1;
+    o.wait_max_attempts = 1;
     o.wait_ms = 0;
     CHECK_EQ(start_lock(&f, &r, a, &o), REDLEASE_OK);
     fake_run(&f);

@@ -300,10 +300,10 @@ static void test_invalid_arguments(void)
         o = opts(bad[i].ttl);
         o.renew_interval_ms = bad[i].renew;
         o.wait_ms = bad[i].wait;
-        o.retry_base_ms = bad[i].base;
-        o.retry_max_ms = bad[i].max;
-        o.max_attempts = bad[i].attempts;
-        o.jitter = bad[i].jitter;
+        o.wait_retry_base_ms = bad[i].base;
+        o.wait_retry_max_ms = bad[i].max;
+        o.wait_max_attempts = bad[i].attempts;
+        o.wait_jitter = bad[i].jitter;
         CHECK_EQ(redlease_acquire(f.c, "x", &o, on_acq, NULL, &r, &lk), REDLEASE_EINVAL);
     }
     o = opts(1000);

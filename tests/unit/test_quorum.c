@@ -60,7 +60,7 @@ static void test_quorum_options(void)
     start_quorum(&f, 3);
     rec r = {0};
     redlease_lock_options o = opts(3000);
-    o.min_replicas = 1;
+    o.replica_acks = 1;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_EINVAL);
     /* N queues hold no one order: FIFO waiting is refused, not turned into
      * something else; the default waits woken, in no order */

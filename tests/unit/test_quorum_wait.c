@@ -46,7 +46,7 @@ static fake_side *waiting_on_three(fake *f, rec *r, int64_t backoff_ms, char *ch
     redlease_lock_options o = opts(30000); /* entries live 30 s: checks every 10 s */
     o.wait_mode = REDLEASE_WAIT_DEFAULT;
     o.wait_ms = REDLEASE_WAIT_FOREVER;
-    if (backoff_ms) o.retry_base_ms = o.retry_max_ms = backoff_ms;
+    if (backoff_ms) o.wait_retry_base_ms = o.wait_retry_max_ms = backoff_ms;
     CHECK_EQ(start_lock(f, r, "job", &o), REDLEASE_OK);
     fake_run(f);
     for (int i = 0; i < 3; i++) CHECK(queued_attempt(f, i, r, ""));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of replication acknowledgement (lock options min_replicas,
- * replica_timeout_ms, wait_fsync, renewal_acks): an acquire is a lease
+/* Unit tests of replication acknowledgement (lock options replica_acks,
+ * replica_timeout_ms, replica_fsync, replica_scope): an acquire is a lease
  * only once WAIT (WAITAOF) counted enough replicas, on the connection the
  * write went out on; too few is REDLEASE_EREPLICAS, retried inside the
  * budget, and the key is deleted when the acquire ends without a lease; a
@@ -17,7 +17,7 @@
 static redlease_lock_options acked(int64_t ttl, int n)
 {
     redlease_lock_options o = opts(ttl);
-    o.min_replicas = n;
+    o.replica_acks = n;
     o.replica_timeout_ms = 300;
     return o;
 }
@@ -124,13 +124,13 @@ static void test_renewal_extends_only_once_acknowledged(void)
     end(&f);
 }
 
-static void test_renewal_acks_off_confirms_at_once(void)
+static void test_replica_scope_acquire_confirms_renewals_at_once(void)
 {
     fake f;
     fake_start(&f, NULL);
     rec r = {0};
     redlease_lock_options o = acked(3000, 1);
-    o.renewal_acks = 0;
+    o.replica_scope = REDLEASE_REPLICA_SCOPE_ACQUIRE;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
     fake_run(&f);
     int64_t t0 = f.now;
@@ -176,7 +176,7 @@ static void test_too_few_replicas_is_retried_inside_the_budget(void)
     rec r = {0};
     redlease_lock_options o = acked(3000, 1);
     o.wait_ms = 1000;
-    o.retry_base_ms = 100;
+    o.wait_retry_base_ms = 100;
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
     fake_run(&f);
     int64_t start = f.now;
@@ -237,7 +237,7 @@ static void test_wait_refused_is_definite_and_deletes(void)
     fake_reply_int(&f, 1);
 
     rec q = {0};
-    o.wait_fsync = 1; /* a server before WAITAOF */
+    o.replica_fsync = 1; /* a server before WAITAOF */
     CHECK_EQ(start_lock(&f, &q, "job2", &o), REDLEASE_OK);
     fake_run(&f);
     fake_reply_status(&f, "OK");
@@ -256,7 +256,7 @@ static void test_waitaof_needs_the_local_fsync_and_the_replicas(void)
     fake_start(&f, NULL);
     rec r = {0}, q = {0}, z = {0};
     redlease_lock_options o = acked(3000, 1);
-    o.wait_fsync = 1;
+    o.replica_fsync = 1;
     o.fencing = 1;
     CHECK_EQ(start_lock(&f, &r, "a", &o), REDLEASE_OK);
     fake_run(&f);
@@ -281,7 +281,7 @@ static void test_waitaof_needs_the_local_fsync_and_the_replicas(void)
     fake_reply_int(&f, 1); /* the drop */
 
     /* the local fsync alone: WAITAOF 1 0; a plain integer is no answer to it */
-    o.min_replicas = 0;
+    o.replica_acks = 0;
     CHECK_EQ(start_lock(&f, &z, "c", &o), REDLEASE_OK);
     fake_run(&f);
     fake_reply_int(&f, 43);
@@ -541,7 +541,7 @@ static void acks_oom(long fail_at, int *ok)
     for (int i = 0; i < 2; i++) {
         redlease_lock_options o = acked(3000, 1);
         o.wait_ms = 500;
-        o.wait_fsync = i; /* one WAIT, one WAITAOF */
+        o.replica_fsync = i; /* one WAIT, one WAITAOF */
         if (start_lock(&f, &r[i], i ? "b" : "a", &o) == REDLEASE_OK) started |= 1 << i;
     }
     long long counts[2] = {1, 1};
@@ -600,9 +600,9 @@ static void test_replica_options_checked(void)
     o.replica_timeout_ms = -1;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
     o.replica_timeout_ms = 249;
-    o.renewal_acks = 2;
+    o.replica_scope = 2;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_EINVAL);
-    o.renewal_acks = 0;
+    o.replica_scope = REDLEASE_REPLICA_SCOPE_ACQUIRE;
     CHECK_EQ(start_lock(&f, &r, "x", &o), REDLEASE_OK);
     /* without acknowledgement the timeout is not looked at against the client */
     rec q = {0};
@@ -611,8 +611,8 @@ static void test_replica_options_checked(void)
     CHECK_EQ(start_lock(&f, &q, "y", &o), REDLEASE_OK);
     redlease_lock_options d;
     redlease_lock_options_init(&d);
-    CHECK_EQ(d.min_replicas, 0);
-    CHECK_EQ(d.renewal_acks, 1);
+    CHECK_EQ(d.replica_acks, 0);
+    CHECK_EQ(d.replica_scope, REDLEASE_REPLICA_SCOPE_ALL);
     end(&f);
 }
 
@@ -621,7 +621,7 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_acquire_is_held_only_once_replicas_have_it),
         TEST_CASE(test_renewal_extends_only_once_acknowledged),
-        TEST_CASE(test_renewal_acks_off_confirms_at_once),
+        TEST_CASE(test_replica_scope_acquire_confirms_renewals_at_once),
         TEST_CASE(test_too_few_replicas_fails_and_deletes_the_key),
         TEST_CASE(test_too_few_replicas_is_retried_inside_the_budget),
         TEST_CASE(test_wait_refused_is_definite_and_deletes),
