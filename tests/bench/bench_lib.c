@@ -90,11 +90,21 @@ int bench_lib_cycles(int chains, double seconds, bench_cycles *out)
     double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();
     L.end_us = t0 + seconds * 1e6;
     L.active = chains;
+    redlease_stats st0, st;
+    redlease_client_stats(L.c, &st0);
     for (int i = 0; i < chains; i++) chain_start(&ch[i]);
+    unsigned iter0 = ev_iteration(L.loop);
     ev_run(L.loop, 0);
     out->seconds = (bench_now_us() - t0) / 1e6;
     out->redis_cpu_us = bench_redis_cpu_us() - cpu0;
     out->cycles = L.cycles;
+    if (getenv("BENCH_VERBOSE")) {
+        double n = (double)(L.cycles ? L.cycles : 1);
+        redlease_client_stats(L.c, &st);
+        fprintf(stderr, "lib cycles: %ld cycles, %.4f loop iterations, %.4f timer wakeups, %.3f commands per cycle\n",
+                L.cycles, (double)(ev_iteration(L.loop) - iter0) / n,
+                (double)(st.wakeups - st0.wakeups) / n, (double)(st.commands_sent - st0.commands_sent) / n);
+    }
     long failed = L.failed;
     lib_close();
     free(ch);

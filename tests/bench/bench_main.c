@@ -18,7 +18,11 @@
  *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
  *                           a profiler; no ratio; d runs it in this process)
  *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
- *                           window did (renewals, commands, timer wakeups).
+ *                           window did (renewals, commands, timer wakeups);
+ *                           a, b: loop iterations per cycle (both sides),
+ *                           redlease's timer wakeups and commands per cycle
+ *                           (a callback delivered a loop iteration late, or
+ *                           commands written apart, would show there).
  *                           Under valgrind --tool=callgrind
  *                           --collect-atstart=no only that window counts.
  *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server

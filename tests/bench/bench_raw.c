@@ -111,10 +111,14 @@ int bench_raw_cycles(int chains, double seconds, bench_cycles *out)
     R.end_us = t0 + seconds * 1e6;
     R.active = chains;
     for (int i = 0; i < chains; i++) chain_start(&ch[i]);
+    unsigned iter0 = ev_iteration(R.loop);
     ev_run(R.loop, 0);
     out->seconds = (bench_now_us() - t0) / 1e6;
     out->redis_cpu_us = bench_redis_cpu_us() - cpu0;
     out->cycles = R.cycles;
+    if (getenv("BENCH_VERBOSE"))
+        fprintf(stderr, "raw cycles: %ld cycles, %.4f loop iterations per cycle\n", R.cycles,
+                (double)(ev_iteration(R.loop) - iter0) / (double)(R.cycles ? R.cycles : 1));
     long failed = R.failed;
     raw_close();
     free(ch);
