@@ -265,7 +265,7 @@ int cli_server_finish(cli_server *s)
         return cli_usage_error("--user needs a password (REDLEASE_PASSWORD or --password-file)");
     /* As with redis-cli, the TLS settings mean nothing without --tls; here
      * they are refused rather than ignored, so nobody thinks they are used. */
-    const redlease_tls_options *t = &s->tls;
+    const rdl_tls_config *t = &s->tls;
     if (!t->enable && (t->ca_file || t->cert_file || t->key_file || t->server_name || t->insecure))
         return cli_usage_error("--cacert, --cert, --key, --sni and --insecure need --tls");
     if (!t->cert_file != !t->key_file) return cli_usage_error("--cert and --key go together");
@@ -399,16 +399,16 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     redlease_client_options_init(o);
     if (s->quorum) {
         o->topology = REDLEASE_TOPOLOGY_QUORUM;
-        o->quorum.addrs = s->quorum;
+        o->quorum_addrs = s->quorum;
     } else if (s->cluster) {
         o->topology = REDLEASE_TOPOLOGY_CLUSTER;
-        o->cluster.addrs = s->cluster;
+        o->cluster_addrs = s->cluster;
     } else if (s->sentinels) {
         o->topology = REDLEASE_TOPOLOGY_SENTINEL;
-        o->sentinel.addrs = s->sentinels;
-        o->sentinel.master_name = s->master;
-        o->sentinel.password = s->sentinel_password;
-        o->sentinel.tls = s->tls.enable;
+        o->sentinel_addrs = s->sentinels;
+        o->sentinel_master_name = s->master;
+        o->sentinel_password = s->sentinel_password;
+        o->sentinel_tls = s->tls.enable;
     } else if (s->socket) {
         o->unix_path = s->socket;
     } else {
@@ -421,7 +421,15 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     o->key_prefix = s->prefix;
     o->connect_timeout_ms = s->timeout_ms;
     o->command_timeout_ms = s->timeout_ms;
-    o->tls = s->tls;
+    o->tls = s->tls.enable;
+    if (s->tls.enable) { /* else the tls_* must stay unset */
+        o->tls_ca_file = s->tls.ca_file;
+        o->tls_ca_dir = s->tls.ca_dir;
+        o->tls_cert_file = s->tls.cert_file;
+        o->tls_key_file = s->tls.key_file;
+        o->tls_server_name = s->tls.server_name;
+        o->tls_insecure = s->tls.insecure;
+    }
 }
 
 int cli_server_start_tls(const cli_server *s, struct redisContext *ctx, char *why, size_t size)

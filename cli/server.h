@@ -12,6 +12,7 @@
 #include <redlease.h>
 
 #include "args.h"
+#include "transport.h" /* rdl_tls_config */
 
 struct redisContext;
 
@@ -25,7 +26,8 @@ typedef struct cli_server {
     char *password; /* owned; from the file or REDLEASE_PASSWORD */
     const char *prefix;
     int64_t timeout_ms; /* connect and command timeout */
-    redlease_tls_options tls; /* --tls, --cacert, --cert, --key, --sni, --insecure */
+    rdl_tls_config tls;       /* --tls, --cacert, --cert, --key, --sni, --insecure (the
+                                 library's own type: the CLI starts TLS with its code) */
     const char *sentinels;    /* --sentinel HOST:PORT[,...], or NULL */
     const char *master;       /* --master NAME */
     const char *cluster;      /* --cluster HOST:PORT[,...], or NULL */

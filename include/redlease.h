@@ -108,64 +108,10 @@ typedef void (*redlease_release_cb)(redlease_lock *lk, int status, void *arg);
 typedef void (*redlease_close_cb)(redlease_client *c, void *arg);
 
 /* ----------------------------------------------------------------- client */
-/* TLS to Redis (man 3 redlease, TLS). The server's certificate chain and
- * name are verified unless insecure is set. A library built without TLS
- * (hiredis 0.14, or configure --without-tls; redlease_tls_available() is
- * 0) refuses enable with REDLEASE_ENOTSUP: never a silent plaintext
- * connection. */
-typedef struct redlease_tls_options {
-    int enable;              /* 0: plaintext */
-    const char *ca_file;     /* PEM file of the CAs to trust */
-    const char *ca_dir;      /* or a folder of them (c_rehash); both NULL: the system's */
-    const char *cert_file;   /* client certificate chain, PEM (mutual TLS); needs key_file */
-    const char *key_file;    /* its private key, PEM */
-    const char *server_name; /* SNI, and the name the certificate must carry; NULL: host */
-    int insecure;            /* nonzero: do not verify the server at all (tests only) */
-} redlease_tls_options;
-
 /* 1 if this library was built with TLS support, else 0. */
 REDLEASE_EXTERN int redlease_tls_available(void);
-
-/* A primary that Sentinel manages (man 3 redlease, SENTINEL): the client
- * asks the Sentinels where the primary of master_name is, checks with ROLE
- * that it reached a primary, and follows failovers (+switch-master; asking
- * again after a lost connection or READONLY). With
- * REDLEASE_TOPOLOGY_SENTINEL only. */
-typedef struct redlease_sentinel_options {
-    const char *addrs;       /* "HOST:PORT[,HOST:PORT...]"
-                                (at most REDLEASE_MAX_SENTINELS; IPv6 as [ADDR]:PORT) */
-    const char *master_name; /* the name the Sentinels monitor the primary by */
-    const char *username;    /* the Sentinels' own ACL user, or NULL */
-    const char *password;    /* the Sentinels' own password, or NULL: none */
-    int tls;                 /* nonzero: reach the Sentinels over TLS too, with the
-                                client's tls settings (their own address as the name) */
-} redlease_sentinel_options;
 #define REDLEASE_MAX_SENTINELS 16
-
-/* A Redis Cluster (man 3 redlease, CLUSTER): the client reads the slot map
- * from the nodes (CLUSTER SLOTS), sends each lock's commands to the primary
- * serving its key's slot on a connection of its own (made when first
- * needed), and follows MOVED and ASK. With REDLEASE_TOPOLOGY_CLUSTER
- * only; db must be 0. Credentials and TLS are the client's, for every
- * node. */
-typedef struct redlease_cluster_options {
-    const char *addrs; /* some of its nodes, "HOST:PORT[,HOST:PORT...]"
-                          (at most REDLEASE_MAX_SEEDS; IPv6 as [ADDR]:PORT) */
-} redlease_cluster_options;
 #define REDLEASE_MAX_SEEDS 16
-
-/* A quorum of independent Redis servers, the Redlock scheme (man 3
- * redlease, QUORUM): every lock command goes to all of them with the same
- * token, and a lease is held while a majority (N/2 + 1) confirmed it, its
- * validity counted from before the first send. With
- * REDLEASE_TOPOLOGY_QUORUM only; credentials, TLS and db are the
- * client's, for every server. Locks may not ask for replica acknowledgement (replica_acks,
- * replica_fsync) under a quorum. */
-typedef struct redlease_quorum_options {
-    const char *addrs; /* 2 to REDLEASE_MAX_QUORUM distinct servers,
-                          "HOST:PORT,HOST:PORT[,...]" (IPv6 as [ADDR]:PORT); an odd
-                          number: 2k+1 of them survive k failures */
-} redlease_quorum_options;
 #define REDLEASE_MAX_QUORUM 9
 
 /* What renewals and releases are sent as (client option commands; man 3
@@ -182,15 +128,15 @@ enum redlease_commands {
  * (redlease_client_options_error() names it): nothing is ignored. */
 enum redlease_topology {
     REDLEASE_TOPOLOGY_SERVER = 0,   /* one Redis: host and port, or unix_path */
-    REDLEASE_TOPOLOGY_SENTINEL = 1, /* the primary Sentinels name: sentinel.* */
-    REDLEASE_TOPOLOGY_CLUSTER = 2,  /* a Redis Cluster: cluster.addrs */
-    REDLEASE_TOPOLOGY_QUORUM = 3    /* independent masters, a majority holds: quorum.addrs */
+    REDLEASE_TOPOLOGY_SENTINEL = 1, /* the primary Sentinels name: sentinel_* */
+    REDLEASE_TOPOLOGY_CLUSTER = 2,  /* a Redis Cluster: cluster_addrs */
+    REDLEASE_TOPOLOGY_QUORUM = 3    /* independent masters, a majority holds: quorum_addrs */
 };
 #define REDLEASE_DEFAULT_HOST "127.0.0.1" /* host NULL */
 #define REDLEASE_DEFAULT_PORT 6379        /* port 0 */
 
-/* The option structs grow at their end, never anywhere else (nested
- * structs never grow): redlease_*_options_init() records in struct_size
+/* The option structs are flat, and grow at their end, never anywhere
+ * else: redlease_*_options_init() records in struct_size
  * the size the caller's header gives, and every call that takes options
  * reads that many bytes. A program built against an older header keeps
  * working (the fields it does not know take their defaults); one built
@@ -206,6 +152,34 @@ typedef struct redlease_client_options {
                                    blocking getaddrinfo */
     int port;                   /* 0: REDLEASE_DEFAULT_PORT */
     const char *unix_path;      /* NULL; when set, host and port must be unset */
+    /* REDLEASE_TOPOLOGY_SENTINEL (man 3 redlease, SENTINEL): the client asks
+     * the Sentinels where the primary of sentinel_master_name is, checks
+     * with ROLE that it reached a primary, and follows failovers
+     * (+switch-master; asking again after a lost connection or READONLY). */
+    const char *sentinel_addrs;       /* "HOST:PORT[,HOST:PORT...]" (at most
+                                         REDLEASE_MAX_SENTINELS; IPv6 as [ADDR]:PORT) */
+    const char *sentinel_master_name; /* the name they monitor the primary by */
+    const char *sentinel_username;    /* the Sentinels' own ACL user, or NULL */
+    const char *sentinel_password;    /* the Sentinels' own password, or NULL: none */
+    int sentinel_tls;                 /* nonzero: reach the Sentinels over TLS too, with
+                                         the tls_* settings (their own address as the
+                                         name); needs tls */
+    /* REDLEASE_TOPOLOGY_CLUSTER (man 3 redlease, CLUSTER): the client reads
+     * the slot map from the nodes (CLUSTER SLOTS), sends each lock's
+     * commands to the primary serving its key's slot on a connection of
+     * its own (made when first needed), and follows MOVED and ASK; db
+     * must be 0. */
+    const char *cluster_addrs;  /* some of its nodes, "HOST:PORT[,HOST:PORT...]" (at
+                                   most REDLEASE_MAX_SEEDS; IPv6 as [ADDR]:PORT) */
+    /* REDLEASE_TOPOLOGY_QUORUM (man 3 redlease, QUORUM), the Redlock
+     * scheme: every lock command goes to all of them with the same token,
+     * and a lease is held while a majority (N/2 + 1) confirmed it, its
+     * validity counted from before the first send. Locks may not ask for
+     * replica acknowledgement there. */
+    const char *quorum_addrs;   /* 2 to REDLEASE_MAX_QUORUM distinct servers,
+                                   "HOST:PORT,HOST:PORT[,...]" (IPv6 as [ADDR]:PORT); an
+                                   odd number: 2k+1 of them survive k failures */
+    /* Every server of every topology (a Sentinel has its own credentials) */
     const char *username;       /* NULL: AUTH password alone (or no AUTH) */
     const char *password;       /* NULL: no AUTH. Never logged nor put in events. */
     int db;                     /* 0; nonzero: SELECT db after connecting */
@@ -214,11 +188,20 @@ typedef struct redlease_client_options {
     int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
     int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
-    redlease_tls_options tls;   /* off */
-    redlease_sentinel_options sentinel; /* REDLEASE_TOPOLOGY_SENTINEL only */
-    redlease_cluster_options cluster;   /* REDLEASE_TOPOLOGY_CLUSTER only */
-    redlease_quorum_options quorum;     /* REDLEASE_TOPOLOGY_QUORUM only */
     int commands;               /* enum redlease_commands: what renewals and releases are */
+    /* TLS (man 3 redlease, TLS): the server's certificate chain and name
+     * are verified unless tls_insecure is set. A library built without TLS
+     * (hiredis 0.14, or configure --without-tls; redlease_tls_available()
+     * is 0) refuses tls with REDLEASE_ENOTSUP: never a silent plaintext
+     * connection. A tls_* field set without tls is REDLEASE_EINVAL. */
+    int tls;                     /* 0: plaintext */
+    const char *tls_ca_file;     /* PEM file of the CAs to trust */
+    const char *tls_ca_dir;      /* or a folder of them (c_rehash); both NULL: the system's */
+    const char *tls_cert_file;   /* client certificate chain, PEM (mutual TLS); needs
+                                    tls_key_file */
+    const char *tls_key_file;    /* its private key, PEM */
+    const char *tls_server_name; /* SNI, and the name the certificate must carry; NULL: host */
+    int tls_insecure;            /* nonzero: do not verify the server at all (tests only) */
 } redlease_client_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */

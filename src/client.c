@@ -65,6 +65,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
                               .release_probe = !several, .split_votes = several,
                               .moving_keys = sharded};
     rdl_locks_init(&c->set, &c->svc, &target);
+    rdl_tls_config tls = {o->tls,          o->tls_ca_file,     o->tls_ca_dir,  o->tls_cert_file,
+                          o->tls_key_file, o->tls_server_name, o->tls_insecure};
     rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
                           .unix_path = o->unix_path,
                           .port = o->port ? o->port : REDLEASE_DEFAULT_PORT, .db = o->db,
@@ -72,13 +74,13 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
                           .connect_timeout = o->connect_timeout_ms,
                           .command_timeout = o->command_timeout_ms,
                           .reconnect_min = o->reconnect_min_ms, .reconnect_max = o->reconnect_max_ms,
-                          .tls = &o->tls, .probe = o->commands == REDLEASE_COMMANDS_AUTO};
+                          .tls = &tls, .probe = o->commands == REDLEASE_COMMANDS_AUTO};
     int ok = 1;
     rdl_addr seeds[REDLEASE_MAX_SEEDS];
     int nseeds = 0;
     if (o->topology == REDLEASE_TOPOLOGY_CLUSTER) {
         /* The first seed is the embedded node; the others are made below. */
-        nseeds = rdl_addr_list_parse(o->cluster.addrs, seeds, REDLEASE_MAX_SEEDS);
+        nseeds = rdl_addr_list_parse(o->cluster_addrs, seeds, REDLEASE_MAX_SEEDS);
         if (nseeds < 0) nseeds = 0, ok = 0;
         cc.unix_path = NULL;
         cc.host = nseeds ? seeds[0].host : NULL;
@@ -91,7 +93,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     if (o->topology == REDLEASE_TOPOLOGY_QUORUM) {
         /* The embedded node is the quorum's, with no server of its own;
          * the members are made below. */
-        nmembers = rdl_addr_list_parse(o->quorum.addrs, members, REDLEASE_MAX_QUORUM);
+        nmembers = rdl_addr_list_parse(o->quorum_addrs, members, REDLEASE_MAX_QUORUM);
         if (nmembers < 0) nmembers = 0, ok = 0;
         cc.host = cc.unix_path = NULL;
         cc.probe = 0; /* the members are sent scripts: nothing to ask them */
@@ -102,8 +104,10 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
         /* No address until a Sentinel names the primary; ROLE checks it. */
         cc.host = cc.unix_path = NULL;
         cc.verify_primary = 1;
+        rdl_sentinel_config sc = {o->sentinel_addrs, o->sentinel_master_name, o->sentinel_username,
+                                  o->sentinel_password, o->sentinel_tls};
         c->sentinel = rdl_calloc(1, sizeof *c->sentinel);
-        ok = c->sentinel && rdl_sentinel_init(c->sentinel, &o->sentinel, &cc, &sentinel_owner, c,
+        ok = c->sentinel && rdl_sentinel_init(c->sentinel, &sc, &cc, &sentinel_owner, c,
                                               &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
     ok = rdl_node_init(&c->main, &c->svc, &node_owner, c, &cc) == REDLEASE_OK && ok;

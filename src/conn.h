@@ -103,7 +103,7 @@ typedef struct rdl_conn_config {
     const char *username, *password;
     int64_t connect_timeout, command_timeout;
     int64_t reconnect_min, reconnect_max;
-    const redlease_tls_options *tls; /* NULL or enable 0: plaintext */
+    const rdl_tls_config *tls; /* NULL or enable 0: plaintext */
     int verify_primary; /* the handshake ends with ROLE, which must say "master" */
     int hold_backoff;   /* a ready link does not reset the reconnect backoff: the
                            owner does (rdl_conn_backoff_reset) once it proved useful */
@@ -125,7 +125,7 @@ typedef struct rdl_conn {
 
     /* settings (rdl_conn_config) */
     char *host, *unix_path, *username, *password;
-    redlease_tls_options tls; /* its strings are the connection's copies */
+    rdl_tls_config tls; /* its strings are the connection's copies */
     int port, db;
     int verify_primary, hold_backoff, probe;
     int native;  /* RDL_NATIVE_* the server of this epoch has (0 until its probe is answered) */

@@ -121,17 +121,23 @@ static int empty(const char *s) { return s && !s[0]; }
 
 /* Off: nothing else is looked at. On: never a plaintext connection instead
  * (ENOTSUP without TLS support); a certificate needs its key. */
-static int tls_options_check(const redlease_tls_options *t, const char **why)
+static int tls_options_check(const redlease_client_options *o, const char **why)
 {
-    if (!t->enable) return REDLEASE_OK;
+    if (!o->tls) {
+        if (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file || o->tls_key_file ||
+            o->tls_server_name || o->tls_insecure)
+            return REFUSE("tls_* settings need tls");
+        return REDLEASE_OK;
+    }
     if (!redlease_tls_available()) {
-        *why = "tls.enable: this library was built without TLS";
+        *why = "tls: this library was built without TLS";
         return REDLEASE_ENOTSUP;
     }
-    if (empty(t->ca_file) || empty(t->ca_dir) || empty(t->cert_file) || empty(t->key_file) ||
-        empty(t->server_name))
-        return REFUSE("tls: a file, folder or name is empty");
-    if (!t->cert_file != !t->key_file) return REFUSE("tls.cert_file and tls.key_file go together");
+    if (empty(o->tls_ca_file) || empty(o->tls_ca_dir) || empty(o->tls_cert_file) ||
+        empty(o->tls_key_file) || empty(o->tls_server_name))
+        return REFUSE("tls_*: a file, folder or name is empty");
+    if (!o->tls_cert_file != !o->tls_key_file)
+        return REFUSE("tls_cert_file and tls_key_file go together");
     return REDLEASE_OK;
 }
 
@@ -152,24 +158,24 @@ static int common_check(const redlease_client_options *o, const char **why)
         return REFUSE("reconnect_max_ms: below reconnect_min_ms, or out of range");
     if (!in_range(o->commands, REDLEASE_COMMANDS_AUTO, REDLEASE_COMMANDS_SCRIPTS))
         return REFUSE("commands: no such setting");
-    return tls_options_check(&o->tls, why);
+    return tls_options_check(o, why);
 }
 
 /* The fields of the topologies a client does not have must be unset:
  * nothing is silently ignored. */
 static int others_unset(const redlease_client_options *o, const char **why)
 {
-    const redlease_sentinel_options *s = &o->sentinel;
     int t = o->topology;
     if (t != REDLEASE_TOPOLOGY_SERVER && (o->host || o->port || o->unix_path))
         return REFUSE("host, port and unix_path are for REDLEASE_TOPOLOGY_SERVER only");
     if (t != REDLEASE_TOPOLOGY_SENTINEL &&
-        (s->addrs || s->master_name || s->username || s->password || s->tls))
-        return REFUSE("sentinel.* is for REDLEASE_TOPOLOGY_SENTINEL only");
-    if (t != REDLEASE_TOPOLOGY_CLUSTER && o->cluster.addrs)
-        return REFUSE("cluster.addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
-    if (t != REDLEASE_TOPOLOGY_QUORUM && o->quorum.addrs)
-        return REFUSE("quorum.addrs is for REDLEASE_TOPOLOGY_QUORUM only");
+        (o->sentinel_addrs || o->sentinel_master_name || o->sentinel_username ||
+         o->sentinel_password || o->sentinel_tls))
+        return REFUSE("sentinel_* is for REDLEASE_TOPOLOGY_SENTINEL only");
+    if (t != REDLEASE_TOPOLOGY_CLUSTER && o->cluster_addrs)
+        return REFUSE("cluster_addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
+    if (t != REDLEASE_TOPOLOGY_QUORUM && o->quorum_addrs)
+        return REFUSE("quorum_addrs is for REDLEASE_TOPOLOGY_QUORUM only");
     return REDLEASE_OK;
 }
 
@@ -188,21 +194,22 @@ static int server_check(const redlease_client_options *o, const char **why)
  * password with a user, Sentinel TLS only with TLS settings. */
 static int sentinel_check(const redlease_client_options *o, const char **why)
 {
-    const redlease_sentinel_options *s = &o->sentinel;
-    if (rdl_addr_list_parse(s->addrs, NULL, REDLEASE_MAX_SENTINELS) < 0)
-        return REFUSE("sentinel.addrs: not a list of 1 to REDLEASE_MAX_SENTINELS HOST:PORT");
-    if (!s->master_name || !s->master_name[0] || strlen(s->master_name) > 200)
-        return REFUSE("sentinel.master_name: missing, empty or longer than 200 bytes");
-    if (s->username && !s->password) return REFUSE("sentinel.username needs sentinel.password");
-    if (s->tls && !o->tls.enable) return REFUSE("sentinel.tls needs tls.enable");
+    if (rdl_addr_list_parse(o->sentinel_addrs, NULL, REDLEASE_MAX_SENTINELS) < 0)
+        return REFUSE("sentinel_addrs: not a list of 1 to REDLEASE_MAX_SENTINELS HOST:PORT");
+    const char *name = o->sentinel_master_name;
+    if (!name || !name[0] || strlen(name) > 200)
+        return REFUSE("sentinel_master_name: missing, empty or longer than 200 bytes");
+    if (o->sentinel_username && !o->sentinel_password)
+        return REFUSE("sentinel_username needs sentinel_password");
+    if (o->sentinel_tls && !o->tls) return REFUSE("sentinel_tls needs tls");
     return REDLEASE_OK;
 }
 
 /* Cluster nodes named by seeds: one database (0) is all a Cluster has. */
 static int cluster_check(const redlease_client_options *o, const char **why)
 {
-    if (rdl_addr_list_parse(o->cluster.addrs, NULL, REDLEASE_MAX_SEEDS) < 0)
-        return REFUSE("cluster.addrs: not a list of 1 to REDLEASE_MAX_SEEDS HOST:PORT");
+    if (rdl_addr_list_parse(o->cluster_addrs, NULL, REDLEASE_MAX_SEEDS) < 0)
+        return REFUSE("cluster_addrs: not a list of 1 to REDLEASE_MAX_SEEDS HOST:PORT");
     if (o->db != 0) return REFUSE("db: a Cluster has database 0 only");
     return REDLEASE_OK;
 }
@@ -212,16 +219,16 @@ static int cluster_check(const redlease_client_options *o, const char **why)
 static int quorum_check(const redlease_client_options *o, const char **why)
 {
     rdl_addr a[REDLEASE_MAX_QUORUM];
-    int n = rdl_addr_list_parse(o->quorum.addrs, a, REDLEASE_MAX_QUORUM);
+    int n = rdl_addr_list_parse(o->quorum_addrs, a, REDLEASE_MAX_QUORUM);
     if (n == -2) {
         *why = "out of memory";
         return REDLEASE_ENOMEM;
     }
-    int rc = n < 2 ? REFUSE("quorum.addrs: not a list of 2 to REDLEASE_MAX_QUORUM HOST:PORT") : 0;
+    int rc = n < 2 ? REFUSE("quorum_addrs: not a list of 2 to REDLEASE_MAX_QUORUM HOST:PORT") : 0;
     for (int i = 0; i < n && !rc; i++)
         for (int j = 0; j < i && !rc; j++)
             if (a[i].port == a[j].port && strcmp(a[i].host, a[j].host) == 0)
-                rc = REFUSE("quorum.addrs: a server named twice");
+                rc = REFUSE("quorum_addrs: a server named twice");
     if (n > 0) rdl_addr_list_free(a, n);
     return rc;
 }

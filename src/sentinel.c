@@ -227,7 +227,7 @@ static const rdl_conn_owner conn_owner = {
 
 /* ------------------------------------------------------------ life */
 
-int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
+int rdl_sentinel_init(rdl_sentinel *s, const rdl_sentinel_config *o,
                       const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
                       rdl_clock *clock, const rdl_rng *rng)
 {
@@ -254,7 +254,7 @@ int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
     cc.verify_primary = 0;
     cc.probe = 0; /* a Sentinel is asked about the primary, nothing else */
     cc.hold_backoff = 1; /* reset by a usable answer only (answered) */
-    redlease_tls_options tls = o->tls && base->tls ? *base->tls : (redlease_tls_options){0};
+    rdl_tls_config tls = o->tls && base->tls ? *base->tls : (rdl_tls_config){0};
     tls.server_name = NULL; /* each Sentinel by its own address */
     cc.tls = &tls;
     if (rdl_conn_init(&s->conn, &cc, &conn_owner, s, clock, rng) != REDLEASE_OK) ok = 0;

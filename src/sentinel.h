@@ -62,10 +62,19 @@ typedef struct rdl_sentinel {
 int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, char *host,
                               size_t size, int *port);
 
+/* The client's sentinel_* options (checked). */
+typedef struct rdl_sentinel_config {
+    const char *addrs;
+    const char *master_name;
+    const char *username;
+    const char *password;
+    int tls; /* reach them over TLS, with base's settings */
+} rdl_sentinel_config;
+
 /* From the client's options (checked); connection settings (timeouts,
  * reconnect delays, TLS) from base. 0 or ENOMEM (then rdl_sentinel_free()
  * still frees what was made). */
-int rdl_sentinel_init(rdl_sentinel *s, const redlease_sentinel_options *o,
+int rdl_sentinel_init(rdl_sentinel *s, const rdl_sentinel_config *o,
                       const rdl_conn_config *base, const rdl_sentinel_owner *ops, void *owner,
                       rdl_clock *clock, const rdl_rng *rng);
 void rdl_sentinel_free(rdl_sentinel *s);

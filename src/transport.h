@@ -70,13 +70,23 @@ static inline int rdl_reply_is_ok(const rdl_reply *r)
     return r->type == RDL_REPLY_STATUS && r->len == 2 && r->str[0] == 'O' && r->str[1] == 'K';
 }
 
-struct redlease_tls_options;
+/* TLS settings of a connection: the client's tls_* options (man 3
+ * redlease, TLS), or a Sentinel's derived from them. */
+typedef struct rdl_tls_config {
+    int enable;
+    const char *ca_file;
+    const char *ca_dir;
+    const char *cert_file;
+    const char *key_file;
+    const char *server_name; /* NULL: the host */
+    int insecure;
+} rdl_tls_config;
 
 typedef struct rdl_endpoint {
     const char *host;
     int port;
     const char *unix_path;
-    const struct redlease_tls_options *tls; /* NULL: plaintext */
+    const rdl_tls_config *tls; /* NULL: plaintext */
 } rdl_endpoint;
 
 typedef struct rdl_transport_ops {

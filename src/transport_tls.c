@@ -49,7 +49,7 @@ static int readable(const char *path, char *why, size_t size)
 
 static int tls_failure(SSL *ssl, char *why, size_t size);
 
-static int load(rdl_tls *t, const redlease_tls_options *o, char *why, size_t size)
+static int load(rdl_tls *t, const rdl_tls_config *o, char *why, size_t size)
 {
     if (!readable(o->ca_file, why, size) || !readable(o->cert_file, why, size) ||
         !readable(o->key_file, why, size))
@@ -77,7 +77,7 @@ static int load(rdl_tls *t, const redlease_tls_options *o, char *why, size_t siz
     return REDLEASE_OK;
 }
 
-int rdl_tls_new(rdl_tls **out, const redlease_tls_options *o, char *why, size_t size)
+int rdl_tls_new(rdl_tls **out, const rdl_tls_config *o, char *why, size_t size)
 {
     *out = NULL;
     rdl_tls *t = rdl_calloc(1, sizeof *t);
@@ -187,7 +187,7 @@ void rdl_tls_forget(rdl_tls *t)
 
 #else /* !RDL_HAVE_TLS */
 
-int rdl_tls_new(rdl_tls **out, const redlease_tls_options *o, char *why, size_t size)
+int rdl_tls_new(rdl_tls **out, const rdl_tls_config *o, char *why, size_t size)
 {
     (void)o;
     *out = NULL;

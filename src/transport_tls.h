@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "redlease.h"
+#include "transport.h"
 
 struct redisContext;
 typedef struct rdl_tls rdl_tls;
@@ -17,7 +18,7 @@ typedef struct rdl_tls rdl_tls;
 /* The settings of one connection's links (trusted CAs, client certificate),
  * loaded from o's files. REDLEASE_OK, or REDLEASE_ETLS (why says which
  * file and what OpenSSL found), REDLEASE_ENOMEM, REDLEASE_ENOTSUP. */
-int rdl_tls_new(rdl_tls **out, const redlease_tls_options *o, char *why, size_t size);
+int rdl_tls_new(rdl_tls **out, const rdl_tls_config *o, char *why, size_t size);
 void rdl_tls_free(rdl_tls *t);
 
 /* Starts TLS on a context whose connect is under way: SNI, and unless

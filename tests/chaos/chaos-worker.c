@@ -14,9 +14,9 @@
  *   instead: some nodes of a Redis Cluster (the lease goes to the primary
  *   of its key's slot); CHAOS_QUORUM=HOST:PORT,HOST:PORT[,...] instead:
  *   independent masters, the lease held on a majority of them (the
- *   client option quorum.addrs; CHAOS_MIN_REPLICAS must then be 0);
+ *   client option quorum_addrs; CHAOS_MIN_REPLICAS must then be 0);
  *   CHAOS_MIN_REPLICAS (default 0):
- *   the lock option min_replicas (and the acknowledged renewals with it);
+ *   the lock option replica_acks (and the acknowledged renewals with it);
  *   CHAOS_TTL_MS (default 100), CHAOS_WAIT_MS (default 4 x TTL),
  *   CHAOS_CS_MS (longest sleep in the critical section; default 1.5 TTL:
  *   longer ones need renewals, so a frozen server costs the lease),
@@ -413,14 +413,14 @@ int main(int argc, char **argv)
     redlease_client_options_init(&co);
     if (getenv("CHAOS_SENTINEL")) {
         co.topology = REDLEASE_TOPOLOGY_SENTINEL;
-        co.sentinel.addrs = getenv("CHAOS_SENTINEL");
-        co.sentinel.master_name = getenv("CHAOS_MASTER");
+        co.sentinel_addrs = getenv("CHAOS_SENTINEL");
+        co.sentinel_master_name = getenv("CHAOS_MASTER");
     } else if (getenv("CHAOS_CLUSTER")) {
         co.topology = REDLEASE_TOPOLOGY_CLUSTER;
-        co.cluster.addrs = getenv("CHAOS_CLUSTER");
+        co.cluster_addrs = getenv("CHAOS_CLUSTER");
     } else if (getenv("CHAOS_QUORUM")) {
         co.topology = REDLEASE_TOPOLOGY_QUORUM;
-        co.quorum.addrs = getenv("CHAOS_QUORUM");
+        co.quorum_addrs = getenv("CHAOS_QUORUM");
     } else {
         co.unix_path = getenv("REDLEASE_SOCKET");
     }

@@ -38,7 +38,7 @@
 #   CHAOS_TOPOLOGY    single (default), sentinel, cluster or quorum.
 #                     sentinel: the harness's server as a primary, one
 #                     replica of it and one Sentinel; the workers find the
-#                     primary through the Sentinel and ask for min_replicas
+#                     primary through the Sentinel and ask for replica_acks
 #                     1 (CHAOS_MIN_REPLICAS); the faults are failover, stop
 #                     and kill (no proxy, no restart), and a failover has no
 #                     excuse window: 0 overlaps.
@@ -52,7 +52,7 @@
 #                     connected); the harness's own server is not a node
 #                     and stays unused. Each worker is given one or two
 #                     nodes (CHAOS_CLUSTER; odd workers one, even ones two,
-#                     replicas among them) and min_replicas 1. The faults
+#                     replicas among them) and replica_acks 1. The faults
 #                     are failover, migrate, stop and kill (no proxy, no
 #                     restart), the first two a failover and a migration
 #                     (in a seeded order); failovers and migrations have no
@@ -68,8 +68,8 @@
 #                     restart without persistence breaks the Redlock scheme
 #                     by design: docs/design.md section 10); the harness's
 #                     own server stays unused. Every worker is given all of
-#                     them (CHAOS_QUORUM: the client option quorum.addrs, in
-#                     an order of its own) and no min_replicas (refused
+#                     them (CHAOS_QUORUM: the client option quorum_addrs, in
+#                     an order of its own) and no replica_acks (refused
 #                     under a quorum). The faults are member-stop,
 #                     member-restart, member-pause, stop and kill (no
 #                     proxy); none has an excuse window: 0 overlaps (a

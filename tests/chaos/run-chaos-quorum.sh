@@ -3,7 +3,7 @@
 # make check: the short chaos run (run-chaos-short.sh) on the quorum
 # topology of chaos.sh: five independent masters with appendonly yes and
 # appendfsync always, the workers given all of them (the client option
-# quorum.addrs, no min_replicas); members frozen (a minority, and at least
+# quorum_addrs, no replica_acks); members frozen (a minority, and at least
 # once a majority), killed and restarted from their append-only files, and
 # paused among the faults; one TAP case per invariant, 0 overlaps. A
 # 25 s schedule (the members start in ~2 s and need no settling, unlike the

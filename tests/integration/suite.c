@@ -176,10 +176,10 @@ redlease_client *client_tcp(int tcp)
     } else if (tls_port) {
         o.host = "127.0.0.1";
         o.port = tls_port;
-        o.tls.enable = 1;
-        o.tls.ca_file = tls_files[0];
-        o.tls.cert_file = tls_files[1];
-        o.tls.key_file = tls_files[2];
+        o.tls = 1;
+        o.tls_ca_file = tls_files[0];
+        o.tls_cert_file = tls_files[1];
+        o.tls_key_file = tls_files[2];
     } else {
         o.unix_path = sock_path;
     }

@@ -13,7 +13,7 @@
  *    the waiter gets the lock.
  *  - A primary killed: its replica takes over; each lease on it is
  *    confirmed there or lost, held() is 0 in between, and with
- *    min_replicas = 1 none is lost.
+ *    replica_acks = 1 none is lost.
  * Runs on the poll() loop through cluster.itest. */
 #define _GNU_SOURCE /* memmem, in rig.h */
 #include <signal.h>
@@ -169,7 +169,7 @@ static redlease_client_options cluster_opts(const char *list)
 {
     redlease_client_options co = copts_tcp(0);
     co.host = NULL;
-    co.cluster.addrs = list;
+    co.cluster_addrs = list;
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     return co;
 }
@@ -204,8 +204,8 @@ static void test_cluster_options_checked(void)
     co.db = 1; /* a Cluster has database 0 only */
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     co = cluster_opts("127.0.0.1:7000");
-    co.sentinel.addrs = "127.0.0.1:26379";
-    co.sentinel.master_name = "m";
+    co.sentinel_addrs = "127.0.0.1:26379";
+    co.sentinel_master_name = "m";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     co = cluster_opts("127.0.0.1:7000");
     co.unix_path = "/tmp/x.sock";
@@ -377,7 +377,7 @@ static void test_cluster_slot_migration(void)
     finish(c, &co);
 }
 
-/* Leases on one primary (half with min_replicas = 1), a waiter; the
+/* Leases on one primary (half with replica_acks = 1), a waiter; the
  * primary is killed and its replica takes over. */
 static void test_cluster_primary_killed(void)
 {
@@ -423,7 +423,7 @@ static void test_cluster_primary_killed(void)
             CHECK_EQ(o[i].lost_reason, REDLEASE_LOST_NOT_OWNER);
             *(i % 2 ? &lost_acked : &lost_plain) += 1;
         }
-    printf("# primary killed: %d leases on it; lost %d of %d with min_replicas 1, %d of %d "
+    printf("# primary killed: %d leases on it; lost %d of %d with replica_acks 1, %d of %d "
            "without; unconfirmed seen %d; all confirmed or lost %lld ms after the kill\n",
            held_there, lost_acked, NLEASES / 2, lost_plain, NLEASES / 2, seen_unheld,
            (long long)(mono_ms() - killed_at));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The quorum (co.quorum.addrs, src/quorum.h) against real processes: five
+/* The quorum (co.quorum_addrs, src/quorum.h) against real processes: five
  * independent redis-servers of its own (servers.h), started afresh for
  * each case that changes them, killed or paused by pid and by command.
  *  - One acquire puts one token on all five keys (read back by GET on
@@ -69,7 +69,7 @@ static redlease_client_options quorum_opts(void)
     redlease_client_options co = copts_tcp(0);
     co.host = NULL;
     co.port = 0;
-    co.quorum.addrs = addrs;
+    co.quorum_addrs = addrs;
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
     return co;
 }
@@ -248,11 +248,11 @@ static void test_quorum_options_checked(void)
     NEED_QUORUM();
     redlease_client *c = NULL;
     redlease_client_options co = quorum_opts();
-    co.sentinel.addrs = "127.0.0.1:26379";
-    co.sentinel.master_name = "m";
+    co.sentinel_addrs = "127.0.0.1:26379";
+    co.sentinel_master_name = "m";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     co = quorum_opts();
-    co.cluster.addrs = "127.0.0.1:7000";
+    co.cluster_addrs = "127.0.0.1:7000";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     co = quorum_opts();
     co.unix_path = "/tmp/x.sock";
@@ -263,7 +263,7 @@ static void test_quorum_options_checked(void)
                          "127.0.0.1:7000,127.0.0.1:7001,", "h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9,h:10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         co = quorum_opts();
-        co.quorum.addrs = bad[i];
+        co.quorum_addrs = bad[i];
         CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     }
     CHECK(c == NULL);

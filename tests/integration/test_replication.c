@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Replication acknowledgement against real servers: the test starts a
  * primary and two replicas of its own (servers.h) for each case.
- *  - With min_replicas the lease is confirmed only once WAIT counted the
+ *  - With replica_acks the lease is confirmed only once WAIT counted the
  *    replicas: both replicas hold the key when on_acquire(OK) runs, and
  *    renewals are acknowledged the same way.
  *  - Too few replicas (more asked than exist, or the replicas stopped):
  *    on_acquire(REDLEASE_EREPLICAS) and the key deleted from the primary.
  *  - The failover hole, counted: replicas stopped, the primary killed, a
- *    replica promoted. Without min_replicas the lease was granted and the
+ *    replica promoted. Without replica_acks the lease was granted and the
  *    new primary lacks it (1 lost, a second holder gets it); with
- *    min_replicas = 1 and one replica up, the promoted replica holds the
+ *    replica_acks = 1 and one replica up, the promoted replica holds the
  *    key (0 lost); with none up, no lease was granted (0 lost).
  *  - A renewal no replica acknowledges never extends the lease: lost
  *    (EXPIRED) at the deadline of the last acknowledged one.
@@ -150,7 +150,7 @@ static void test_repl_more_than_exist_fails_and_deletes(void)
  * lease asked for, then the primary killed and replica 1 promoted. Returns
  * how many leases the failover lost: granted, and missing on the new
  * primary, where a second client then acquires the same resource. */
-static int failover_loses(int min_replicas, int stop_both)
+static int failover_loses(int replica_acks, int stop_both)
 {
     if (start_all()) return -1;
     obs o = {0}, o2 = {0};
@@ -161,7 +161,7 @@ static int failover_loses(int min_replicas, int stop_both)
     if (x) freeReplyObject(x);
     if (!stop_both) CHECK(wait_acks(1)); /* replica 1 back, replica 2 still cut */
     redlease_client *c = client_to(&primary, &o);
-    acquire(c, &o, "repl-failover", acked(5000, min_replicas, 200));
+    acquire(c, &o, "repl-failover", acked(5000, replica_acks, 200));
     run_until(&o.acq, 3000, NULL);
     int granted = o.acq_st == REDLEASE_OK;
     run_for(50, NULL); /* a failed acquire's delete lands too */
@@ -176,8 +176,8 @@ static int failover_loses(int min_replicas, int stop_both)
     acquire(c2, &o2, "repl-failover", lopts(5000, 0, 0));
     run_until(&o2.acq, 3000, NULL);
     int second = o2.acq_st == REDLEASE_OK;
-    printf("# min_replicas %d, %s replica up: %s; on the new primary %d; a second client: %s\n",
-           min_replicas, stop_both ? "no" : "one", redlease_strerror(o.acq_st), on_new,
+    printf("# replica_acks %d, %s replica up: %s; on the new primary %d; a second client: %s\n",
+           replica_acks, stop_both ? "no" : "one", redlease_strerror(o.acq_st), on_new,
            redlease_strerror(o2.acq_st));
     CHECK(!(granted && on_new && second)); /* a key on the new primary stops the second */
     release(&o2, NULL);

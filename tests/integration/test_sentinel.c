@@ -8,7 +8,7 @@
  *    leases are held and an acquire waits: the client follows the switch,
  *    redlease_lock_held() is 0 until a renewal on the new primary confirms
  *    each lease, and the count of leases lost is printed and checked: with
- *    min_replicas = 1 none is lost.
+ *    replica_acks = 1 none is lost.
  *  - A lease the new primary lacks is lost (NOT_OWNER) at once, not at its
  *    deadline.
  *  - No Sentinel reachable, or none that knows the name: the acquire ends
@@ -97,9 +97,9 @@ static redlease_client_options sentinel_opts(const char *list, const char *name)
 {
     redlease_client_options co = copts_tcp(0); /* the Sentinels say where */
     co.host = NULL;
-    co.sentinel.addrs = list;
+    co.sentinel_addrs = list;
     co.topology = REDLEASE_TOPOLOGY_SENTINEL;
-    co.sentinel.master_name = name;
+    co.sentinel_master_name = name;
     return co;
 }
 
@@ -167,11 +167,11 @@ static void test_sentinel_finds_the_primary(void)
     finish(c, &o);
 }
 
-/* Leases held (half of them with min_replicas = 1) and an acquire waiting
+/* Leases held (half of them with replica_acks = 1) and an acquire waiting
  * for a key another client holds, through a failover that fail() causes.
  * Every lease must either be confirmed on the new primary or lost; none
  * may read as held while unconfirmed. Returns the leases lost with
- * min_replicas = 1 (must be 0); prints both counts. */
+ * replica_acks = 1 (must be 0); prints both counts. */
 static int through_failover(const char *how, void (*fail)(void))
 {
     obs o[NLEASES], w = {0}, h = {0};
@@ -216,7 +216,7 @@ static int through_failover(const char *how, void (*fail)(void))
                 lost_plain++;
         }
     }
-    printf("# %s: switched %d; leases lost: %d of %d with min_replicas 1, %d of %d without; "
+    printf("# %s: switched %d; leases lost: %d of %d with replica_acks 1, %d of %d without; "
            "unconfirmed seen %d\n",
            how, switched, lost_acked, NLEASES / 2, lost_plain, NLEASES / 2, seen_unheld);
     printf("# left the old primary on the Sentinel's news: %d time(s)\n", watch_hits);
@@ -305,7 +305,7 @@ static void test_sentinel_none_reachable_or_name_unknown(void)
                          "does not know master 'no-such-master'");
     /* credentials the Sentinels refuse: at once, whatever the budget */
     redlease_client_options co = sentinel_opts(sentinel_list, MASTER);
-    co.sentinel.password = "not-the-password";
+    co.sentinel_password = "not-the-password";
     expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, REDLEASE_EAUTH, "Sentinel 127.0.0.1:");
 }
 
@@ -346,19 +346,19 @@ static void test_sentinel_options_checked(void)
     redlease_client *c = NULL;
     const char *bad[] = {"", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":26379", "h:1,",
                          "::1:26379", "[::1]26379", "h:1,,h:2", "h:x"};
-    co.sentinel.master_name = MASTER;
+    co.sentinel_master_name = MASTER;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        co.sentinel.addrs = bad[i];
+        co.sentinel_addrs = bad[i];
         CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
         const char *why = redlease_client_options_error(&co);
-        CHECK(why && strstr(why, "sentinel.addrs"));
+        CHECK(why && strstr(why, "sentinel_addrs"));
     }
-    co.sentinel.addrs = "[::1]:26379,localhost:26380";
+    co.sentinel_addrs = "[::1]:26379,localhost:26380";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     redlease_client_free(c);
-    co.sentinel.master_name = "";
+    co.sentinel_master_name = "";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-    co.sentinel.master_name = MASTER;
+    co.sentinel_master_name = MASTER;
     co.unix_path = "/tmp/x.sock"; /* which would win? */
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
 }

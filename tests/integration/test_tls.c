@@ -9,7 +9,7 @@
  * certificate does not carry, no client
  * certificate, a CA file that does not exist; TLS to a plaintext port and
  * plaintext to the TLS port are never OK (the connection times out or is
- * reset); a Sentinel over TLS that names the TLS server (sentinel.tls),
+ * reset); a Sentinel over TLS that names the TLS server (sentinel_tls),
  * and one no trusted CA signed. In a build without TLS the one
  * case is that asking for TLS is REDLEASE_ENOTSUP, never plaintext.
  * Runs on the poll() loop through tls.itest (run-integration.sh starts the
@@ -40,11 +40,11 @@ static redlease_client_options tls_opts(int port, const char *ca, int cert)
 {
     redlease_client_options co = copts_tcp(port);
     if (ca) {
-        co.tls.enable = 1;
-        co.tls.ca_file = file_of(ca);
+        co.tls = 1;
+        co.tls_ca_file = file_of(ca);
         if (cert) {
-            co.tls.cert_file = file_of("client.crt");
-            co.tls.key_file = file_of("client.key");
+            co.tls_cert_file = file_of("client.crt");
+            co.tls_key_file = file_of("client.key");
         }
     }
     return co;
@@ -90,7 +90,7 @@ static void test_tls_certificate_expired(void)
 static void test_tls_name_not_in_the_certificate(void)
 {
     redlease_client_options co = tls_opts(tls_port, "ca.crt", 1);
-    co.tls.server_name = "redis.example";
+    co.tls_server_name = "redis.example";
     expect_refused(co, REDLEASE_ETLS, "hostname mismatch");
 }
 
@@ -99,8 +99,8 @@ static void test_tls_insecure_skips_verification(void)
 {
     obs o = {0};
     redlease_client_options co = tls_opts(tls_port, "other-ca.crt", 1);
-    co.tls.server_name = "redis.example";
-    co.tls.insecure = 1;
+    co.tls_server_name = "redis.example";
+    co.tls_insecure = 1;
     redlease_client *c = client_with(&co, &o);
     acquire(c, &o, "tls-insecure", lopts(1000, 0, 0));
     run_until(&o.acq, 3000, NULL);
@@ -164,7 +164,9 @@ static void test_tls_not_in_this_build(void)
     CHECK_EQ(redlease_tls_available(), 0);
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_ENOTSUP);
     CHECK(c == NULL);
-    co.tls.enable = 0;
+    co.tls = 0; /* a CA file without tls would be ignored: refused */
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    co.tls_ca_file = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     redlease_client_free(c);
 }
@@ -218,10 +220,10 @@ static void test_tls_through_sentinel(void)
     obs o = {0};
     redlease_client_options co = tls_opts(0, "ca.crt", 1);
     co.host = NULL; /* the Sentinel says where */
-    co.sentinel.addrs = list;
+    co.sentinel_addrs = list;
     co.topology = REDLEASE_TOPOLOGY_SENTINEL;
-    co.sentinel.master_name = "tlsm";
-    co.sentinel.tls = 1;
+    co.sentinel_master_name = "tlsm";
+    co.sentinel_tls = 1;
     redlease_client *c = client_with(&co, &o);
     acquire(c, &o, "tls-sentinel", lopts(1000, 3000, 0));
     run_until(&o.acq, 4000, NULL);
@@ -233,10 +235,10 @@ static void test_tls_through_sentinel(void)
 
     co = tls_opts(0, "other-ca.crt", 1); /* signed no Sentinel */
     co.host = NULL; /* the Sentinel says where */
-    co.sentinel.addrs = list;
+    co.sentinel_addrs = list;
     co.topology = REDLEASE_TOPOLOGY_SENTINEL;
-    co.sentinel.master_name = "tlsm";
-    co.sentinel.tls = 1;
+    co.sentinel_master_name = "tlsm";
+    co.sentinel_tls = 1;
     expect_acquire_fails(co, REDLEASE_WAIT_FOREVER, REDLEASE_ETLS, "Sentinel 127.0.0.1:");
     srv_kill(&sentinel);
 }

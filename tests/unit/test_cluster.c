@@ -21,7 +21,7 @@ static void oom_scenario_cluster(long fail_at, int *ok)
     fake f;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.cluster.addrs = "10.0.0.1:7001,10.0.0.3:7003";
+    co.cluster_addrs = "10.0.0.1:7001,10.0.0.3:7003";
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
     if (!oom_start(&f, &co, fail_at)) return;

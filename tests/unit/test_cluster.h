@@ -89,7 +89,7 @@ static inline void start_cluster(fake *f)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.cluster.addrs = "10.0.0.1:7001";
+    co.cluster_addrs = "10.0.0.1:7001";
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
     fake_attach(f, &co);

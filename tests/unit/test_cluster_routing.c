@@ -222,7 +222,7 @@ void test_cluster_query_not_sent_is_retried(void)
     fake f;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.cluster.addrs = "10.0.0.1:7001";
+    co.cluster_addrs = "10.0.0.1:7001";
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     fake_attach(&f, &co);
     fake_connect_raw(&f);

@@ -371,14 +371,17 @@ static void test_invalid_arguments(void)
      * a certificate needs its key, and no name may be empty */
     int no_tls = redlease_tls_available() ? REDLEASE_EINVAL : REDLEASE_ENOTSUP;
     redlease_client_options_init(&co);
-    co.tls.enable = 1;
-    co.tls.cert_file = "client.crt";
+    co.tls = 1;
+    co.tls_cert_file = "client.crt";
     CHECK_EQ(redlease_client_new(&c, &co), no_tls);
-    co.tls.cert_file = NULL;
-    co.tls.ca_file = "";
+    co.tls_cert_file = NULL;
+    co.tls_ca_file = "";
     CHECK_EQ(redlease_client_new(&c, &co), no_tls);
     CHECK(c == NULL);
-    co.tls.enable = 0; /* off: the rest is not looked at */
+    co.tls = 0; /* off: a tls_* setting would be ignored, so it is refused */
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK_STR(redlease_client_options_error(&co), "tls_* settings need tls");
+    co.tls_ca_file = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     redlease_client_free(c);
     c = NULL;

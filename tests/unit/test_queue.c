@@ -459,14 +459,14 @@ static void test_channel_of_each_topology(void)
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
-    co.cluster.addrs = "127.0.0.1:7000";
+    co.cluster_addrs = "127.0.0.1:7000";
     redlease_client *c = NULL;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     CHECK(c && c->waker && rdl_conn_port(&c->waker->conn) == 7000);
     redlease_client_free(c);
     redlease_client_options_init(&co);
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
-    co.quorum.addrs = "127.0.0.1:7005,127.0.0.1:7001,127.0.0.1:7002";
+    co.quorum_addrs = "127.0.0.1:7005,127.0.0.1:7001,127.0.0.1:7002";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     CHECK(c && c->waker && rdl_conn_port(&c->waker->conn) == 7005);
     redlease_client_free(c);

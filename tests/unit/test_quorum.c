@@ -18,18 +18,18 @@ static void test_quorum_options(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         redlease_client_options_init(&co);
         co.topology = REDLEASE_TOPOLOGY_QUORUM;
-        co.quorum.addrs = bad[i];
+        co.quorum_addrs = bad[i];
         CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-        CHECK(error_names(&co, "quorum.addrs"));
+        CHECK(error_names(&co, "quorum_addrs"));
     }
     /* another topology's field is refused, and named, never ignored */
     redlease_client_options_init(&co);
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
-    co.quorum.addrs = addrs[3];
-    co.cluster.addrs = "10.0.0.9:7009";
+    co.quorum_addrs = addrs[3];
+    co.cluster_addrs = "10.0.0.9:7009";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-    CHECK_STR(redlease_client_options_error(&co), "cluster.addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
-    co.cluster.addrs = NULL;
+    CHECK_STR(redlease_client_options_error(&co), "cluster_addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
+    co.cluster_addrs = NULL;
     co.unix_path = "/tmp/x.sock";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     co.unix_path = NULL;
@@ -38,20 +38,20 @@ static void test_quorum_options(void)
     CHECK_STR(redlease_client_options_error(&co),
               "host, port and unix_path are for REDLEASE_TOPOLOGY_SERVER only");
     co.host = NULL;
-    co.sentinel.master_name = "m";
+    co.sentinel_master_name = "m";
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-    CHECK_STR(redlease_client_options_error(&co), "sentinel.* is for REDLEASE_TOPOLOGY_SENTINEL only");
-    co.sentinel.master_name = NULL;
-    co.quorum.addrs = "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9";
+    CHECK_STR(redlease_client_options_error(&co), "sentinel_* is for REDLEASE_TOPOLOGY_SENTINEL only");
+    co.sentinel_master_name = NULL;
+    co.quorum_addrs = "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9";
     CHECK(redlease_client_options_error(&co) == NULL);
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_OK);
     redlease_client_free(c);
     /* the servers without the topology: refused, and named */
     redlease_client_options_init(&co);
-    co.quorum.addrs = addrs[3];
+    co.quorum_addrs = addrs[3];
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
-    CHECK_STR(redlease_client_options_error(&co), "quorum.addrs is for REDLEASE_TOPOLOGY_QUORUM only");
-    co.quorum.addrs = NULL;
+    CHECK_STR(redlease_client_options_error(&co), "quorum_addrs is for REDLEASE_TOPOLOGY_QUORUM only");
+    co.quorum_addrs = NULL;
     co.topology = 4;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK_STR(redlease_client_options_error(&co), "topology: no such setting");
@@ -86,7 +86,7 @@ static void test_quorum_waits_for_every_first_connection(void)
         fake f;
         redlease_client_options co;
         redlease_client_options_init(&co);
-        co.quorum.addrs = addrs[3];
+        co.quorum_addrs = addrs[3];
         co.topology = REDLEASE_TOPOLOGY_QUORUM;
         fake_attach(&f, &co);
         fake_link_connect(&f, member(&f, 1));
@@ -573,7 +573,7 @@ static void test_quorum_settling_ends(void)
     fake f;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.quorum.addrs = addrs[3];
+    co.quorum_addrs = addrs[3];
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
     fake_attach(&f, &co);
     fake_link_connect(&f, member(&f, 1));
@@ -688,7 +688,7 @@ static void oom_scenario_quorum(long fail_at, int *ok)
     fake f;
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.quorum.addrs = addrs[3];
+    co.quorum_addrs = addrs[3];
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
     fake_alloc_fail_at(fail_at);
     fake_attach(&f, &co);

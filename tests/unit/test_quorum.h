@@ -37,7 +37,7 @@ static inline void start_quorum(fake *f, int n)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.quorum.addrs = addrs[n];
+    co.quorum_addrs = addrs[n];
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
     fake_attach(f, &co);

@@ -410,7 +410,7 @@ static void test_late_ok_is_not_adopted_without_its_ack(void)
 /* One WAIT in flight on the connection: writes confirmed meanwhile wait
  * for its answer, then share the next one, which asks for the most
  * replicas any wants within the shortest timeout; each lock judges the
- * count by its own min_replicas. */
+ * count by its own replica_acks. */
 static void test_one_wait_in_flight_shared_by_the_writes_behind_it(void)
 {
     fake f;

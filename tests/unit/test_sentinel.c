@@ -29,9 +29,9 @@ static redlease_client_options sentinel_options(const char *addrs, int64_t min, 
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
-    co.sentinel.addrs = addrs;
+    co.sentinel_addrs = addrs;
     co.topology = REDLEASE_TOPOLOGY_SENTINEL;
-    co.sentinel.master_name = "mymaster";
+    co.sentinel_master_name = "mymaster";
     co.reconnect_min_ms = min;
     co.reconnect_max_ms = max;
     return co;
@@ -51,7 +51,7 @@ static int64_t until_side_reconnects(fake *f)
 static void start_sentinel_client(fake *f, const char *password)
 {
     redlease_client_options co = sentinel_options("s1:1,s2:2", 10, 10);
-    co.sentinel.password = password;
+    co.sentinel_password = password;
     fake_attach(f, &co);
     nseen = 0;
     primary_seen[0] = '\0';
