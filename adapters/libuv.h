@@ -81,14 +81,23 @@ typedef struct redlease__uv_io {
 
 /* May free the client, and with it close this handle (unwatch): libuv
  * then calls no callback of it again, and frees it in the close callback. */
+static inline int redlease__uv_events(int events) {
+    return ((events & REDLEASE_IO_READ) ? UV_READABLE : 0) | ((events & REDLEASE_IO_WRITE) ? UV_WRITABLE : 0);
+}
+
 static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
     redlease__uv_io *io = (redlease__uv_io *)h->data;
     int ev = ((events & UV_READABLE) ? REDLEASE_IO_READ : 0) | ((events & UV_WRITABLE) ? REDLEASE_IO_WRITE : 0);
-    /* On an error libuv has stopped the handle: the client finds the error
-     * by reading or writing, and closes the connection (or watches again). */
+    /* On an error libuv has stopped the handle. The client finds the error
+     * by reading or writing, and closes the connection; but a read may
+     * first get data that came before a reset, and no error: the client
+     * still wants the socket watched, and has no way to know that libuv
+     * stopped. So the handle starts again (a lasting error is reported
+     * again, until the read that finds it). */
     if (status < 0) {
-        ev = io->events ? io->events : REDLEASE_IO_READ;
-        io->events = 0;
+        ev = io->events;
+        if (io->events)
+            uv_poll_start(&io->poll, redlease__uv_events(io->events), redlease__uv_io_cb);
     }
     redlease_client_on_io(io->state->client, io->fd, ev);
 }
@@ -100,7 +109,7 @@ static inline void redlease__uv_free_on_close(uv_handle_t *h) {
 static inline int redlease__libuv_watch(void *loop_data, int fd, int events, void **slot) {
     redlease_libuv *s = (redlease_libuv *)loop_data;
     redlease__uv_io *io = (redlease__uv_io *)*slot;
-    int uv = ((events & REDLEASE_IO_READ) ? UV_READABLE : 0) | ((events & REDLEASE_IO_WRITE) ? UV_WRITABLE : 0);
+    int uv = redlease__uv_events(events);
     if (io == NULL) {
         io = (redlease__uv_io *)malloc(sizeof(*io));
         if (io == NULL)

@@ -471,7 +471,10 @@ REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
  *             that socket: NULL on the first call for it, which makes the
  *             watcher (store it there) and is the only call that may fail
  *             (return -1: that connection then fails with REDLEASE_ECONN);
- *             later calls change what it watches and return 0.
+ *             later calls change what it watches and return 0. The socket
+ *             stays watched for that until the next call: an adapter never
+ *             stops by itself (libuv stops a poll handle on an error: start
+ *             it again).
  *   unwatch   the client is about to close fd: stop watching it and free
  *             what slot holds. Once per socket whose first watch
  *             succeeded; it may come from inside redlease_client_on_io()
@@ -511,8 +514,10 @@ REDLEASE_EXTERN void redlease_client_on_timer(redlease_client *c);
  * (REDLEASE_IO_READ | REDLEASE_IO_WRITE). On an error or hang-up the loop
  * reports (POLLERR, POLLHUP), pass every event fd is watched for: the
  * client then reads or writes, finds the error and closes the connection.
- * Events fd is not watched for, and a descriptor the client no longer
- * watches (a report queued before its unwatch), are ignored. The callbacks
+ * Events fd is not watched for, and a descriptor the client does not
+ * watch, are ignored; after unwatch, drop what the loop still has queued
+ * for that watcher (the shipped loops do: a stopped watcher's events are
+ * dropped): the descriptor may already be another socket's. The callbacks
  * the replies it read made due run from here, not a loop iteration later;
  * a peer gone away cannot kill the process with SIGPIPE. */
 REDLEASE_EXTERN void redlease_client_on_io(redlease_client *c, int fd, int events);

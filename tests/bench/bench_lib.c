@@ -73,10 +73,22 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
     redlease_release(lk, on_released, arg);
 }
 
+/* BENCH_WAIT_MODE: the lock option wait_mode of a and b's cycles. */
+static int wait_mode(void)
+{
+    const char *m = getenv("BENCH_WAIT_MODE");
+    if (!m || !*m || strcmp(m, "queue") == 0) return REDLEASE_WAIT_DEFAULT;
+    if (strcmp(m, "poll") == 0) return REDLEASE_WAIT_POLL;
+    if (strcmp(m, "wake") == 0) return REDLEASE_WAIT_WAKE;
+    bench_die("BENCH_WAIT_MODE: queue, poll or wake");
+    return 0;
+}
+
 static void chain_start(chain *ch)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
+    o.wait_mode = wait_mode();
     redlease_lock *lk;
     if (redlease_acquire(L.c, ch->name, &o, on_acquired, NULL, ch, &lk) != REDLEASE_OK)
         bench_die("redlease_acquire");

@@ -25,6 +25,11 @@
  *                           commands written apart, would show there).
  *                           Under valgrind --tool=callgrind
  *                           --collect-atstart=no only that window counts.
+ *   BENCH_WAIT_MODE queue   a, b: redlease's wait_mode: queue (the default),
+ *                           wake or poll. Only a release in queue mode must
+ *                           also look for waiters (docs/design.md, 11.2):
+ *                           poll shows the engine against the floor without
+ *                           that cost.
  *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server
  *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
  *                           does); REDIS_SERVER=valkey-server compares them

@@ -214,9 +214,12 @@ void test_free_inside_callbacks(void)
 
 /* A peer that resets the connection (RST, not FIN) while the client waits
  * for its handshake replies. The adapter must hand the socket error to
- * hiredis at once (libuv reports it as a poll error and stops the handle;
- * hiredis 0.14's own libuv adapter ignored it), not leave it to the
- * handshake timeout (5 s here). */
+ * the client at once (libuv reports it as a poll error and stops the
+ * handle; hiredis 0.14's own libuv adapter ignored it), not leave it to
+ * the handshake timeout (5 s here). Sent after part of a reply (before),
+ * the reset comes second: the first read gets the bytes and no error, so
+ * the adapter must still be watching (libuv's stopped handle restarted)
+ * for the read that finds it. */
 static int64_t t_reset_seen;
 static void watch_reset(redlease_client *c, const redlease_event *ev, void *arg)
 {
@@ -224,7 +227,7 @@ static void watch_reset(redlease_client *c, const redlease_event *ev, void *arg)
     if (ev->type == REDLEASE_EV_DISCONNECTED && !t_reset_seen) t_reset_seen = mono_ms();
 }
 
-void test_reset_by_peer_noticed_at_once(void)
+static void reset_after(const char *before)
 {
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
@@ -258,6 +261,7 @@ void test_reset_by_peer_noticed_at_once(void)
         if (fd >= 0) got = read(fd, buf, sizeof buf);
     }
     CHECK(got > 0);
+    if (before) CHECK(write(fd, before, strlen(before)) == (ssize_t)strlen(before));
     struct linger l = {1, 0}; /* close with a reset */
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
     close(fd);
@@ -265,11 +269,19 @@ void test_reset_by_peer_noticed_at_once(void)
     end = t_reset + 3000;
     while (!t_reset_seen && mono_ms() < end) testloop_run_once(5);
     CHECK(t_reset_seen > 0);
-    if (t_reset_seen) printf("# %s: reset noticed after %lld ms\n", testloop_name, (long long)(t_reset_seen - t_reset));
+    if (t_reset_seen)
+        printf("# %s: reset%s noticed after %lld ms\n", testloop_name, before ? " after data" : "",
+               (long long)(t_reset_seen - t_reset));
     CHECK(t_reset_seen - t_reset < 1000);
     redlease_client_free(c);
     close(ls);
     CHECK(loop_empties());
+}
+
+void test_reset_by_peer_noticed_at_once(void)
+{
+    reset_after(NULL);
+    reset_after("$100\r\nhalf a reply"); /* a bulk string cut short */
 }
 
 /* The server goes away between the connect and the first write: writing
