@@ -31,8 +31,8 @@ static void lib_open(int64_t command_timeout_ms)
     co.host = bench_host;
     co.port = bench_port;
     if (command_timeout_ms) co.command_timeout_ms = command_timeout_ms;
-    const char *so = getenv("BENCH_SCRIPTS_ONLY");
-    co.commands = so && *so && strcmp(so, "0") != 0 ? REDLEASE_COMMANDS_SCRIPTS : REDLEASE_COMMANDS_AUTO;
+    const char *cm = getenv("BENCH_COMMANDS"); /* the client option commands */
+    co.commands = cm && strcmp(cm, "scripts") == 0 ? REDLEASE_COMMANDS_SCRIPTS : REDLEASE_COMMANDS_AUTO;
     L.loop = ev_loop_new(EVFLAG_AUTO);
     if (redlease_client_new(&L.c, &co) != REDLEASE_OK) bench_die("redlease_client_new");
     redlease_client_set_clock(L.c, lib_clock, NULL);

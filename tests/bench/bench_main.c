@@ -30,7 +30,7 @@
  *                           also look for waiters (docs/design.md, 11.2):
  *                           poll shows the engine against the floor without
  *                           that cost.
- *   BENCH_SCRIPTS_ONLY 0    1: redlease sends Lua scripts even to a server
+ *   BENCH_COMMANDS auto     scripts: redlease sends Lua scripts even to a server
  *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
  *                           does); REDIS_SERVER=valkey-server compares them
  *   BENCH_CONTENDED_N 8     contended: worker processes on the one key
