@@ -277,7 +277,8 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_EPROTO:
     case REDLEASE_EPERM:
     case REDLEASE_EREPLICAS:  /* --min-replicas unmet: not a usable server either */
-    case REDLEASE_EQUORUM: { /* --quorum: too few servers said yes, not for another holder */
+    case REDLEASE_EQUORUM:   /* --quorum: too few servers said yes, not for another holder */
+    case REDLEASE_EKIND: {   /* the key is no mutex's: waiting would never end */
         const char *detail = redlease_client_errstr(r->client);
         cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
                   detail[0] ? ": " : "", detail);

@@ -78,8 +78,10 @@ enum redlease_status {
     REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support) */
     REDLEASE_ETLS = -15,     /* TLS failed: certificate not trusted, wrong name, handshake refused */
     REDLEASE_EREPLICAS = -16, /* too few replicas acknowledged (or fsynced) the write in time */
-    REDLEASE_EQUORUM = -17    /* quorum: too few servers said yes, for another reason than
+    REDLEASE_EQUORUM = -17,   /* quorum: too few servers said yes, for another reason than
                                  another holder (see redlease_client_errstr) */
+    REDLEASE_EKIND = -18      /* the resource's key holds another kind of value than this
+                                 lease's (Redis's WRONGTYPE): never taken for a holder */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM

@@ -276,6 +276,9 @@ static int handshake_status(const rdl_req *req, const rdl_reply *r)
 {
     if (r->type != RDL_REPLY_ERROR) return REDLEASE_EPROTO;
     rdl_error_class e = rdl_error_classify(r->str, r->len);
+    /* WRONGTYPE is about a resource's key, and a handshake touches none:
+     * a plain refusal here */
+    if (e.wrongtype) e.status = REDLEASE_EREDIS;
     if (e.status != REDLEASE_EREDIS || e.transient) return e.status;
     if (req->kind == RDL_REQ_AUTH) return REDLEASE_EAUTH;
     if (req->kind == RDL_REQ_SELECT) return REDLEASE_ECONFIG;

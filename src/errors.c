@@ -32,7 +32,7 @@ static const struct {
     {"NOAUTH", REDLEASE_EAUTH, DEFINITE, 1},
     {"WRONGPASS", REDLEASE_EAUTH, DEFINITE, 0},
     {"NOPERM", REDLEASE_EPERM, DEFINITE, 0},
-    {"WRONGTYPE", REDLEASE_EREDIS, DEFINITE, 0},
+    {"WRONGTYPE", REDLEASE_EKIND, DEFINITE, 0}, /* the resource is another kind */
 };
 
 /* "-ERR ..." texts that are not plain definite errors. */

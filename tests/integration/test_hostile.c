@@ -101,7 +101,9 @@ static void test_acquire_redis_errors(void)
             s.steps[fencing ? FR_FENCED : FR_SET][0].bytes = redis_errors[i].bytes;
             scenario_begin();
             int noauth = strcmp(redis_errors[i].name, "NOAUTH") == 0;
-            acquire_expect(&s, fencing, noauth ? REDLEASE_EAUTH : REDLEASE_EREDIS, redis_errors[i].name);
+            int kind = strcmp(redis_errors[i].name, "WRONGTYPE") == 0;
+            acquire_expect(&s, fencing, noauth ? REDLEASE_EAUTH : kind ? REDLEASE_EKIND : REDLEASE_EREDIS,
+                           redis_errors[i].name);
             scenario_end(fencing ? "fenced acquire" : "acquire", redis_errors[i].name);
         }
     }

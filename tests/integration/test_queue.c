@@ -359,7 +359,7 @@ static void test_queue_keys_of_another_type(void)
     /* a free lock: the take stops at the waiters' key */
     acquire(c[1], b, res, qopts(FAR_MS, 300, 0));
     run_until(&b->acq, 2000, NULL);
-    CHECK_EQ(b->acq_st, REDLEASE_EREDIS);
+    CHECK_EQ(b->acq_st, REDLEASE_EKIND);
     CHECK(strstr(redlease_client_errstr(c[1]), "WRONGTYPE") != NULL);
     CHECK_EQ(admin_int("EXISTS %s", k), 0);
     release(b, NULL);

@@ -86,7 +86,7 @@ static void test_binary_resource_names(void)
 
 /* WRONGTYPE: a hash at the lock's key. The first attempt's SET NX does
  * not look at the type (EBUSY with wait 0); a later attempt's script does,
- * and ends the wait at once with EREDIS. A renewal or a release that meets
+ * and ends the wait at once with EKIND. A renewal or a release that meets
  * the hash knows the key is not ours: lost (NOT_OWNER), ENOTHELD. */
 static void test_real_wrongtype(void)
 {
@@ -101,7 +101,7 @@ static void test_real_wrongtype(void)
     int64_t t0 = mono_ms();
     acquire(c, &w, "wt", lopts(1000, 2000, 0));
     run_until(&w.acq, 3000, w.lk);
-    CHECK_EQ(w.acq_st, REDLEASE_EREDIS);
+    CHECK_EQ(w.acq_st, REDLEASE_EKIND);
     CHECK(mono_ms() - t0 < 1000 * S); /* definite: not at the budget's end */
     CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
     release(&w, w.lk);
@@ -130,7 +130,7 @@ static void test_real_wrongtype(void)
     obs e = {0};
     acquire(c, &e, "wt4", lopts(5000, 0, 1));
     run_until(&e.acq, 3000, e.lk);
-    CHECK_EQ(e.acq_st, REDLEASE_EREDIS);
+    CHECK_EQ(e.acq_st, REDLEASE_EKIND);
     CHECK(strstr(redlease_client_errstr(c), "WRONGTYPE") != NULL);
     CHECK_STR(get_bin("lock:{wt4}", 10), "");
     release(&e, e.lk);

@@ -22,7 +22,8 @@ static void test_status_strings(void)
     int codes[] = {REDLEASE_OK, REDLEASE_EINVAL, REDLEASE_ENOMEM, REDLEASE_EBUSY,
                    REDLEASE_ETIMEDOUT, REDLEASE_ECANCELED, REDLEASE_ECONN, REDLEASE_EREDIS,
                    REDLEASE_EPROTO, REDLEASE_ENOTHELD, REDLEASE_ESYS, REDLEASE_EAUTH,
-                   REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP, REDLEASE_ETLS};
+                   REDLEASE_EPERM, REDLEASE_ECONFIG, REDLEASE_ENOTSUP, REDLEASE_ETLS,
+                   REDLEASE_EREPLICAS, REDLEASE_EQUORUM, REDLEASE_EKIND};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         CHECK(strcmp(redlease_strerror(codes[i]), "unknown status") != 0);
     CHECK_STR(redlease_strerror(12345), "unknown status");
