@@ -17,11 +17,13 @@
  *    (redlease_loop_ops.watch), closed (uv_close) when it lets go of the
  *    socket (unwatch) and freed in its close callback. When it fires, the
  *    adapter calls redlease_client_on_io(). On a poll error (libuv reports
- *    a socket error or reset as UV_EBADF and stops the handle) it reports
- *    every event the socket is watched for, so the client reads or writes,
- *    finds the error and closes the connection: hiredis's own libuv
- *    adapter ignored it on 0.14, and a reset connection was never read,
- *    never freed and never reconnected.
+ *    a socket error or reset as UV_EBADF and stops the handle) it starts
+ *    the handle again and reports every event the socket is watched for,
+ *    so the client reads or writes, finds the error and closes the
+ *    connection (a read may first get the data sent before a reset, and
+ *    the socket must stay watched for the read that finds it): hiredis's
+ *    own libuv adapter ignored the error on 0.14, and a reset connection
+ *    was never read, never freed and never reconnected.
  *  - The client's single one-shot timer is the uv_timer_t (milliseconds,
  *    repeat 0). Arming first refreshes the loop's cached time
  *    (uv_update_time), so a timer armed late in a long loop iteration still
@@ -79,12 +81,12 @@ typedef struct redlease__uv_io {
     int events;     /* REDLEASE_IO_* watched */
 } redlease__uv_io;
 
-/* May free the client, and with it close this handle (unwatch): libuv
- * then calls no callback of it again, and frees it in the close callback. */
 static inline int redlease__uv_events(int events) {
     return ((events & REDLEASE_IO_READ) ? UV_READABLE : 0) | ((events & REDLEASE_IO_WRITE) ? UV_WRITABLE : 0);
 }
 
+/* May free the client, and with it close this handle (unwatch): libuv
+ * then calls no callback of it again, and frees it in the close callback. */
 static inline void redlease__uv_io_cb(uv_poll_t *h, int status, int events) {
     redlease__uv_io *io = (redlease__uv_io *)h->data;
     int ev = ((events & UV_READABLE) ? REDLEASE_IO_READ : 0) | ((events & UV_WRITABLE) ? REDLEASE_IO_WRITE : 0);

@@ -79,8 +79,8 @@ static int acquire(redlease_client *c, int64_t wait_ms, redlease_acquire_cb cb,
     redlease_lock_options_init(&o);
     o.fencing = 1;
     o.wait_ms = wait_ms;  /* 0: a single attempt */
-    o.wait_retry_max_ms = 200; /* backoff cap of the attempts made before the waiter's
-                           * wake-up channel is subscribed (they poll) */
+    o.wait_retry_max_ms = 200; /* backoff cap of the attempts made before the
+                                * waiter's wake-up channel is subscribed (they poll) */
     redlease_lock *lk;
     int rc = redlease_acquire(c, "inventory:sku-42", &o, cb, lost, NULL, &lk);
     if (rc != REDLEASE_OK) printf("acquire: %s\n", redlease_strerror(rc));

@@ -10,7 +10,9 @@
  * Lifetime rules (the contract):
  *  - If a call that takes a callback returns an error, that callback never
  *    runs. Callbacks never run inside the call that started the operation:
- *    they are delivered from the client's timer on the loop.
+ *    they are delivered from the loop, by the client's timer
+ *    (redlease_client_on_timer) or right after a read
+ *    (redlease_client_on_io).
  *  - on_acquire runs exactly once (REDLEASE_OK, an error, or
  *    REDLEASE_ECANCELED). on_lost runs at most once, and only after a
  *    successful acquire. on_release runs exactly once and is the last
@@ -75,7 +77,8 @@ enum redlease_status {
     REDLEASE_EAUTH = -11,    /* Redis refused the credentials (WRONGPASS, NOAUTH, AUTH error) */
     REDLEASE_EPERM = -12,    /* the ACL user may not run the command or touch the key (NOPERM) */
     REDLEASE_ECONFIG = -13,  /* Redis refused a client setting (SELECT of a missing database) */
-    REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support) */
+    REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support,
+                                an option field of a newer header) */
     REDLEASE_ETLS = -15,     /* TLS failed: certificate not trusted, wrong name, handshake refused */
     REDLEASE_EREPLICAS = -16, /* too few replicas acknowledged (or fsynced) the write in time */
     REDLEASE_EQUORUM = -17,   /* quorum: too few servers said yes, for another reason than
@@ -189,7 +192,7 @@ typedef struct redlease_client_options {
     int64_t connect_timeout_ms; /* 2000 */
     int64_t command_timeout_ms; /* 2000: per command, hiredis 0.14 has none of its own */
     int64_t reconnect_min_ms;   /* 50: first reconnect delay cap (full jitter) */
-    int64_t reconnect_max_ms;   /* 2000: reconnect delay cap */
+    int64_t reconnect_max_ms;   /* 2000: reconnect delay cap; at least reconnect_min_ms */
     int commands;               /* enum redlease_commands: what renewals and releases are */
     /* TLS (man 3 redlease, TLS): the server's certificate chain and name
      * are verified unless tls_insecure is set. A library built without TLS
@@ -363,8 +366,9 @@ typedef struct redlease_lock_options {
      * replica_timeout_ms: the key is deleted again and the attempt fails
      * with REDLEASE_EREPLICAS (retried inside the wait budget). A WAIT
      * holds up the connection's other commands while it waits; one at a
-     * time is in flight, shared by the writes behind it. Not under a
-     * quorum (REDLEASE_EINVAL). */
+     * time is in flight, shared by the writes behind it. Under a quorum
+     * replica_acks and replica_fsync are REDLEASE_EINVAL; replica_timeout_ms
+     * and replica_scope are read only with one of them. */
     int replica_acks;           /* 0: no acknowledgement */
     int64_t replica_timeout_ms; /* 0: a quarter of the client's command_timeout_ms;
                                    below half of it */
@@ -420,7 +424,9 @@ REDLEASE_EXTERN int redlease_key(const char *prefix, const char *resource, size_
 /* Starts acquiring resource (o NULL: defaults). Returns REDLEASE_OK and
  * *out, or an error and then no callback runs. on_lost may be NULL.
  * REDLEASE_EINVAL for a NULL or empty resource or one longer than
- * REDLEASE_MAX_RESOURCE. */
+ * REDLEASE_MAX_RESOURCE, or options that cannot work (the limits below
+ * each field); REDLEASE_ENOTSUP for options of a newer header that set a
+ * field this library does not know. */
 REDLEASE_EXTERN int redlease_acquire(redlease_client *c, const char *resource,
                                      const redlease_lock_options *o,
                                      redlease_acquire_cb on_acquire, redlease_lost_cb on_lost,

@@ -371,8 +371,8 @@ static void start_request(struct request *req)
     redlease_lock_options_init(&o);
     o.ttl_ms = cfg.ttl_ms;
     o.wait_ms = cfg.wait_ms;
-    o.wait_retry_base_ms = 10; /* short retries until the wake-up channel is subscribed;
-                           * then the queue hands a freed table over */
+    o.wait_retry_base_ms = 10; /* short retries until the wake-up channel is
+                                * subscribed; then the queue hands a freed table over */
     o.wait_retry_max_ms = 100;
     o.fencing = 1;
     char resource[BOOKING_NAME_MAX + 8];
