@@ -82,6 +82,42 @@
     "  tell_first(heard == 1 and 1 or 3, c)\n" \
     "end\n"
 
+/* A counting semaphore's holders (issue 27; not yet reachable through the
+ * API): KEYS[1] holds the resource's kind, "semaphore N" (tokens are 32
+ * hex digits: no token equals it, so a mutex's SET NX, GET or SET IFEQ
+ * finds it taken, never its own); KEYS[2] orders the holders' tokens by
+ * their deadline, the server's clock in ms; KEYS[3] holds each holder's
+ * weight, and "used", their sum. prune() drops the holders whose deadline
+ * has passed (every script that reads the set does, first: a holder that
+ * died gives its weight back at its deadline, by the server's clock, never
+ * a client's); keep() gives the three keys the last deadline's life, or
+ * deletes them when nobody holds (the kind goes with the last holder).
+ * prune() works in slices: Lua's unpack() has a bound. */
+#define LUA_SEM \
+    "local function prune()\n" \
+    "  while true do\n" \
+    "    local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', clock(), 'LIMIT', 0, 500)\n" \
+    "    if #dead == 0 then return end\n" \
+    "    local sum = 0\n" \
+    "    for _, w in ipairs(redis.call('HMGET', KEYS[3], unpack(dead))) do sum = sum + (tonumber(w) or 0) end\n" \
+    "    redis.call('HDEL', KEYS[3], unpack(dead))\n" \
+    "    redis.call('HINCRBY', KEYS[3], 'used', -sum)\n" \
+    "    redis.call('ZREM', KEYS[2], unpack(dead))\n" \
+    "  end\n" \
+    "end\n" \
+    "local function keep(kind)\n" \
+    "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]\n" \
+    "  if not last then\n" \
+    "    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n" \
+    "    return\n" \
+    "  end\n" \
+    "  local life = tonumber(last) - clock()\n" \
+    "  if life < 1 then life = 1 end\n" \
+    "  redis.call('SET', KEYS[1], kind, 'PX', life)\n" \
+    "  redis.call('PEXPIRE', KEYS[2], life)\n" \
+    "  redis.call('PEXPIRE', KEYS[3], life)\n" \
+    "end\n"
+
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
     /* Every attempt after an acquire's first (the first is a plain SET NX
      * PX). An earlier attempt of this handle may have set the key after all
@@ -219,6 +255,63 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "if v then return 1 end\n"
         "return 0\n",
+    /* A semaphore's acquire: admitted while the weights held, this one's
+     * included, stay within the limit. The resource must be a semaphore
+     * of this limit, or nothing: anything else is refused (KIND, and what
+     * it is) before anything is written. A holder's own token (an earlier
+     * attempt of it was admitted after all) is ours, its deadline
+     * restarted, its weight counted once. Full: how long until the first
+     * holder's deadline, the soonest a permit frees without a release. */
+    [RDL_SCRIPT_SEM_ACQUIRE] =
+        LUA_CLOCK LUA_MINT LUA_SEM
+        "local kind = 'semaphore ' .. ARGV[3]\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v and v ~= kind then\n"
+        "  local n = string.match(v, '^semaphore (%d+)$')\n"
+        "  if n then return redis.error_reply('KIND a semaphore of ' .. n .. ' permits') end\n"
+        "  if v == 'shared' then return redis.error_reply('KIND shared and exclusive holders') end\n"
+        "  return redis.error_reply('KIND a mutex')\n"
+        "end\n"
+        "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+        "prune()\n"
+        "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
+        "  local used = tonumber(redis.call('HGET', KEYS[3], 'used')) or 0\n"
+        "  if used + weight > limit then\n"
+        "    local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]\n"
+        "    return -(math.max(tonumber(first or 0) - clock(), 0) + 1)\n"
+        "  end\n"
+        "  redis.call('HSET', KEYS[3], ARGV[1], weight)\n"
+        "  redis.call('HINCRBY', KEYS[3], 'used', weight)\n"
+        "end\n"
+        "local fence = 1\n"
+        "if KEYS[4] then fence = mint(KEYS[4], ARGV[5]) end\n"
+        "redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[4]), ARGV[1])\n"
+        "keep(kind)\n"
+        "return fence\n",
+    /* A semaphore holder's renewal, strict: a token no longer in the set,
+     * or past its deadline, is not ours, and is never put back. */
+    [RDL_SCRIPT_SEM_RENEW] =
+        LUA_CLOCK LUA_SEM
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if not v or not string.match(v, '^semaphore %d+$') then return 0 end\n"
+        "prune()\n"
+        "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end\n"
+        "redis.call('ZADD', KEYS[2], 'XX', clock() + tonumber(ARGV[2]), ARGV[1])\n"
+        "keep(v)\n"
+        "return 1\n",
+    /* A semaphore holder's release: its weight given back; 0 when it was
+     * no longer a holder. */
+    [RDL_SCRIPT_SEM_RELEASE] =
+        LUA_CLOCK LUA_SEM
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if not v or not string.match(v, '^semaphore %d+$') then return 0 end\n"
+        "prune()\n"
+        "if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end\n"
+        "local w = tonumber(redis.call('HGET', KEYS[3], ARGV[1])) or 0\n"
+        "redis.call('HDEL', KEYS[3], ARGV[1])\n"
+        "redis.call('HINCRBY', KEYS[3], 'used', -w)\n"
+        "keep(v)\n"
+        "return 1\n",
 };
 
 /* The digests are constants of the texts above, written out rather than
@@ -233,6 +326,9 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "ec2d92605b277e0cafa28127b9fd83a7bd9b2a78",
     [RDL_SCRIPT_QUEUE_RELEASE] = "73f2b15858cbd4596695fbbc4a3da675e83524c5",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "6e9ee787d347fa22aab603715bd10a47a6e4fbc6",
+    [RDL_SCRIPT_SEM_RENEW] = "8fc12bec3206a51e829df1d7f2f7e3ad17fba137",
+    [RDL_SCRIPT_SEM_RELEASE] = "7da51f7564618f407c0ccb91c5a18d6e3b60ccf9",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -25,6 +25,19 @@ enum rdl_script {
      * the lock and told; "0": the first waiter is told to check, and
      * races) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
+    /* A counting semaphore's holders (issue 27: the scripts first, the
+     * API next). KEYS: kind, holders, weights[, fence key]; ARGV: token,
+     * weight, limit, ttl[, counter ttl] -> n > 0 admitted (the fence when
+     * fenced, else 1), or n < 0 full: -n - 1 ms until the first holder's
+     * deadline; an error "KIND what the resource is" when it is another
+     * kind or limit */
+    RDL_SCRIPT_SEM_ACQUIRE,
+    /* KEYS: kind, holders, weights; ARGV: token, ttl -> 1 extended, 0 not
+     * a holder (never re-added) */
+    RDL_SCRIPT_SEM_RENEW,
+    /* KEYS: kind, holders, weights; ARGV: token -> 1 released, 0 not a
+     * holder */
+    RDL_SCRIPT_SEM_RELEASE,
     RDL_SCRIPT_COUNT
 };
 

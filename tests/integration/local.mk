@@ -48,10 +48,10 @@ endif
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
 	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster \
-	%reldir%/test_quorum %reldir%/test_queue
+	%reldir%/test_quorum %reldir%/test_queue %reldir%/test_semaphore
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
 	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/queue.itest
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -64,6 +64,11 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(RIG_SOURCES)
 %canon_reldir%_test_queue_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_queue_LDADD = $(INTEGRATION_LDADD)
+# test_semaphore: the counting semaphore's scripts (issue 27) on the
+# harness's server, run by hand before the lock uses them.
+%canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(RIG_SOURCES)
+%canon_reldir%_test_semaphore_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
+%canon_reldir%_test_semaphore_LDADD = $(INTEGRATION_LDADD)
 %canon_reldir%_test_real_SOURCES = %reldir%/test_real.c $(RIG_SOURCES)
 %canon_reldir%_test_real_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)
@@ -123,5 +128,5 @@ EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
 	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest
