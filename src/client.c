@@ -422,8 +422,7 @@ void redlease_client_on_timer(redlease_client *c)
 void redlease_client_on_io(redlease_client *c, int fd, int events)
 {
     if (!c) return;
-    /* may free c: nothing after */
-    rdl_loop_ready(&c->svc.loop, fd, events & (REDLEASE_IO_READ | REDLEASE_IO_WRITE));
+    rdl_loop_ready(&c->svc.loop, fd, events); /* may free c: nothing after */
 }
 
 /* After a read, the replies' callbacks run here rather than from the

@@ -33,6 +33,10 @@ typedef struct ptimer {
 static watcher watchers[SLOTS];
 static ptimer timers[SLOTS];
 
+/* Tests: the next this many new sockets are refused (a first watch that
+ * fails, as a loop out of memory would), as the table being full is. */
+int loop_poll_refuse_watches;
+
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -49,6 +53,10 @@ static int poll_watch(void *loop_data, int fd, int events, void **slot)
     if (w) { /* the socket's watcher exists: change what it watches */
         w->events = events;
         return 0;
+    }
+    if (loop_poll_refuse_watches > 0) {
+        loop_poll_refuse_watches--;
+        return -1;
     }
     for (int i = 0; i < SLOTS; i++) {
         w = &watchers[i];

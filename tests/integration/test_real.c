@@ -606,6 +606,26 @@ static void test_real_loading_is_retried(void)
     if (pid > 0) kill(pid, SIGKILL);
 }
 
+/* The loop cannot watch a new connection's socket (the adapter's first
+ * watch fails, as a loop out of memory would): that connect fails with
+ * ECONN, the text says why, nothing is left watched, and the next connect
+ * goes through. */
+extern int loop_poll_refuse_watches; /* loop_poll.c */
+static void test_real_adapter_refuses_a_socket(void)
+{
+    obs o = {0};
+    loop_poll_refuse_watches = 1;
+    redlease_client *c = real_client(&o, NULL);
+    CHECK_EQ(loop_poll_refuse_watches, 0);
+    CHECK_EQ(redlease_client_connected(c), 1);
+    CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
+    CHECK_EQ(o.last_status[REDLEASE_EV_DISCONNECTED], REDLEASE_ECONN);
+    CHECK_EQ(o.events[REDLEASE_EV_CONNECTED], 1);
+    hold_real(c, &o, "refused-socket", lopts(5000, 0, 0));
+    release(&o, o.lk);
+    finish(c, &o); /* nothing left on the loop */
+}
+
 /* ------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -629,6 +649,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_real_wait_is_an_upper_bound),
         TEST_CASE(test_real_wait_bound_against_dead_endpoints),
         TEST_CASE(test_real_loading_is_retried),
+        TEST_CASE(test_real_adapter_refuses_a_socket),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

@@ -247,6 +247,17 @@ static inline void start_recording(fake *f)
     redlease_client_set_event_cb(f->c, record_event, NULL);
 }
 
+/* fake_attach(f, co), its events recorded in seen[] from then on; 0 when
+ * no client could be made. */
+static inline int attach_recording(fake *f, const redlease_client_options *co)
+{
+    fake_attach(f, co);
+    if (!f->c) return 0;
+    nseen = 0;
+    redlease_client_set_event_cb(f->c, record_event, NULL);
+    return 1;
+}
+
 static inline int count_events(int type)
 {
     int n = 0;

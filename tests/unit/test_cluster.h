@@ -92,10 +92,7 @@ static inline void start_cluster(fake *f)
     co.cluster_addrs = "10.0.0.1:7001";
     co.topology = REDLEASE_TOPOLOGY_CLUSTER;
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
-    fake_attach(f, &co);
-    if (!f->c) return;
-    nseen = 0;
-    redlease_client_set_event_cb(f->c, record_event, NULL);
+    if (!attach_recording(f, &co)) return;
     fake_connect(f);
 }
 

@@ -40,10 +40,7 @@ static inline void start_quorum(fake *f, int n)
     co.quorum_addrs = addrs[n];
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
-    fake_attach(f, &co);
-    if (!f->c) return;
-    nseen = 0;
-    redlease_client_set_event_cb(f->c, record_event, NULL);
+    if (!attach_recording(f, &co)) return;
     CHECK_EQ(redlease_client_connected(f->c), 0);
     for (int i = 0; i < n; i++) fake_link_connect(f, member(f, i));
     CHECK_EQ(redlease_client_connected(f->c), 1);
