@@ -142,8 +142,9 @@ static void cb_acq(redlease_lock *lk, int st, void *arg)
      * freed (free ends every handle before it returns, wherever it is). */
     EXPECT(l->lk == lk && (!l->in_call || freeing));
     EXPECT(l->alive && !l->acq && !l->rel);
-    /* no TLS on the fake: ENOTSUP and ETLS cannot come; EREPLICAS can */
-    EXPECT(((st <= 0 && st >= REDLEASE_ECONFIG) || st == REDLEASE_EREPLICAS) &&
+    /* no TLS on the fake: ENOTSUP and ETLS cannot come; EREPLICAS can,
+     * and EKIND (a WRONGTYPE reply) */
+    EXPECT(((st <= 0 && st >= REDLEASE_ECONFIG) || st == REDLEASE_EREPLICAS || st == REDLEASE_EKIND) &&
            st != REDLEASE_EINVAL && st != REDLEASE_ESYS && st != REDLEASE_ENOTHELD);
     l->acq = 1;
     l->acq_ok = st == REDLEASE_OK;
