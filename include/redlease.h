@@ -83,8 +83,10 @@ enum redlease_status {
     REDLEASE_EREPLICAS = -16, /* too few replicas acknowledged (or fsynced) the write in time */
     REDLEASE_EQUORUM = -17,   /* quorum: too few servers said yes, for another reason than
                                  another holder (see redlease_client_errstr) */
-    REDLEASE_EKIND = -18      /* the resource's key holds another kind of value than this
-                                 lease's (Redis's WRONGTYPE): never taken for a holder */
+    REDLEASE_EKIND = -18      /* the resource is another kind than this lease asks for (a
+                                 mutex, or a semaphore of another limit; the text says
+                                 which), or its key holds a value of another type
+                                 (Redis's WRONGTYPE): nothing held is touched */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
@@ -316,7 +318,8 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
 enum redlease_wait_mode {
     REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: in this version REDLEASE_WAIT_QUEUE,
-                                  and REDLEASE_WAIT_WAKE under a quorum */
+                                  REDLEASE_WAIT_WAKE under a quorum, and
+                                  REDLEASE_WAIT_POLL for a semaphore */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it; REDLEASE_EINVAL under
                                   a quorum (N queues have no one order) */
@@ -375,6 +378,16 @@ typedef struct redlease_lock_options {
     int replica_fsync;          /* nonzero: WAITAOF: also fsynced to the primary's
                                    AOF and to replica_acks replicas' (Redis >= 7.2) */
     int replica_scope;          /* enum redlease_replica_scope: which writes wait */
+    /* The kind (man 3 redlease, KINDS): a mutex (limit 0), or a counting
+     * semaphore of limit permits, of which this handle holds weight. Each
+     * holder of a semaphore has its own token, TTL, renewals, local
+     * deadline and fence, as a mutex's holder does. A resource is one
+     * kind at a time: an acquire of another kind or limit fails at once
+     * with REDLEASE_EKIND. In this version a semaphore waits by polling
+     * (REDLEASE_WAIT_POLL; QUEUE and WAKE are REDLEASE_ENOTSUP) and is
+     * REDLEASE_EINVAL under a quorum. */
+    int limit;                  /* 0: a mutex; 1 to REDLEASE_MAX_PERMITS */
+    int weight;                 /* 0: 1; with a limit only, at most it */
 } redlease_lock_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */
@@ -396,15 +409,20 @@ REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, 
 #define REDLEASE_MAX_WAIT_MS (REDLEASE_MAX_TIMEOUT_MS * 365)
 /* replica_acks */
 #define REDLEASE_MAX_REPLICAS 1000
+/* limit (and so weight) */
+#define REDLEASE_MAX_PERMITS 1000000000
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key, with
- * fencing one counter key, and with queued waiters (REDLEASE_WAIT_QUEUE)
- * their order and their entries, every key of a resource in one hash slot
- * and no two resources sharing a key:
+ * fencing one counter key, with queued waiters (REDLEASE_WAIT_QUEUE)
+ * their order and their entries, and a semaphore's holders and weights,
+ * every key of a resource in one hash slot and no two resources sharing a
+ * key:
  *   REDLEASE_KEY_LOCK     prefix "{" name "}"           e.g. lock:{job:42}
  *   REDLEASE_KEY_FENCE    prefix "{" name "}:fence"     e.g. lock:{job:42}:fence
  *   REDLEASE_KEY_QUEUE    prefix "{" name "}:queue"     (a sorted set)
  *   REDLEASE_KEY_WAITERS  prefix "{" name "}:waiters"   (a hash)
+ *   REDLEASE_KEY_HOLDERS  prefix "{" name "}:holders"   (a sorted set)
+ *   REDLEASE_KEY_WEIGHTS  prefix "{" name "}:weights"   (a hash)
  * where name is the resource, with a backslash put in front when it starts
  * with "}" or "\" (so the hash tag is never empty, and the map stays
  * one-to-one). The prefix may not contain "{" or "}" (at most REDLEASE_MAX_PREFIX bytes). */
@@ -412,7 +430,9 @@ enum redlease_key_kind {
     REDLEASE_KEY_LOCK = 1,
     REDLEASE_KEY_FENCE = 2,
     REDLEASE_KEY_QUEUE = 3,
-    REDLEASE_KEY_WAITERS = 4
+    REDLEASE_KEY_WAITERS = 4,
+    REDLEASE_KEY_HOLDERS = 5,
+    REDLEASE_KEY_WEIGHTS = 6
 };
 /* Writes the key of resource (resource_len bytes) under prefix (NULL: none,
  * as key_prefix NULL in the client options) into buf, NUL-terminated, when size > its length; *len

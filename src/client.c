@@ -57,13 +57,14 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     /* What the locks' target offers: a quorum is N servers, each with its
      * own copy of a lease, so no one queue orders the waiters, no one
      * primary's replicas acknowledge, a release's probe would be one
-     * member's word, and votes can split. */
+     * member's word, votes can split, and no one server counts a
+     * semaphore's holders. */
     int several = o->topology == REDLEASE_TOPOLOGY_QUORUM;
     int sharded = o->topology == REDLEASE_TOPOLOGY_CLUSTER;
     rdl_lock_target target = {.route = sharded ? route_by_slot : route_home, .arg = c,
                               .ordered_queue = !several, .replicas = !several,
                               .release_probe = !several, .split_votes = several,
-                              .moving_keys = sharded};
+                              .moving_keys = sharded, .counts_holders = !several};
     rdl_locks_init(&c->set, &c->svc, &target);
     rdl_tls_config tls = {o->tls,          o->tls_ca_file,     o->tls_ca_dir,  o->tls_cert_file,
                           o->tls_key_file, o->tls_server_name, o->tls_insecure};

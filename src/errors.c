@@ -33,6 +33,7 @@ static const struct {
     {"WRONGPASS", REDLEASE_EAUTH, DEFINITE, 0},
     {"NOPERM", REDLEASE_EPERM, DEFINITE, 0},
     {"WRONGTYPE", REDLEASE_EKIND, DEFINITE, 0}, /* the resource is another kind */
+    {"KIND", REDLEASE_EKIND, DEFINITE, 0}, /* ours (src/scripts.c): the same, and which */
 };
 
 /* "-ERR ..." texts that are not plain definite errors. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Keys of a resource:  prefix "{" name "}" [":fence" | ":queue" | ":waiters"]
+/* Keys of a resource:  prefix "{" name "}" [":fence" | ":queue" | ":waiters"
+ *                                           | ":holders" | ":weights"]
  *
  * One hash slot: Redis hashes only the text between the first "{" and the
  * first "}" after it when that text is not empty. The prefix has no brace,
@@ -26,9 +27,11 @@ static const struct {
     [REDLEASE_KEY_FENCE] = {":fence", 6},
     [REDLEASE_KEY_QUEUE] = {":queue", 6},
     [REDLEASE_KEY_WAITERS] = {":waiters", 8},
+    [REDLEASE_KEY_HOLDERS] = {":holders", 8},
+    [REDLEASE_KEY_WEIGHTS] = {":weights", 8},
 };
 
-static int kind_ok(int kind) { return kind >= REDLEASE_KEY_LOCK && kind <= REDLEASE_KEY_WAITERS; }
+static int kind_ok(int kind) { return kind >= REDLEASE_KEY_LOCK && kind <= REDLEASE_KEY_WEIGHTS; }
 
 static int needs_escape(const char *resource, size_t len)
 {

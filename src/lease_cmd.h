@@ -2,7 +2,7 @@
 /* The commands of a lease, built in one place (src/lease_cmd.c): the
  * acquire (SET NX PX, or a script), the renewal and the compare-and-delete
  * (a script, or the server's own conditional command), the queue's
- * scripts, and a quorum's fence raise. The lock layer (lock_send.c)
+ * scripts, a semaphore's, and a quorum's fence raise. The lock layer (lock_send.c)
  * and the quorum (quorum.c, its own clean-up and fence raise) describe
  * what they want in an rdl_cmd_spec; neither writes an argument list.
  *
@@ -42,6 +42,7 @@ typedef struct rdl_cmd_spec {
     const char *channel;
     size_t channel_len;
     uint64_t fence;        /* RDL_SCRIPT_FENCE_RAISE: raise the counter to this */
+    int32_t limit, weight; /* RDL_SCRIPT_SEM_ACQUIRE: the permits, this holder's share */
 } rdl_cmd_spec;
 
 /* An encoded command: argv/lens, and the numbers and keys it points at. */
@@ -50,8 +51,11 @@ typedef struct rdl_cmd {
     const char *argv[RDL_CMD_MAX_ARGS];
     size_t lens[RDL_CMD_MAX_ARGS];
     char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
-        claim[RDL_DECIMAL_MAX], fence[RDL_DECIMAL_MAX];
-    char queue_key[RDL_CMD_KEY_MAX], waiters_key[RDL_CMD_KEY_MAX];
+        claim[RDL_DECIMAL_MAX], fence[RDL_DECIMAL_MAX], limit[RDL_DECIMAL_MAX],
+        weight[RDL_DECIMAL_MAX];
+    /* a script's keys after the lock key: the queue's order and entries,
+     * or a semaphore's holders and weights */
+    char key2[RDL_CMD_KEY_MAX], key3[RDL_CMD_KEY_MAX];
 } rdl_cmd;
 
 /* Fills out with the command s describes. */

@@ -24,6 +24,10 @@
 /* Which script a request runs, or -1 for the plain SET NX PX. */
 static int script_for(const struct redlease_lock *lk, int kind)
 {
+    if (rdl_lock_limit(lk)) /* a semaphore's: its acquire reclaims its own token */
+        return kind == RDL_REQ_ACQUIRE ? RDL_SCRIPT_SEM_ACQUIRE
+               : kind == RDL_REQ_RENEW ? RDL_SCRIPT_SEM_RENEW
+                                       : RDL_SCRIPT_SEM_RELEASE;
     switch (kind) {
     case RDL_REQ_ACQUIRE:
         if (lk->acq->joins && !lk->acq->plain_next) return RDL_SCRIPT_QUEUE_ACQUIRE;
@@ -128,6 +132,10 @@ int rdl_lock_req_submit(rdl_req *req)
     if (lk->fencing) {
         spec.fence_key = rdl_lock_fence_key(lk);
         spec.fence_keylen = lk->opts->fence_keylen;
+    }
+    if (lk->opts) {
+        spec.limit = lk->opts->limit;
+        spec.weight = lk->opts->weight;
     }
     if (s == RDL_SCRIPT_QUEUE_ACQUIRE && !req->probe) {
         spec.life = queue_life(lk);

@@ -277,6 +277,9 @@ int rdl_lock_options_check(const redlease_lock_options *o)
     if (!in_range(o->replica_timeout_ms, 0, REDLEASE_MAX_TIMEOUT_MS)) return REDLEASE_EINVAL;
     if (!in_range(o->replica_scope, REDLEASE_REPLICA_SCOPE_ALL, REDLEASE_REPLICA_SCOPE_ACQUIRE))
         return REDLEASE_EINVAL;
+    /* a weight is a semaphore's: a mutex's holder holds it all */
+    if (!in_range(o->limit, 0, REDLEASE_MAX_PERMITS)) return REDLEASE_EINVAL;
+    if (!in_range(o->weight, 0, o->limit)) return REDLEASE_EINVAL;
     return REDLEASE_OK;
 }
 

@@ -82,8 +82,7 @@
     "  tell_first(heard == 1 and 1 or 3, c)\n" \
     "end\n"
 
-/* A counting semaphore's holders (issue 27; not yet reachable through the
- * API): KEYS[1] holds the resource's kind, "semaphore N" (tokens are 32
+/* A counting semaphore's holders (docs/design.md, section 12): KEYS[1] holds the resource's kind, "semaphore N" (tokens are 32
  * hex digits: no token equals it, so a mutex's SET NX, GET or SET IFEQ
  * finds it taken, never its own); KEYS[2] orders the holders' tokens by
  * their deadline, the server's clock in ms; KEYS[3] holds each holder's
@@ -118,20 +117,31 @@
     "  redis.call('PEXPIRE', KEYS[3], life)\n" \
     "end\n"
 
+/* What a mutex's acquire says when the lock key is a semaphore's kind
+ * (LUA_SEM): refused, naming it, before anything is written; nil for a
+ * holder's token. */
+#define LUA_KIND \
+    "local function other_kind(v)\n" \
+    "  local n = string.match(v, '^semaphore (%d+)$')\n" \
+    "  if n then return redis.error_reply('KIND a semaphore of ' .. n .. ' permits') end\n" \
+    "end\n"
+
 const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
     /* Every attempt after an acquire's first (the first is a plain SET NX
      * PX). An earlier attempt of this handle may have set the key after all
      * (it timed out, its link broke, its answer came too late): the key then
      * holds our own token, and the lease is ours from this attempt's send,
      * its TTL restarted. GET, not EXISTS: a key of another type is an error
-     * (WRONGTYPE), never mistaken for a holder. */
+     * (WRONGTYPE), never mistaken for a holder, and a semaphore's kind is
+     * refused (KIND). */
     [RDL_SCRIPT_ACQUIRE] =
+        LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
         "if v == ARGV[1] then\n"
         "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
         "  return 1\n"
         "end\n"
-        "if v then return 0 end\n"
+        "if v then return other_kind(v) or 0 end\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return 1\n",
     /* Acquire with a fencing token; a key holding our own token is
@@ -143,9 +153,9 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * value at the counter: WRONGTYPE) must not leave a lock key nobody was
      * told about, since Redis does not undo a script's writes. */
     [RDL_SCRIPT_ACQUIRE_FENCED] =
-        LUA_MINT
+        LUA_MINT LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v and v ~= ARGV[1] then return 0 end\n"
+        "if v and v ~= ARGV[1] then return other_kind(v) or 0 end\n"
         "local fence = mint(KEYS[2], ARGV[3])\n"
         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
         "return fence\n",
@@ -189,7 +199,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * fence) is the first write, so over maxmemory the server refuses the
      * take as it refuses a SET: a script that has written is let finish. */
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_QUEUE
+        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND
         "local tok = ARGV[1]\n"
         "local function join()\n"
         "  if ARGV[5] == '' then return end\n"
@@ -216,6 +226,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
         "if v == tok then return take() end\n"
+        "if v and other_kind(v) then return other_kind(v) end\n"
         "if not v then\n"
         "  if ARGV[6] ~= '1' then return take() end\n"
         "  local h = head()\n"
@@ -319,12 +330,12 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * share the table without a race. tests/unit/test_tables.c checks each
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
-    [RDL_SCRIPT_ACQUIRE] = "16d1a6d8593804583971483283e5c6c1e35b557a",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "0ff2441cf290c0ab2ef88c300e1fee1a7824ebbf",
+    [RDL_SCRIPT_ACQUIRE] = "c3c1aeb02a9827f8144252734ce0f2f5402960a6",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "d15eb84500b8d7697bfd8561227dbb911e74a589",
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "ec2d92605b277e0cafa28127b9fd83a7bd9b2a78",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "0ed1e32f63d5dd00da8d511174aed258c46690e7",
     [RDL_SCRIPT_QUEUE_RELEASE] = "73f2b15858cbd4596695fbbc4a3da675e83524c5",
     [RDL_SCRIPT_SEM_ACQUIRE] = "6e9ee787d347fa22aab603715bd10a47a6e4fbc6",
     [RDL_SCRIPT_SEM_RENEW] = "8fc12bec3206a51e829df1d7f2f7e3ad17fba137",

@@ -5,6 +5,8 @@
 #ifndef REDLEASE_SCRIPTS_H
 #define REDLEASE_SCRIPTS_H
 
+/* A mutex's acquires (the first three here, and the queue's) answer an
+ * error "KIND a semaphore of N permits" when the resource is one. */
 enum rdl_script {
     RDL_SCRIPT_ACQUIRE,        /* KEYS: key; ARGV: token, ttl -> 1 ours now, 0 held by another */
     RDL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl, counter ttl
@@ -25,8 +27,7 @@ enum rdl_script {
      * the lock and told; "0": the first waiter is told to check, and
      * races) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
-    /* A counting semaphore's holders (issue 27: the scripts first, the
-     * API next). KEYS: kind, holders, weights[, fence key]; ARGV: token,
+    /* A counting semaphore's holders (docs/design.md, section 12). KEYS: kind, holders, weights[, fence key]; ARGV: token,
      * weight, limit, ttl[, counter ttl] -> n > 0 admitted (the fence when
      * fenced, else 1), or n < 0 full: -n - 1 ms until the first holder's
      * deadline; an error "KIND what the resource is" when it is another

@@ -25,7 +25,7 @@ const char *redlease_strerror(int status)
     case REDLEASE_ETLS: return "TLS failed";
     case REDLEASE_EREPLICAS: return "too few replicas acknowledged the write in time";
     case REDLEASE_EQUORUM: return "too few of the quorum's servers said yes";
-    case REDLEASE_EKIND: return "the resource's key holds another kind of value";
+    case REDLEASE_EKIND: return "the resource is of another kind than this lease";
     }
     return "unknown status";
 }

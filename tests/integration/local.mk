@@ -64,8 +64,8 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(RIG_SOURCES)
 %canon_reldir%_test_queue_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_queue_LDADD = $(INTEGRATION_LDADD)
-# test_semaphore: the counting semaphore's scripts (issue 27) on the
-# harness's server, run by hand before the lock uses them.
+# test_semaphore: the counting semaphore on the harness's server, its
+# scripts by hand and then through the API.
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(RIG_SOURCES)
 %canon_reldir%_test_semaphore_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
 %canon_reldir%_test_semaphore_LDADD = $(INTEGRATION_LDADD)

@@ -227,6 +227,15 @@ static inline void finish(redlease_client *c, obs *o)
     CHECK_EQ(o->password_seen, 0);
 }
 
+/* finish() for clients that share the loop: each but the first is freed,
+ * then the first; the loop must then hold nothing of any. */
+static inline void finish_all(redlease_client **c, obs *o, int n)
+{
+    for (int i = 1; i < n; i++) redlease_client_free(c[i]);
+    finish(c[0], &o[0]);
+    for (int i = 1; i < n; i++) CHECK(o[i].acq <= 1 && o[i].lost <= 1 && o[i].rel <= 1);
+}
+
 /* An acquire by a client of its own with co, waiting wait ms (scaled as
  * lopts'; REDLEASE_WAIT_FOREVER too), must end with status, the client's
  * error text holding text. Returns the REDLEASE_EV_DISCONNECTED seen. */

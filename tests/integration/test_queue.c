@@ -37,15 +37,6 @@ static long long queue_rank(const char *res, const char *token)
     return v;
 }
 
-/* finish() for clients that share the loop: each is freed, then the loop
- * must hold nothing of any. */
-static void finish_all(redlease_client **c, obs *o, int n)
-{
-    for (int i = 1; i < n; i++) redlease_client_free(c[i]);
-    finish(c[0], &o[0]);
-    for (int i = 1; i < n; i++) CHECK(o[i].acq <= 1 && o[i].lost <= 1 && o[i].rel <= 1);
-}
-
 /* Runs the loop until o waits in the queue at rank (or 2 s pass). */
 static void wait_queued(obs *o, const char *res, long long rank)
 {

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The counting semaphore's scripts (src/scripts.c, RDL_SCRIPT_SEM_*) on a
- * real server, before the lock uses them (issue 27): admission within the
- * limit, weights, holders timed by the server's clock and pruned by every
- * script, strict renewal, release, fences, and a resource of another kind
- * or limit refused before anything is written. Each script goes by
- * EVALSHA under the library's own SHA-1 (EVAL once on NOSCRIPT), so a
- * digest that does not match its text fails here. */
+/* The counting semaphore on a real server. First its scripts alone
+ * (src/scripts.c, RDL_SCRIPT_SEM_*): admission within the limit, weights,
+ * holders timed by the server's clock and pruned by every script, strict
+ * renewal, release, fences, and a resource of another kind or limit
+ * refused before anything is written. Each script goes by EVALSHA under
+ * the library's own SHA-1 (EVAL once on NOSCRIPT), so a digest that does
+ * not match its text fails here. Then the same through the API (limit,
+ * weight): holders and waiters of separate clients, the kinds refused
+ * both ways, a holder removed behind its back, fences. */
 #define _GNU_SOURCE /* memmem, in rig.h */
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +213,151 @@ static void test_sem_other_kinds_refused(void)
     clean();
 }
 
+/* ------------------------------------------------------ through the API */
+
+static redlease_lock_options sopts(int limit, int weight, int64_t wait)
+{
+    redlease_lock_options lo = lopts(5000, wait, 0);
+    lo.limit = limit;
+    lo.weight = weight;
+    return lo;
+}
+
+static long long sem_used(const char *res)
+{
+    char k[64];
+    snprintf(k, sizeof k, "lock:{%s}:weights", res);
+    redisReply *r = adm("HGET %s used", k);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Three clients on a semaphore of 3: weights 2 and 1 fill it, a third
+ * (weight 1) is refused at once without a wait and admitted within its
+ * wait once a release frees the weight; the last out takes the keys. */
+static void test_sem_api_limit_and_waiting(void)
+{
+    obs o[4] = {{0}};
+    redlease_client *c[3];
+    for (int i = 0; i < 3; i++) c[i] = real_client(&o[i], NULL);
+    hold_real(c[0], &o[0], "api-sem", sopts(3, 2, 0));
+    hold_real(c[1], &o[1], "api-sem", sopts(3, 1, 0));
+    CHECK_EQ(sem_used("api-sem"), 3);
+    CHECK_EQ(admin_int("ZCARD %s", "lock:{api-sem}:holders"), 2);
+    CHECK_STR(get_bin("lock:{api-sem}", 14), "semaphore 3");
+    acquire(c[2], &o[2], "api-sem", sopts(3, 1, 0));
+    run_until(&o[2].acq, 2000, o[2].lk);
+    CHECK_EQ(o[2].acq_st, REDLEASE_EBUSY);
+    release(&o[2], NULL);
+    acquire(c[2], &o[3], "api-sem", sopts(3, 1, 5000));
+    run_for(100, o[3].lk); /* polls, full */
+    CHECK_EQ(o[3].acq, 0);
+    release(&o[0], NULL);
+    run_until(&o[3].acq, 2000, NULL);
+    CHECK_EQ(o[3].acq_st, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_held(o[3].lk), 1);
+    CHECK_EQ(sem_used("api-sem"), 2);
+    release(&o[1], NULL);
+    release(&o[3], NULL);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{api-sem}") + admin_int("EXISTS %s", "lock:{api-sem}:holders") +
+                 admin_int("EXISTS %s", "lock:{api-sem}:weights"),
+             0);
+    CHECK_EQ(o[0].rel_st, REDLEASE_OK);
+    finish_all(c, o, 3);
+}
+
+/* An acquire that fails with EKIND, long before its wait would end, its
+ * text naming what the resource is. */
+static void expect_kind(redlease_client *c, const char *res, redlease_lock_options lo, const char *text)
+{
+    obs o = {0};
+    int64_t t0 = mono_ms();
+    acquire(c, &o, res, lo);
+    run_until(&o.acq, 3000, o.lk);
+    printf("# %s after %lld ms: %s\n", redlease_strerror(o.acq_st), (long long)(mono_ms() - t0),
+           redlease_client_errstr(c));
+    CHECK_EQ(o.acq_st, REDLEASE_EKIND);
+    CHECK_STR(redlease_client_errstr(c), text);
+    release(&o, NULL);
+}
+
+/* One resource, one kind: a semaphore on a mutex's resource, one of
+ * another limit, and a mutex on a semaphore's (queued, and polling) are
+ * refused with EKIND within a wait of 10 s, and the holder is undisturbed. */
+static void test_sem_api_other_kinds_refused(void)
+{
+    obs o[2] = {{0}};
+    redlease_client *c[2];
+    for (int i = 0; i < 2; i++) c[i] = real_client(&o[i], NULL);
+    hold_real(c[0], &o[0], "api-kind", lopts(5000, 0, 0));
+    expect_kind(c[1], "api-kind", sopts(2, 0, 10000), "KIND a mutex");
+    CHECK_EQ(redlease_lock_held(o[0].lk), 1);
+    CHECK_STR(get_bin("lock:{api-kind}", 15), redlease_lock_token(o[0].lk));
+    release(&o[0], NULL);
+
+    obs h = {0};
+    hold_real(c[0], &h, "api-kind", sopts(2, 0, 0));
+    expect_kind(c[1], "api-kind", sopts(3, 0, 10000), "KIND a semaphore of 2 permits");
+    expect_kind(c[1], "api-kind", lopts(5000, 10000, 0), "KIND a semaphore of 2 permits");
+    redlease_lock_options poll = lopts(5000, 10000, 0);
+    poll.wait_mode = REDLEASE_WAIT_POLL; /* its first attempt is SET NX: the script of the next says */
+    expect_kind(c[1], "api-kind", poll, "KIND a semaphore of 2 permits");
+    poll.fencing = 1;
+    expect_kind(c[1], "api-kind", poll, "KIND a semaphore of 2 permits");
+    CHECK_EQ(redlease_lock_held(h.lk), 1);
+    CHECK_EQ(sem_used("api-kind"), 1);
+    release(&h, NULL);
+    CHECK_EQ(h.rel_st, REDLEASE_OK);
+    finish_all(c, o, 2);
+}
+
+/* A holder taken out of the set behind its back (an operator, or its
+ * deadline passed on a paused client) is lost at its next renewal and
+ * never put back; its release then says ENOTHELD. */
+static void test_sem_api_removed_holder_is_lost(void)
+{
+    obs o = {0};
+    redlease_client *c = real_client(&o, NULL);
+    redlease_lock_options lo = sopts(2, 0, 0);
+    lo.ttl_ms = 600 * S;
+    hold_real(c, &o, "api-lost", lo);
+    const char *t = redlease_lock_token(o.lk);
+    CHECK_EQ(admin_int("ZREM lock:{api-lost}:holders %s", t), 1);
+    run_until(&o.lost, 1000, NULL);
+    CHECK_EQ(o.lost, 1);
+    CHECK_EQ(o.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    redisReply *r = adm("ZSCORE lock:{api-lost}:holders %s", t);
+    CHECK(r && r->type == REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    release(&o, NULL);
+    CHECK_EQ(o.rel_st, REDLEASE_ENOTHELD);
+    ADM("DEL lock:{api-lost} lock:{api-lost}:holders lock:{api-lost}:weights");
+    finish(c, &o);
+}
+
+/* Fences strictly increase over the acquisitions of one semaphore, held
+ * together or one after another. */
+static void test_sem_api_fences_increase(void)
+{
+    obs o[3] = {{0}};
+    redlease_client *c = real_client(&o[0], NULL);
+    redlease_lock_options lo = sopts(2, 0, 0);
+    lo.fencing = 1;
+    hold_real(c, &o[0], "api-fence", lo);
+    hold_real(c, &o[1], "api-fence", lo);
+    uint64_t f0 = redlease_lock_fence(o[0].lk), f1 = redlease_lock_fence(o[1].lk);
+    printf("# fences %llu %llu\n", (unsigned long long)f0, (unsigned long long)f1);
+    CHECK(f0 > 0 && f1 > f0);
+    release(&o[0], NULL);
+    hold_real(c, &o[2], "api-fence", lo);
+    CHECK(redlease_lock_fence(o[2].lk) > f1);
+    release(&o[1], NULL);
+    release(&o[2], NULL);
+    ADM("DEL lock:{api-fence}:fence");
+    finish(c, &o[0]);
+}
+
 int main(int argc, char **argv)
 {
     if (rig_start()) return 1;
@@ -220,6 +367,10 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_dead_holders_pruned_and_never_renewed),
         TEST_CASE(test_sem_fences_increase),
         TEST_CASE(test_sem_other_kinds_refused),
+        TEST_CASE(test_sem_api_limit_and_waiting),
+        TEST_CASE(test_sem_api_other_kinds_refused),
+        TEST_CASE(test_sem_api_removed_holder_is_lost),
+        TEST_CASE(test_sem_api_fences_increase),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

@@ -56,14 +56,14 @@ static int build(const char *prefix, const char *res, size_t rlen, int kind, bui
 static const char *const names[] = {
     "a", "a:fence", "a}:fence", "a}", "}", "}a", "\\}a", "\\\\}a", "\\", "\\a", "{a}", "a{",
     "{", "{}", "}{", "x}y", "}:fence", "a:fence:fence", "\\}", ":fence", "a}:queue", "}:waiters",
-    "a:queue", "a}:waiters:queue", "a}:fence}:queue",
+    "a:queue", "a}:waiters:queue", "a}:fence}:queue", "a}:holders", "}:weights", "a:holders:weights",
 };
 #define NNAMES (sizeof names / sizeof names[0])
-#define NKINDS REDLEASE_KEY_WAITERS /* kinds are 1..NKINDS */
+#define NKINDS REDLEASE_KEY_WEIGHTS /* kinds are 1..NKINDS */
 
 static const char *kind_name(int k)
 {
-    static const char *const n[] = {"?", "lock", "fence", "queue", "waiters"};
+    static const char *const n[] = {"?", "lock", "fence", "queue", "waiters", "holders", "weights"};
     return n[k];
 }
 
@@ -180,6 +180,7 @@ static void test_error_table(void)
         {"NOPERM No permissions to access a key", REDLEASE_EPERM, 0, 0, 0},
         {"ERR DB index is out of range", REDLEASE_ECONFIG, 0, 0, 0},
         {"WRONGTYPE Operation against a key holding the wrong kind of value", REDLEASE_EKIND, 0, 0, 1},
+        {"KIND a semaphore of 4 permits", REDLEASE_EKIND, 0, 0, 0},
         {"ERR unknown command 'EVALSHA'", REDLEASE_EREDIS, 0, 0, 0},
         {"ERR Error running script (call to f_x): @user_script:1: oops", REDLEASE_EREDIS, 0, 0, 0},
         {"MOVED 3999 127.0.0.1:6381", REDLEASE_EREDIS, 0, 0, 0},

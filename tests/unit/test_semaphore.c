@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of a semaphore's lease (limit > 0): its options, the scripts
+ * each operation sends and their arguments, how their answers move the
+ * state machine (admitted, full, another kind, lost), and that a
+ * semaphore's attempts, renewals, release and drop never take a mutex's
+ * path. On the fake transport and virtual clock (tests/support/fake.h);
+ * the scripts themselves run on a real server in
+ * tests/integration/test_semaphore.c. */
+#include <string.h>
+
+#include "core_rig.h"
+#include "fake.h"
+#include "testutil.h"
+
+static redlease_lock_options sem_opts(int64_t ttl, int limit, int weight)
+{
+    redlease_lock_options o = opts(ttl);
+    o.wait_mode = REDLEASE_WAIT_DEFAULT;
+    o.limit = limit;
+    o.weight = weight;
+    return o;
+}
+
+/* The pending command is script s on resource "s"'s three keys. */
+static int sem_cmd(fake *f, int s)
+{
+    fake_cmd *c = fake_peek(f);
+    return cmd_is(f, "EVALSHA", fake_sha(s)) && c->argc >= 6 && strcmp(c->argv[3], "lock:{s}") == 0 &&
+           strcmp(c->argv[4], "lock:{s}:holders") == 0 && strcmp(c->argv[5], "lock:{s}:weights") == 0;
+}
+
+/* Acquire "s" with o, admitted at once; returns the send time. */
+static int64_t hold_sem(fake *f, rec *r, const redlease_lock_options *o)
+{
+    CHECK_EQ(start_lock(f, r, "s", o), REDLEASE_OK);
+    fake_run(f);
+    int64_t t0 = f->now;
+    CHECK(sem_cmd(f, RDL_SCRIPT_SEM_ACQUIRE));
+    fake_reply_int(f, 1);
+    fake_run(f);
+    CHECK_EQ(r->acq_status, REDLEASE_OK);
+    return t0;
+}
+
+static void test_sem_options_checked(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    static const struct {
+        int limit, weight, mode, rc;
+    } rows[] = {
+        {0, 1, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL}, /* a weight is a semaphore's */
+        {-1, 0, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL},
+        {4, 5, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL}, /* more than there is */
+        {4, -1, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL},
+        {REDLEASE_MAX_PERMITS + 1, 0, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL},
+        {4, 0, REDLEASE_WAIT_QUEUE, REDLEASE_ENOTSUP}, /* not in this version */
+        {4, 0, REDLEASE_WAIT_WAKE, REDLEASE_ENOTSUP},
+        {4, 4, REDLEASE_WAIT_POLL, REDLEASE_OK},
+        {REDLEASE_MAX_PERMITS, REDLEASE_MAX_PERMITS, REDLEASE_WAIT_DEFAULT, REDLEASE_OK},
+        {1, 0, REDLEASE_WAIT_DEFAULT, REDLEASE_OK},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rec r = {0};
+        redlease_lock_options o = sem_opts(3000, rows[i].limit, rows[i].weight);
+        o.wait_mode = rows[i].mode;
+        CHECK_EQ(start_lock(&f, &r, "s", &o), rows[i].rc);
+        if (rows[i].rc == REDLEASE_OK) {
+            CHECK_EQ(release(&r), REDLEASE_OK);
+            fake_run(&f);
+        } else {
+            CHECK(r.lk == NULL);
+        }
+    }
+    end(&f);
+}
+
+/* The acquire is the script from the first attempt (it reclaims its own
+ * token, so no plain SET ever goes): keys, token, weight, limit, TTL. */
+static void test_sem_acquire_renew_release_scripts(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 4, 3);
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_cmd *c = fake_peek(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    if (!c) return;
+    CHECK_EQ(c->argc, 10);
+    CHECK_STR(c->argv[2], "3");
+    CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
+    CHECK_STR(c->argv[7], "3");
+    CHECK_STR(c->argv[8], "4");
+    CHECK_STR(c->argv[9], "3000");
+    fake_advance(&f, 5);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK(redlease_lock_held(r.lk));
+    CHECK_EQ(redlease_lock_fence(r.lk), 0);
+    /* the renewal, a third of the TTL after the send */
+    fake_until(&f, t0 + 999);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_until(&f, t0 + 1000);
+    c = fake_peek(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    if (!c) return;
+    CHECK_EQ(c->argc, 8);
+    CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
+    CHECK_STR(c->argv[7], "3000");
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK(redlease_lock_held(r.lk));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    c = fake_peek(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE));
+    if (!c) return;
+    CHECK_EQ(c->argc, 7);
+    CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* Fencing adds the counter key and its TTL; the fence is the answer. */
+static void test_sem_fenced(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    o.fencing = 1;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    if (!c) return;
+    CHECK_EQ(c->argc, 12);
+    CHECK_STR(c->argv[2], "4");
+    CHECK_STR(c->argv[6], "lock:{s}:fence");
+    CHECK_STR(c->argv[8], "1"); /* weight 0 is 1 */
+    CHECK_STR(c->argv[9], "2");
+    CHECK_STR(c->argv[10], "3000");
+    CHECK_STR(c->argv[11], "603000");
+    fake_reply_int(&f, 1700000000000042LL);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_fence(r.lk), 1700000000000042LL);
+    end(&f);
+}
+
+/* Full: a negative answer is contention, retried by the poll's backoff
+ * within the budget, and EBUSY at its end; an attempt admitted later is
+ * the lease. */
+static void test_sem_full_is_busy_and_polled(void)
+{
+    fake f;
+    start_recording(&f);
+    redlease_client_set_rng(f.c, rng_max, NULL);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    o.wait_ms = 1000;
+    o.wait_retry_base_ms = o.wait_retry_max_ms = 100;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    fake_reply_int(&f, -2501); /* full; a holder's deadline in 2500 ms */
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0);
+    CHECK_EQ(count_events(REDLEASE_EV_CONTENDED), 1);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_until(&f, t0 + 99);
+    CHECK_EQ(fake_pending(&f), 0);
+    fake_until(&f, t0 + 100); /* the backoff's most, with rng_max */
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK(redlease_lock_held(r.lk));
+
+    rec b = {0};
+    o.wait_ms = 0;
+    CHECK_EQ(start_lock(&f, &b, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    fake_reply_int(&f, -1);
+    fake_run(&f);
+    CHECK_EQ(b.acq_status, REDLEASE_EBUSY);
+    end(&f);
+}
+
+/* Another kind: EKIND at once, whatever the budget, with the server's text;
+ * nothing was written, so nothing is dropped. */
+static void test_sem_other_kind_refused_at_once(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_err(&f, "KIND a semaphore of 3 permits");
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_EKIND);
+    CHECK_STR(redlease_client_errstr(f.c), "KIND a semaphore of 3 permits");
+    CHECK_EQ(fake_pending(&f), 0);
+    /* a mutex's script on a semaphore's key says the same */
+    rec m = {0};
+    redlease_lock_options mo = opts(3000);
+    mo.fencing = 1;
+    mo.wait_ms = REDLEASE_WAIT_FOREVER;
+    CHECK_EQ(start_lock(&f, &m, "s", &mo), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED)));
+    fake_reply_err(&f, "KIND a semaphore of 2 permits");
+    fake_run(&f);
+    CHECK_EQ(m.acq_status, REDLEASE_EKIND);
+    CHECK_EQ(fake_pending(&f), 0);
+    end(&f);
+}
+
+/* A renewal that finds the holder gone (pruned, or released by someone
+ * with its token) is a loss, never a re-add; the drop after an acquire
+ * that timed out is the semaphore's release, never a mutex's. */
+static void test_sem_lost_and_dropped(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    int64_t t0 = hold_sem(&f, &r, &o);
+    fake_until(&f, t0 + 1000);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    CHECK_EQ(fake_pending(&f), 0); /* not ours: nothing to delete */
+
+    rec b = {0};
+    o.wait_ms = 0;
+    CHECK_EQ(start_lock(&f, &b, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
+    fake_advance(&f, 2000); /* command timeout: the attempt may yet admit it */
+    CHECK_EQ(b.acq_status, REDLEASE_ETIMEDOUT);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(c != NULL);
+    if (!c) return;
+    fake_reply_int(&f, 1); /* the stale attempt's answer */
+    fake_run(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE)); /* the drop behind it */
+    c = fake_peek(&f);
+    if (c) CHECK_STR(c->argv[6], redlease_lock_token(b.lk));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    release(&r);
+    release(&b);
+    fake_run(&f);
+    end(&f);
+}
+
+/* A native conditional command is a mutex's: a semaphore's renewal and
+ * release stay scripts on a server that has them. */
+static void test_sem_never_native(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    CHECK_EQ(redlease_client_connected(f.c), 1);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    int64_t t0 = hold_sem(&f, &r, &o);
+    fake_until(&f, t0 + 1000);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    release(&r);
+    fake_run(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* A quorum's members count apart (design 12): a semaphore is refused. */
+static void test_sem_refused_under_a_quorum(void)
+{
+    fake f;
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.topology = REDLEASE_TOPOLOGY_QUORUM;
+    co.quorum_addrs = "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003";
+    fake_attach(&f, &co);
+    rec r = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
+    o.limit = 0;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    release(&r);
+    fake_run(&f);
+    end(&f);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_sem_options_checked),
+        TEST_CASE(test_sem_acquire_renew_release_scripts),
+        TEST_CASE(test_sem_fenced),
+        TEST_CASE(test_sem_full_is_busy_and_polled),
+        TEST_CASE(test_sem_other_kind_refused_at_once),
+        TEST_CASE(test_sem_lost_and_dropped),
+        TEST_CASE(test_sem_never_native),
+        TEST_CASE(test_sem_refused_under_a_quorum),
+    };
+    fake_alloc_install();
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
