@@ -7,6 +7,15 @@
 # under valgrind through libtool, so the real binary is checked, not its
 # libtool wrapper script; COMMAND itself is not traced.
 
+# The signal cases check what COMMAND's death does to redlease, so they need
+# INT, QUIT and HUP at their defaults. A non-interactive shell cannot reset
+# a signal it was started with ignored (a background job ignores INT and
+# QUIT, nohup HUP), so the script starts again under env --default-signal:
+# the verdicts never depend on how the suite was launched.
+if [ -z "${REDLEASE_TEST_SIGNALS_DEFAULT:-}" ] && env --default-signal=INT true 2>/dev/null; then
+    REDLEASE_TEST_SIGNALS_DEFAULT=1 exec env --default-signal=INT,QUIT,HUP bash "$0" "$@"
+fi
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 . "$here/../support/redis-harness.sh" || exit 99
 redis_harness_start_tap
