@@ -84,8 +84,9 @@ enum redlease_status {
     REDLEASE_EQUORUM = -17,   /* quorum: too few servers said yes, for another reason than
                                  another holder (see redlease_client_errstr) */
     REDLEASE_EKIND = -18      /* the resource is another kind than this lease asks for (a
-                                 mutex, or a semaphore of another limit; the text says
-                                 which), or its key holds a value of another type
+                                 mutex or shared/exclusive, or a semaphore of another
+                                 limit; the text says which), or its key holds a value
+                                 of another type
                                  (Redis's WRONGTYPE): nothing held is touched */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
@@ -319,7 +320,8 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
 enum redlease_wait_mode {
     REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: in this version REDLEASE_WAIT_QUEUE,
                                   REDLEASE_WAIT_WAKE under a quorum, and
-                                  REDLEASE_WAIT_POLL for a semaphore */
+                                  REDLEASE_WAIT_POLL for a semaphore or a
+                                  shared holder */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it; REDLEASE_EINVAL under
                                   a quorum (N queues have no one order) */
@@ -378,16 +380,19 @@ typedef struct redlease_lock_options {
     int replica_fsync;          /* nonzero: WAITAOF: also fsynced to the primary's
                                    AOF and to replica_acks replicas' (Redis >= 7.2) */
     int replica_scope;          /* enum redlease_replica_scope: which writes wait */
-    /* The kind (man 3 redlease, KINDS): a mutex (limit 0), or a counting
-     * semaphore of limit permits, of which this handle holds weight. Each
-     * holder of a semaphore has its own token, TTL, renewals, local
-     * deadline and fence, as a mutex's holder does. A resource is one
-     * kind at a time: an acquire of another kind or limit fails at once
-     * with REDLEASE_EKIND. In this version a semaphore waits by polling
-     * (REDLEASE_WAIT_POLL; QUEUE and WAKE are REDLEASE_ENOTSUP) and is
+    /* The kind (man 3 redlease, KINDS): a mutex, which is also the
+     * exclusive holder of a shared/exclusive resource; a shared holder
+     * (shared), many at once and never beside an exclusive one; or a
+     * counting semaphore of limit permits, of which this handle holds
+     * weight. Each holder of any kind has its own token, TTL, renewals,
+     * local deadline and fence. A resource is one kind at a time: an
+     * acquire of another kind or limit fails at once with REDLEASE_EKIND.
+     * In this version shared holders and semaphores wait by polling
+     * (REDLEASE_WAIT_POLL; QUEUE and WAKE are REDLEASE_ENOTSUP) and are
      * REDLEASE_EINVAL under a quorum. */
-    int limit;                  /* 0: a mutex; 1 to REDLEASE_MAX_PERMITS */
+    int limit;                  /* 0: not a semaphore; 1 to REDLEASE_MAX_PERMITS */
     int weight;                 /* 0: 1; with a limit only, at most it */
+    int shared;                 /* nonzero: a shared holder; not with a limit */
 } redlease_lock_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */

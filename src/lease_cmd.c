@@ -37,20 +37,26 @@ static void counter_ttl(rdl_cmd *c, const rdl_cmd_spec *s)
     ARG(c, c->counter_ttl, rdl_decimal(c->counter_ttl, s->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
 }
 
-/* A script of the lock key and two keys of these kinds beside it[, the
- * fence key], then the token: the head the queue's and a semaphore's
- * scripts share. */
-static void three_keys(rdl_cmd *c, const rdl_cmd_spec *s, int kind2, int kind3, int fenced)
+/* EVALSHA's head, the lock key, the n keys of these kinds derived from
+ * it[, the fence key], then the token: what the queue's, a semaphore's
+ * and a shared holder's scripts start with. */
+static void script_keys(rdl_cmd *c, const rdl_cmd_spec *s, const int *kinds, int n, int fenced)
 {
-    rdl_key_derive(c->key2, s->key, s->keylen, kind2);
-    rdl_key_derive(c->key3, s->key, s->keylen, kind3);
-    script_head(c, s, fenced ? "4" : "3");
+    static const char *const numkeys[] = {"1", "2", "3", "4", "5", "6"};
+    script_head(c, s, numkeys[n + fenced]);
     ARG(c, s->key, s->keylen);
-    ARG(c, c->key2, rdl_key_derived_len(s->keylen, kind2));
-    ARG(c, c->key3, rdl_key_derived_len(s->keylen, kind3));
+    for (int i = 0; i < n; i++) {
+        rdl_key_derive(c->derived[i], s->key, s->keylen, kinds[i]);
+        ARG(c, c->derived[i], rdl_key_derived_len(s->keylen, kinds[i]));
+    }
     if (fenced) ARG(c, s->fence_key, s->fence_keylen);
     ARG(c, s->token, RDL_TOKEN_LEN);
 }
+
+static const int queue_keys[] = {REDLEASE_KEY_QUEUE, REDLEASE_KEY_WAITERS};
+static const int holder_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS};
+static const int shared_keys[] = {REDLEASE_KEY_QUEUE, REDLEASE_KEY_WAITERS, REDLEASE_KEY_HOLDERS,
+                                  REDLEASE_KEY_WEIGHTS};
 
 /* The queue's scripts: KEYS key, queue, waiters[, fence key]; ARGV token
  * and (an acquire) its times and channel, then the order[, counter ttl]. */
@@ -59,7 +65,7 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     int acq = s->script == RDL_SCRIPT_QUEUE_ACQUIRE;
     int fenced = acq && s->fence_key;
     const char *order = s->unordered ? "0" : "1";
-    three_keys(c, s, REDLEASE_KEY_QUEUE, REDLEASE_KEY_WAITERS, fenced);
+    script_keys(c, s, queue_keys, 2, fenced);
     if (acq) {
         ARG(c, c->ttl, ttl_len);
         ARG(c, c->life, rdl_decimal(c->life, s->life));
@@ -70,14 +76,14 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     if (fenced) counter_ttl(c, s);
 }
 
-/* A semaphore's scripts: KEYS kind (the lock key), holders, weights[,
- * fence key]; ARGV token, then (an acquire) weight, limit, ttl[, counter
- * ttl], (a renewal) ttl. */
+/* A semaphore's scripts (and a shared holder's renewal): KEYS kind (the
+ * lock key), holders, weights[, fence key]; ARGV token, then (an acquire)
+ * weight, limit, ttl[, counter ttl], (a renewal) ttl. */
 static void sem_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 {
     int acq = s->script == RDL_SCRIPT_SEM_ACQUIRE;
     int fenced = acq && s->fence_key;
-    three_keys(c, s, REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, fenced);
+    script_keys(c, s, holder_keys, 2, fenced);
     if (acq) {
         ARG(c, c->weight, rdl_decimal(c->weight, s->weight));
         ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
@@ -116,16 +122,17 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
         ARG(c, "PX", 2);
         ARG(c, c->ttl, ttl_len);
     } else if (s->probe) { /* the queue release's two-key form (scripts.c) */
-        rdl_key_derive(c->key2, s->key, s->keylen, REDLEASE_KEY_QUEUE);
-        script_head(c, s, "2");
-        ARG(c, s->key, s->keylen);
-        ARG(c, c->key2, rdl_key_derived_len(s->keylen, REDLEASE_KEY_QUEUE));
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        script_keys(c, s, queue_keys, 1, 0);
     } else if (s->script == RDL_SCRIPT_QUEUE_ACQUIRE || s->script == RDL_SCRIPT_QUEUE_RELEASE) {
         queue_script(c, s, ttl_len);
     } else if (s->script == RDL_SCRIPT_SEM_ACQUIRE || s->script == RDL_SCRIPT_SEM_RENEW ||
                s->script == RDL_SCRIPT_SEM_RELEASE) {
         sem_script(c, s, ttl_len);
+    } else if (s->script == RDL_SCRIPT_SHARED_ACQUIRE || s->script == RDL_SCRIPT_SHARED_RELEASE) {
+        int acq = s->script == RDL_SCRIPT_SHARED_ACQUIRE;
+        script_keys(c, s, shared_keys, 4, acq && s->fence_key);
+        if (acq) ARG(c, c->ttl, ttl_len);
+        if (acq && s->fence_key) counter_ttl(c, s);
     } else if (s->script == RDL_SCRIPT_FENCE_RAISE) {
         script_head(c, s, "1");
         ARG(c, s->fence_key, s->fence_keylen);

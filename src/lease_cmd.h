@@ -53,9 +53,9 @@ typedef struct rdl_cmd {
     char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
         claim[RDL_DECIMAL_MAX], fence[RDL_DECIMAL_MAX], limit[RDL_DECIMAL_MAX],
         weight[RDL_DECIMAL_MAX];
-    /* a script's keys after the lock key: the queue's order and entries,
-     * or a semaphore's holders and weights */
-    char key2[RDL_CMD_KEY_MAX], key3[RDL_CMD_KEY_MAX];
+    /* a script's keys after the lock key, derived from it: the queue's
+     * order and entries, then the holders and their weights */
+    char derived[4][RDL_CMD_KEY_MAX];
 } rdl_cmd;
 
 /* Fills out with the command s describes. */

@@ -49,9 +49,10 @@ typedef struct rdl_lock_target {
     unsigned moving_keys : 1;   /* keys move between servers (a Cluster's slots):
                                    a redirect that reaches the lock, not
                                    followed, is transient (the move ends) */
-    unsigned counts_holders : 1; /* one server counts a resource's holders, so a
-                                   semaphore's limit holds exactly (a quorum's
-                                   members count apart: docs/design.md, 12) */
+    unsigned counts_holders : 1; /* one server keeps a resource's holders, so a
+                                   semaphore's limit holds exactly and a shared
+                                   holder sees an exclusive one (a quorum's
+                                   members keep theirs apart: docs/design.md, 12) */
 } rdl_lock_target;
 
 /* A client's locks and what they use, embedded in the client (set by it
@@ -109,8 +110,8 @@ struct rdl_lock_acq {
 };
 
 /* Options few handles use: allocated only when one is set (a fence,
- * replicas to acknowledge, a hold cap, a semaphore), it lives as long as
- * the handle. */
+ * replicas to acknowledge, a hold cap, a semaphore, a shared holder), it
+ * lives as long as the handle. */
 struct rdl_lock_opts {
     int64_t max_hold, hold_until; /* hold_until: RDL_NEVER until held */
     uint64_t fence;               /* the fence minted, once held */
@@ -118,7 +119,8 @@ struct rdl_lock_opts {
     int32_t replica_timeout;      /* its timeout, ms; 0: no acknowledgement */
     uint32_t fence_keylen;        /* the fence key follows the lock key's NUL */
     int32_t limit, weight;        /* a semaphore's permits and this holder's
-                                     share; limit 0: a mutex */
+                                     share; limit 0: not a semaphore */
+    uint8_t shared;               /* a shared holder */
 };
 
 /* The handle itself holds what a held lease needs, each field as narrow
@@ -216,10 +218,15 @@ static inline int32_t rdl_lock_replica_timeout(const struct redlease_lock *lk)
 {
     return lk->opts ? lk->opts->replica_timeout : 0;
 }
-/* A semaphore's permits, or 0 for a mutex. */
+/* A semaphore's permits, or 0 for another kind. */
 static inline int32_t rdl_lock_limit(const struct redlease_lock *lk)
 {
     return lk->opts ? lk->opts->limit : 0;
+}
+/* 1 for a shared holder. */
+static inline int rdl_lock_shared(const struct redlease_lock *lk)
+{
+    return lk->opts && lk->opts->shared;
 }
 /* Asks the CPU for the handle's memory ahead of its use: with many leases
  * each is touched once per renewal interval, long out of cache by then,

@@ -69,16 +69,18 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     /* N servers' queues could hand the lock to N different heads: there is
      * no one order to wait in (design 11.5); the default wakes instead */
     if (o->wait_mode == REDLEASE_WAIT_QUEUE && !ls->target.ordered_queue) return REDLEASE_EINVAL;
-    /* A semaphore needs one server to count its holders (design 12), and
-     * waits by polling in this version: the queue admits one at a time */
-    if (o->limit && !ls->target.counts_holders) return REDLEASE_EINVAL;
-    if (o->limit && o->wait_mode != REDLEASE_WAIT_DEFAULT && o->wait_mode != REDLEASE_WAIT_POLL)
+    /* A semaphore or a shared holder needs one server to keep its holders
+     * (design 12), and waits by polling in this version: the queue admits
+     * one exclusive holder at a time */
+    int holders = o->limit || o->shared;
+    if (holders && !ls->target.counts_holders) return REDLEASE_EINVAL;
+    if (holders && o->wait_mode != REDLEASE_WAIT_DEFAULT && o->wait_mode != REDLEASE_WAIT_POLL)
         return REDLEASE_ENOTSUP;
     if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     size_t fence_keylen = o->fencing ? rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
-    int rare = o->fencing || replica_timeout || o->max_hold_ms || o->limit;
+    int rare = o->fencing || replica_timeout || o->max_hold_ms || holders;
     /* the keys start where key[] does, in the struct's tail padding */
     size_t size = offsetof(struct redlease_lock, key) + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0);
     struct redlease_lock *lk = rdl_calloc(1, size > sizeof *lk ? size : sizeof *lk);
@@ -110,6 +112,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
         opts->replica_timeout = (int32_t)replica_timeout;
         opts->limit = o->limit;
         opts->weight = o->weight ? o->weight : 1;
+        opts->shared = o->shared != 0;
     }
     lk->set = ls;
     lk->node = rdl_lock_route(lk);
@@ -128,7 +131,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
-    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker && !o->limit;
+    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker && !holders;
     /* with no one order to wait in the default is REDLEASE_WAIT_WAKE (above) */
     lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || !ls->target.ordered_queue;
     acq->joins = lk->queued && o->wait_ms != 0;

@@ -24,10 +24,15 @@
 /* Which script a request runs, or -1 for the plain SET NX PX. */
 static int script_for(const struct redlease_lock *lk, int kind)
 {
-    if (rdl_lock_limit(lk)) /* a semaphore's: its acquire reclaims its own token */
-        return kind == RDL_REQ_ACQUIRE ? RDL_SCRIPT_SEM_ACQUIRE
+    /* a semaphore's and a shared holder's: each acquire reclaims its own
+     * token; both renew in their set of holders */
+    if (rdl_lock_limit(lk) || rdl_lock_shared(lk)) {
+        int sem = rdl_lock_limit(lk) != 0;
+        return kind == RDL_REQ_ACQUIRE ? (sem ? RDL_SCRIPT_SEM_ACQUIRE : RDL_SCRIPT_SHARED_ACQUIRE)
                : kind == RDL_REQ_RENEW ? RDL_SCRIPT_SEM_RENEW
-                                       : RDL_SCRIPT_SEM_RELEASE;
+               : sem                   ? RDL_SCRIPT_SEM_RELEASE
+                                       : RDL_SCRIPT_SHARED_RELEASE;
+    }
     switch (kind) {
     case RDL_REQ_ACQUIRE:
         if (lk->acq->joins && !lk->acq->plain_next) return RDL_SCRIPT_QUEUE_ACQUIRE;

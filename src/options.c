@@ -280,6 +280,7 @@ int rdl_lock_options_check(const redlease_lock_options *o)
     /* a weight is a semaphore's: a mutex's holder holds it all */
     if (!in_range(o->limit, 0, REDLEASE_MAX_PERMITS)) return REDLEASE_EINVAL;
     if (!in_range(o->weight, 0, o->limit)) return REDLEASE_EINVAL;
+    if (o->shared && o->limit) return REDLEASE_EINVAL; /* one kind at a time */
     return REDLEASE_OK;
 }
 

@@ -82,44 +82,59 @@
     "  tell_first(heard == 1 and 1 or 3, c)\n" \
     "end\n"
 
-/* A counting semaphore's holders (docs/design.md, section 12): KEYS[1] holds the resource's kind, "semaphore N" (tokens are 32
- * hex digits: no token equals it, so a mutex's SET NX, GET or SET IFEQ
- * finds it taken, never its own); KEYS[2] orders the holders' tokens by
- * their deadline, the server's clock in ms; KEYS[3] holds each holder's
- * weight, and "used", their sum. prune() drops the holders whose deadline
- * has passed (every script that reads the set does, first: a holder that
- * died gives its weight back at its deadline, by the server's clock, never
- * a client's); keep() gives the three keys the last deadline's life, or
- * deletes them when nobody holds (the kind goes with the last holder).
- * prune() works in slices: Lua's unpack() has a bound. */
-#define LUA_SEM \
+/* The holders of a semaphore or of a shared lease (docs/design.md, section
+ * 12). KEYS[1] holds the resource's kind, "semaphore N" or "shared"
+ * (tokens are 32 hex digits: no token equals it, so a mutex's SET NX, GET
+ * or SET IFEQ finds it taken, never its own); HK orders the holders'
+ * tokens by their deadline, the server's clock in ms; WK holds each
+ * holder's weight (a shared holder's is 1), and "used", their sum; each
+ * script names where HK and WK are among its KEYS. prune() drops the
+ * holders whose deadline has passed (every script that reads the set
+ * does, first: a holder that died gives its weight back at its deadline,
+ * by the server's clock, never a client's); keep() gives the three keys
+ * the last deadline's life, or deletes them when nobody holds (the kind
+ * goes with the last holder). prune() works in slices: Lua's unpack() has
+ * a bound. */
+#define LUA_HOLDERS(h, w) \
+    "local HK, WK = KEYS[" h "], KEYS[" w "]\n" \
     "local function prune()\n" \
     "  while true do\n" \
-    "    local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', clock(), 'LIMIT', 0, 500)\n" \
+    "    local dead = redis.call('ZRANGEBYSCORE', HK, '-inf', clock(), 'LIMIT', 0, 500)\n" \
     "    if #dead == 0 then return end\n" \
     "    local sum = 0\n" \
-    "    for _, w in ipairs(redis.call('HMGET', KEYS[3], unpack(dead))) do sum = sum + (tonumber(w) or 0) end\n" \
-    "    redis.call('HDEL', KEYS[3], unpack(dead))\n" \
-    "    redis.call('HINCRBY', KEYS[3], 'used', -sum)\n" \
-    "    redis.call('ZREM', KEYS[2], unpack(dead))\n" \
+    "    for _, w in ipairs(redis.call('HMGET', WK, unpack(dead))) do sum = sum + (tonumber(w) or 0) end\n" \
+    "    redis.call('HDEL', WK, unpack(dead))\n" \
+    "    redis.call('HINCRBY', WK, 'used', -sum)\n" \
+    "    redis.call('ZREM', HK, unpack(dead))\n" \
     "  end\n" \
     "end\n" \
+    "local function admit(tok, weight)\n" \
+    "  redis.call('HSET', WK, tok, weight)\n" \
+    "  redis.call('HINCRBY', WK, 'used', weight)\n" \
+    "end\n" \
+    "local function drop(tok)\n" \
+    "  if redis.call('ZREM', HK, tok) == 0 then return false end\n" \
+    "  local w = tonumber(redis.call('HGET', WK, tok)) or 0\n" \
+    "  redis.call('HDEL', WK, tok)\n" \
+    "  redis.call('HINCRBY', WK, 'used', -w)\n" \
+    "  return true\n" \
+    "end\n" \
     "local function keep(kind)\n" \
-    "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]\n" \
+    "  local last = redis.call('ZRANGE', HK, -1, -1, 'WITHSCORES')[2]\n" \
     "  if not last then\n" \
-    "    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n" \
+    "    redis.call('DEL', KEYS[1], HK, WK)\n" \
     "    return\n" \
     "  end\n" \
     "  local life = tonumber(last) - clock()\n" \
     "  if life < 1 then life = 1 end\n" \
     "  redis.call('SET', KEYS[1], kind, 'PX', life)\n" \
-    "  redis.call('PEXPIRE', KEYS[2], life)\n" \
-    "  redis.call('PEXPIRE', KEYS[3], life)\n" \
+    "  redis.call('PEXPIRE', HK, life)\n" \
+    "  redis.call('PEXPIRE', WK, life)\n" \
     "end\n"
 
-/* What a mutex's acquire says when the lock key is a semaphore's kind
- * (LUA_SEM): refused, naming it, before anything is written; nil for a
- * holder's token. */
+/* What a mutex's or a shared holder's acquire says when the lock key is
+ * a semaphore's kind (LUA_HOLDERS): refused, naming it, before anything
+ * is written; nil for a holder's token or "shared". */
 #define LUA_KIND \
     "local function other_kind(v)\n" \
     "  local n = string.match(v, '^semaphore (%d+)$')\n" \
@@ -274,55 +289,91 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * restarted, its weight counted once. Full: how long until the first
      * holder's deadline, the soonest a permit frees without a release. */
     [RDL_SCRIPT_SEM_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_SEM
+        LUA_CLOCK LUA_MINT LUA_KIND LUA_HOLDERS("2", "3")
         "local kind = 'semaphore ' .. ARGV[3]\n"
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and v ~= kind then\n"
-        "  local n = string.match(v, '^semaphore (%d+)$')\n"
-        "  if n then return redis.error_reply('KIND a semaphore of ' .. n .. ' permits') end\n"
         "  if v == 'shared' then return redis.error_reply('KIND shared and exclusive holders') end\n"
-        "  return redis.error_reply('KIND a mutex')\n"
+        "  return other_kind(v) or redis.error_reply('KIND a mutex')\n"
         "end\n"
         "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
-        "  local used = tonumber(redis.call('HGET', KEYS[3], 'used')) or 0\n"
+        "if not redis.call('ZSCORE', HK, ARGV[1]) then\n"
+        "  local used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
         "  if used + weight > limit then\n"
-        "    local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]\n"
+        "    local first = redis.call('ZRANGE', HK, 0, 0, 'WITHSCORES')[2]\n"
         "    return -(math.max(tonumber(first or 0) - clock(), 0) + 1)\n"
         "  end\n"
-        "  redis.call('HSET', KEYS[3], ARGV[1], weight)\n"
-        "  redis.call('HINCRBY', KEYS[3], 'used', weight)\n"
+        "  admit(ARGV[1], weight)\n"
         "end\n"
         "local fence = 1\n"
         "if KEYS[4] then fence = mint(KEYS[4], ARGV[5]) end\n"
-        "redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[4]), ARGV[1])\n"
+        "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), ARGV[1])\n"
         "keep(kind)\n"
         "return fence\n",
-    /* A semaphore holder's renewal, strict: a token no longer in the set,
-     * or past its deadline, is not ours, and is never put back. */
+    /* A semaphore holder's or a shared holder's renewal, strict: a token
+     * no longer in the set, or past its deadline, is not ours, and is
+     * never put back. */
     [RDL_SCRIPT_SEM_RENEW] =
-        LUA_CLOCK LUA_SEM
+        LUA_CLOCK LUA_HOLDERS("2", "3")
         "local v = redis.call('GET', KEYS[1])\n"
-        "if not v or not string.match(v, '^semaphore %d+$') then return 0 end\n"
+        "if not v or not (v == 'shared' or string.match(v, '^semaphore %d+$')) then return 0 end\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end\n"
-        "redis.call('ZADD', KEYS[2], 'XX', clock() + tonumber(ARGV[2]), ARGV[1])\n"
+        "if not redis.call('ZSCORE', HK, ARGV[1]) then return 0 end\n"
+        "redis.call('ZADD', HK, 'XX', clock() + tonumber(ARGV[2]), ARGV[1])\n"
         "keep(v)\n"
         "return 1\n",
     /* A semaphore holder's release: its weight given back; 0 when it was
      * no longer a holder. */
     [RDL_SCRIPT_SEM_RELEASE] =
-        LUA_CLOCK LUA_SEM
+        LUA_CLOCK LUA_HOLDERS("2", "3")
         "local v = redis.call('GET', KEYS[1])\n"
         "if not v or not string.match(v, '^semaphore %d+$') then return 0 end\n"
         "prune()\n"
-        "if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end\n"
-        "local w = tonumber(redis.call('HGET', KEYS[3], ARGV[1])) or 0\n"
-        "redis.call('HDEL', KEYS[3], ARGV[1])\n"
-        "redis.call('HINCRBY', KEYS[3], 'used', -w)\n"
+        "if not drop(ARGV[1]) then return 0 end\n"
         "keep(v)\n"
         "return 1\n",
+    /* A shared holder's acquire (docs/design.md, 12.4): admitted beside
+     * other shared holders, never beside an exclusive one (a mutex's
+     * token: busy, its TTL left) nor ahead of an exclusive waiter alive in
+     * the resource's queue (the mutex's: exclusive waiters come first, so
+     * a stream of shared holders cannot starve them). A resource left free
+     * with such a waiter at the head is handed to it, as the queue's
+     * acquire does. A semaphore is refused (KIND). Our own token is ours,
+     * its deadline restarted. */
+    [RDL_SCRIPT_SHARED_ACQUIRE] =
+        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND LUA_HOLDERS("4", "5")
+        "local tok = ARGV[1]\n"
+        "local function busy()\n"
+        "  return -(math.max(redis.call('PTTL', KEYS[1]), 0) + 1)\n"
+        "end\n"
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v and v ~= 'shared' then return other_kind(v) or busy() end\n"
+        "prune()\n"
+        "if not redis.call('ZSCORE', HK, tok) then\n"
+        "  if head() then\n"
+        "    if redis.call('ZCARD', HK) == 0 then hand_over() end\n"
+        "    return busy()\n"
+        "  end\n"
+        "  admit(tok, 1)\n"
+        "end\n"
+        "local fence = 1\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[3]) end\n"
+        "redis.call('ZADD', HK, clock() + tonumber(ARGV[2]), tok)\n"
+        "keep('shared')\n"
+        "return fence\n",
+    /* A shared holder's release: 0 when it was no longer a holder. The
+     * last one out (or the release that finds the others gone) hands the
+     * resource to the exclusive waiter at the head of the queue. */
+    [RDL_SCRIPT_SHARED_RELEASE] =
+        LUA_CLOCK LUA_QUEUE LUA_HOLDERS("4", "5")
+        "if redis.call('GET', KEYS[1]) ~= 'shared' then return 0 end\n"
+        "prune()\n"
+        "local mine = drop(ARGV[1])\n"
+        "keep('shared')\n"
+        "if redis.call('EXISTS', KEYS[1]) == 0 then hand_over() end\n"
+        "if mine then return 1 end\n"
+        "return 0\n",
 };
 
 /* The digests are constants of the texts above, written out rather than
@@ -337,9 +388,11 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "0ed1e32f63d5dd00da8d511174aed258c46690e7",
     [RDL_SCRIPT_QUEUE_RELEASE] = "73f2b15858cbd4596695fbbc4a3da675e83524c5",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "6e9ee787d347fa22aab603715bd10a47a6e4fbc6",
-    [RDL_SCRIPT_SEM_RENEW] = "8fc12bec3206a51e829df1d7f2f7e3ad17fba137",
-    [RDL_SCRIPT_SEM_RELEASE] = "7da51f7564618f407c0ccb91c5a18d6e3b60ccf9",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "506b5c7efa0131c080a8547a5ed9fba5cbf10360",
+    [RDL_SCRIPT_SEM_RENEW] = "af357f461c7763dc9eef945286f6b60fdfcbbc6b",
+    [RDL_SCRIPT_SEM_RELEASE] = "3c539b70ccd92e9cc3776a255b06cb3062b5e659",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "8aa2c11b7b7885e2f7f11d943374b7247dee8b3c",
+    [RDL_SCRIPT_SHARED_RELEASE] = "524fce644968ed5437c7ab54d7f938e1bf9d7db9",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

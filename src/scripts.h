@@ -5,8 +5,9 @@
 #ifndef REDLEASE_SCRIPTS_H
 #define REDLEASE_SCRIPTS_H
 
-/* A mutex's acquires (the first three here, and the queue's) answer an
- * error "KIND a semaphore of N permits" when the resource is one. */
+/* A mutex's acquires (the first three here, and the queue's) and a shared
+ * holder's answer an error "KIND a semaphore of N permits" when the
+ * resource is one. */
 enum rdl_script {
     RDL_SCRIPT_ACQUIRE,        /* KEYS: key; ARGV: token, ttl -> 1 ours now, 0 held by another */
     RDL_SCRIPT_ACQUIRE_FENCED, /* KEYS: key, fence key; ARGV: token, ttl, counter ttl
@@ -33,12 +34,22 @@ enum rdl_script {
      * deadline; an error "KIND what the resource is" when it is another
      * kind or limit */
     RDL_SCRIPT_SEM_ACQUIRE,
-    /* KEYS: kind, holders, weights; ARGV: token, ttl -> 1 extended, 0 not
-     * a holder (never re-added) */
+    /* A semaphore's or a shared lease's holder. KEYS: kind, holders,
+     * weights; ARGV: token, ttl -> 1 extended, 0 not a holder (never
+     * re-added) */
     RDL_SCRIPT_SEM_RENEW,
     /* KEYS: kind, holders, weights; ARGV: token -> 1 released, 0 not a
      * holder */
     RDL_SCRIPT_SEM_RELEASE,
+    /* A shared holder (docs/design.md, 12.4). KEYS: kind, queue, waiters,
+     * holders, weights[, fence key]; ARGV: token, ttl[, counter ttl] ->
+     * n > 0 admitted (the fence when fenced, else 1), or n < 0 busy (an
+     * exclusive holder, or an exclusive waiter queued): -n - 1 ms of the
+     * kind key's TTL left; an error "KIND ..." for a semaphore */
+    RDL_SCRIPT_SHARED_ACQUIRE,
+    /* KEYS: kind, queue, waiters, holders, weights; ARGV: token -> 1
+     * released, 0 not a holder */
+    RDL_SCRIPT_SHARED_RELEASE,
     RDL_SCRIPT_COUNT
 };
 

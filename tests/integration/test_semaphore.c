@@ -7,7 +7,9 @@
  * the library's own SHA-1 (EVAL once on NOSCRIPT), so a digest that does
  * not match its text fails here. Then the same through the API (limit,
  * weight): holders and waiters of separate clients, the kinds refused
- * both ways, a holder removed behind its back, fences. */
+ * both ways, a holder removed behind its back, fences; and shared holders
+ * beside exclusive ones (shared): who waits for whom, the handover to an
+ * exclusive waiter, kinds, loss and fences. */
 #define _GNU_SOURCE /* memmem, in rig.h */
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,118 @@ static void test_sem_api_fences_increase(void)
     finish(c, &o[0]);
 }
 
+/* ------------------------------------------------- shared and exclusive */
+
+static redlease_lock_options shopts(int64_t ttl, int64_t wait)
+{
+    redlease_lock_options lo = lopts(ttl, wait, 0);
+    lo.shared = 1;
+    return lo;
+}
+
+/* An exclusive holder queued behind the shared holders (a mutex handle,
+ * REDLEASE_WAIT_QUEUE; its retry timer far away, so only a handover is
+ * seen). */
+static redlease_lock_options xopts(int64_t ttl, int64_t wait)
+{
+    redlease_lock_options lo = lopts(ttl, wait, 0);
+    lo.wait_mode = REDLEASE_WAIT_QUEUE;
+    lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S;
+    return lo;
+}
+
+/* Two shared holders at once; an exclusive acquire is busy beside them,
+ * and once queued stops a new shared holder from entering; the last
+ * shared release hands the resource to it at once (its own timers are
+ * seconds away); shared holders wait while it holds, and enter after its
+ * release. Nobody is ever held beside an exclusive holder. */
+static void test_shared_and_exclusive(void)
+{
+    enum { N = 4 };
+    obs o[N + 2] = {{0}};
+    redlease_client *c[N];
+    const char *res = "rw";
+    for (int i = 0; i < N; i++) c[i] = real_client(&o[i], NULL);
+    hold_real(c[0], &o[0], res, shopts(10000, 0));
+    hold_real(c[1], &o[1], res, shopts(10000, 0));
+    CHECK_STR(get_bin("lock:{rw}", 9), "shared");
+    CHECK_EQ(admin_int("ZCARD %s", "lock:{rw}:holders"), 2);
+    acquire(c[2], &o[2], res, xopts(10000, 0));
+    run_until(&o[2].acq, 2000, o[2].lk);
+    CHECK_EQ(o[2].acq_st, REDLEASE_EBUSY);
+    release(&o[2], NULL);
+    o[2] = (obs){0};
+    acquire(c[2], &o[2], res, xopts(10000, 10000)); /* waits in the queue */
+    int64_t end = mono_ms() + 2000 * S;
+    while (admin_int("ZCARD %s", "lock:{rw}:queue") != 1 && mono_ms() < end) testloop_run_once(5);
+    CHECK_EQ(admin_int("ZCARD %s", "lock:{rw}:queue"), 1);
+    acquire(c[3], &o[3], res, shopts(10000, 0)); /* an exclusive waiter comes first */
+    run_until(&o[3].acq, 2000, o[3].lk);
+    CHECK_EQ(o[3].acq_st, REDLEASE_EBUSY);
+    release(&o[3], NULL);
+    release(&o[0], o[2].lk);
+    CHECK_EQ(o[2].acq, 0);
+    int64_t t0 = mono_ms();
+    release(&o[1], NULL);
+    run_until(&o[2].acq, 2000, NULL);
+    printf("# the exclusive waiter held %lld ms after the last shared release\n",
+           (long long)(mono_ms() - t0));
+    CHECK_EQ(o[2].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S); /* handed over: its retry was 5 s away */
+    CHECK_STR(get_bin("lock:{rw}", 9), redlease_lock_token(o[2].lk));
+    /* shared holders wait for the exclusive one, and enter after it */
+    acquire(c[0], &o[N], res, shopts(10000, 10000));
+    acquire(c[1], &o[N + 1], res, shopts(10000, 10000));
+    run_for(100, o[N].lk);
+    CHECK_EQ(o[N].acq + o[N + 1].acq, 0);
+    CHECK_EQ(redlease_lock_held(o[N + 1].lk), 0);
+    release(&o[2], NULL);
+    run_until(&o[N].acq, 2000, NULL);
+    run_until(&o[N + 1].acq, 2000, NULL);
+    CHECK_EQ(o[N].acq_st, REDLEASE_OK);
+    CHECK_EQ(o[N + 1].acq_st, REDLEASE_OK);
+    release(&o[N], NULL);
+    release(&o[N + 1], NULL);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{rw}") + admin_int("EXISTS %s", "lock:{rw}:holders"), 0);
+    finish_all(c, o, N);
+}
+
+/* Kinds: a semaphore on a shared resource and a shared holder on a
+ * semaphore are refused at once, naming what it is; a shared holder taken
+ * out of the set is lost; fences increase across shared and exclusive
+ * holders of one resource. */
+static void test_shared_kinds_loss_and_fences(void)
+{
+    obs o[4] = {{0}};
+    redlease_client *c = real_client(&o[0], NULL);
+    redlease_lock_options sh = shopts(600, 0);
+    sh.fencing = 1;
+    hold_real(c, &o[0], "rw2", sh);
+    expect_kind(c, "rw2", sopts(2, 0, 10000), "KIND shared and exclusive holders");
+    hold_real(c, &o[1], "rw2-sem", sopts(2, 0, 0));
+    expect_kind(c, "rw2-sem", shopts(5000, 10000), "KIND a semaphore of 2 permits");
+    release(&o[1], NULL);
+    const char *t = redlease_lock_token(o[0].lk);
+    uint64_t f0 = redlease_lock_fence(o[0].lk);
+    CHECK_EQ(admin_int("ZREM lock:{rw2}:holders %s", t), 1);
+    run_until(&o[0].lost, 1000, NULL);
+    CHECK_EQ(o[0].lost_reason, REDLEASE_LOST_NOT_OWNER);
+    release(&o[0], NULL);
+    CHECK_EQ(o[0].rel_st, REDLEASE_ENOTHELD);
+    redlease_lock_options x = lopts(5000, 3000, 1);
+    hold_real(c, &o[2], "rw2", x); /* the set's marker outlives its holder: polled until it goes */
+    uint64_t f1 = redlease_lock_fence(o[2].lk);
+    release(&o[2], NULL);
+    hold_real(c, &o[3], "rw2", sh);
+    uint64_t f2 = redlease_lock_fence(o[3].lk);
+    printf("# fences %llu %llu %llu\n", (unsigned long long)f0, (unsigned long long)f1,
+           (unsigned long long)f2);
+    CHECK(f0 > 0 && f1 > f0 && f2 > f1);
+    release(&o[3], NULL);
+    ADM("DEL lock:{rw2}:fence");
+    finish(c, &o[0]);
+}
+
 int main(int argc, char **argv)
 {
     if (rig_start()) return 1;
@@ -371,6 +485,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_api_other_kinds_refused),
         TEST_CASE(test_sem_api_removed_holder_is_lost),
         TEST_CASE(test_sem_api_fences_increase),
+        TEST_CASE(test_shared_and_exclusive),
+        TEST_CASE(test_shared_kinds_loss_and_fences),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

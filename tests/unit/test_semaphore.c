@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of a semaphore's lease (limit > 0): its options, the scripts
- * each operation sends and their arguments, how their answers move the
- * state machine (admitted, full, another kind, lost), and that a
- * semaphore's attempts, renewals, release and drop never take a mutex's
- * path. On the fake transport and virtual clock (tests/support/fake.h);
+/* Unit tests of a semaphore's lease (limit > 0) and a shared holder's
+ * (shared): their options, the scripts each operation sends and their
+ * arguments, how their answers move the state machine (admitted, full or
+ * busy, another kind, lost), and that their attempts, renewals, release
+ * and drop never take a mutex's path. On the fake transport and virtual clock (tests/support/fake.h);
  * the scripts themselves run on a real server in
  * tests/integration/test_semaphore.c. */
 #include <string.h>
@@ -312,6 +312,147 @@ static void test_sem_refused_under_a_quorum(void)
     end(&f);
 }
 
+/* ---------------------------------------------------------- shared */
+
+static redlease_lock_options shared_opts(int64_t ttl)
+{
+    redlease_lock_options o = sem_opts(ttl, 0, 0);
+    o.shared = 1;
+    return o;
+}
+
+/* The pending command is script s on resource "s"'s keys: the lock key,
+ * the queue's two (an exclusive waiter there comes first), the holders'. */
+static int shared_cmd(fake *f, int s)
+{
+    static const char *const keys[] = {"lock:{s}", "lock:{s}:queue", "lock:{s}:waiters",
+                                       "lock:{s}:holders", "lock:{s}:weights"};
+    fake_cmd *c = fake_peek(f);
+    if (!cmd_is(f, "EVALSHA", fake_sha(s)) || c->argc < 8) return 0;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(c->argv[3 + i], keys[i]) != 0) return 0;
+    return 1;
+}
+
+static void test_shared_options_checked(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = shared_opts(3000);
+    o.limit = 2; /* one kind at a time */
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
+    o = shared_opts(3000);
+    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_ENOTSUP);
+    o.wait_mode = REDLEASE_WAIT_WAKE;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_ENOTSUP);
+    o.wait_mode = REDLEASE_WAIT_POLL;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    release(&r);
+    fake_run(&f);
+    end(&f);
+
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.topology = REDLEASE_TOPOLOGY_QUORUM;
+    co.quorum_addrs = "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003";
+    fake_attach(&f, &co);
+    o = shared_opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
+    end(&f);
+}
+
+/* Acquire (5 keys, token, TTL), renewal (the holders' script, 3 keys),
+ * release (5 keys: the last one out hands the resource to the queue's
+ * head); with fencing, the counter key and its TTL. */
+static void test_shared_scripts(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0};
+    redlease_lock_options o = shared_opts(3000);
+    o.fencing = 1;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_cmd *c = fake_peek(&f);
+    CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_ACQUIRE));
+    if (!c) return;
+    CHECK_EQ(c->argc, 12);
+    CHECK_STR(c->argv[2], "6");
+    CHECK_STR(c->argv[8], "lock:{s}:fence");
+    CHECK_STR(c->argv[9], redlease_lock_token(r.lk));
+    CHECK_STR(c->argv[10], "3000");
+    CHECK_STR(c->argv[11], "603000");
+    fake_reply_int(&f, 99);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_fence(r.lk), 99);
+    fake_until(&f, t0 + 1000);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    c = fake_peek(&f);
+    if (c) CHECK_EQ(c->argc, 8);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK(redlease_lock_held(r.lk));
+    release(&r);
+    fake_run(&f);
+    CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_RELEASE));
+    c = fake_peek(&f);
+    if (c) {
+        CHECK_EQ(c->argc, 9);
+        CHECK_STR(c->argv[8], redlease_lock_token(r.lk));
+    }
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* Busy (an exclusive holder, or waiter) is polled within the budget; a
+ * semaphore is EKIND at once; a renewal that finds us gone is a loss. */
+static void test_shared_busy_kind_and_loss(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    redlease_client_set_rng(f.c, rng_max, NULL);
+    rec r = {0};
+    redlease_lock_options o = shared_opts(3000);
+    o.wait_ms = 1000;
+    o.wait_retry_base_ms = o.wait_retry_max_ms = 100;
+    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    int64_t t0 = f.now;
+    fake_reply_int(&f, -1201);
+    fake_run(&f);
+    CHECK_EQ(r.acq_calls, 0);
+    fake_until(&f, t0 + 100);
+    CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_ACQUIRE));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    int64_t t1 = f.now;
+    fake_until(&f, t1 + 1000);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+
+    rec k = {0};
+    o.wait_ms = REDLEASE_WAIT_FOREVER;
+    CHECK_EQ(start_lock(&f, &k, "s", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_err(&f, "KIND a semaphore of 2 permits");
+    fake_run(&f);
+    CHECK_EQ(k.acq_status, REDLEASE_EKIND);
+    CHECK_EQ(fake_pending(&f), 0);
+    release(&r);
+    release(&k);
+    fake_run(&f);
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -323,6 +464,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_lost_and_dropped),
         TEST_CASE(test_sem_never_native),
         TEST_CASE(test_sem_refused_under_a_quorum),
+        TEST_CASE(test_shared_options_checked),
+        TEST_CASE(test_shared_scripts),
+        TEST_CASE(test_shared_busy_kind_and_loss),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
