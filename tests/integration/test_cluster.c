@@ -264,6 +264,62 @@ static void test_cluster_leases_across_slots(void)
 
 static void wait_ms(int64_t ms) { run_for(ms, NULL); }
 
+/* The other kinds on a Cluster: semaphores of 2 on resources spread over
+ * the primaries (each one's three keys in its slot), a third holder busy;
+ * shared holders, and an exclusive waiter of another client handed the
+ * resource by the last shared release through the slot's primary. */
+static void test_cluster_semaphore_and_shared(void)
+{
+    NEED_CLUSTER();
+    enum { NRES = 6 };
+    obs oa = {0}, ob = {0}, o[NRES][3], x = {0}, sh = {0};
+    memset(o, 0, sizeof o);
+    redlease_client *ca = cluster_client(&oa), *cb = cluster_client(&ob);
+    redlease_lock_options sem = lopts(5000, 0, 1);
+    sem.limit = 2;
+    int per_node[NODES] = {0};
+    for (int i = 0; i < NRES; i++) {
+        char res[32];
+        snprintf(res, sizeof res, "cl-sem-%d", i);
+        hold_real(ca, &o[i][0], res, sem);
+        hold_real(cb, &o[i][1], res, sem);
+        acquire(cb, &o[i][2], res, sem);
+        run_until(&o[i][2].acq, 3000, o[i][2].lk);
+        CHECK_EQ(o[i][2].acq_st, REDLEASE_EBUSY);
+        CHECK(redlease_lock_fence(o[i][1].lk) > redlease_lock_fence(o[i][0].lk));
+        char hk[64];
+        size_t hl;
+        redlease_key("lock:", res, strlen(res), REDLEASE_KEY_HOLDERS, hk, sizeof hk, &hl);
+        int k = owner_of(keyslot(hk));
+        CHECK(k >= 0 && k < 3);
+        if (k < 0) continue;
+        per_node[k]++;
+        redisReply *r = srv_cmd(&node[k], "ZCARD %s", hk);
+        CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+        if (r) freeReplyObject(r);
+    }
+    printf("# semaphores per primary: %d %d %d\n", per_node[0], per_node[1], per_node[2]);
+    for (int i = 0; i < NRES; i++)
+        for (int j = 0; j < 3; j++) release(&o[i][j], NULL);
+    redlease_lock_options so = lopts(10000, 0, 0);
+    so.shared = 1;
+    hold_real(ca, &sh, "cl-rw", so);
+    redlease_lock_options xo = lopts(10000, 5000, 0);
+    xo.wait_mode = REDLEASE_WAIT_QUEUE;
+    xo.wait_retry_base_ms = xo.wait_retry_max_ms = 5000 * S;
+    acquire(cb, &x, "cl-rw", xo);
+    wait_ms(300); /* it waits in the queue (its retries are 5 s apart) */
+    CHECK_EQ(x.acq, 0);
+    int64_t t0 = mono_ms();
+    release(&sh, NULL);
+    run_until(&x.acq, 2000, NULL);
+    printf("# exclusive waiter handed over after %lld ms\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(x.acq_st, REDLEASE_OK);
+    release(&x, NULL);
+    redlease_client_free(cb);
+    finish(ca, &oa);
+}
+
 /* Queued waiting on a Cluster: a waiter of another client, told by the
  * PUBLISH of the release script (which reaches every node, so the
  * waiter's channel may listen on any), gets the lock within a round trip
@@ -446,6 +502,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_options_checked),
         TEST_CASE(test_cluster_leases_across_slots),
         TEST_CASE(test_cluster_queue_hands_over),
+        TEST_CASE(test_cluster_semaphore_and_shared),
         TEST_CASE(test_cluster_slot_migration),
         TEST_CASE(test_cluster_primary_killed),
     };

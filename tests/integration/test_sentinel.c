@@ -167,7 +167,8 @@ static void test_sentinel_finds_the_primary(void)
     finish(c, &o);
 }
 
-/* Leases held (half of them with replica_acks = 1) and an acquire waiting
+/* Leases held (half of them with replica_acks = 1; a quarter semaphore
+ * holders, a quarter shared holders) and an acquire waiting
  * for a key another client holds, through a failover that fail() causes.
  * Every lease must either be confirmed on the new primary or lost; none
  * may read as held while unconfirmed. Returns the leases lost with
@@ -184,6 +185,10 @@ static int through_failover(const char *how, void (*fail)(void))
         redlease_lock_options lo = lopts(15000, 3000, 0);
         lo.replica_acks = i % 2; /* odd ones acknowledged */
         lo.replica_timeout_ms = 400 * S;
+        /* the other kinds ride through it the same way: a semaphore
+         * holder unacknowledged, a shared holder acknowledged */
+        lo.limit = i % 4 == 2 ? 2 : 0;
+        lo.shared = i % 4 == 3;
         hold_real(c, &o[i], res, lo);
     }
     /* another client holds "sent-busy"; ours waits for it */
