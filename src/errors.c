@@ -93,7 +93,8 @@ rdl_error_class rdl_error_classify(const char *text, size_t n)
             e.status = table[i].status;
             e.transient = table[i].transient;
             e.reconnect = table[i].reconnect;
-            e.wrongtype = strcmp(table[i].code, "WRONGTYPE") == 0;
+            /* another type, or (ours) another kind: not our token */
+            e.wrongtype = table[i].status == REDLEASE_EKIND;
             e.noscript = strcmp(table[i].code, "NOSCRIPT") == 0;
             e.oom = strcmp(table[i].code, "OOM") == 0;
             e.multikey = strcmp(table[i].code, "TRYAGAIN") == 0;

@@ -12,7 +12,9 @@ typedef struct rdl_error_class {
                       release until their deadline); 0: definite */
     int reconnect; /* 1: the connection is no use any more (a replica,
                       lost its authentication): drop it and reconnect */
-    int wrongtype; /* 1: the key holds another type, so not our token */
+    int wrongtype; /* 1: the key holds another type (WRONGTYPE), or the
+                      resource is another kind (KIND, our scripts'): so
+                      not our token */
     int noscript;  /* 1: NOSCRIPT, the script cache lacks it (resent by EVAL) */
     int oom;       /* 1: OOM, over maxmemory: a denyoom command (SET) is refused */
     int refused;   /* 1: the server refuses the command itself: unknown to it,

@@ -7,7 +7,8 @@
  * action: move the clock, feed RESP bytes to a hiredis redisReader (each
  * reply it completes answers the oldest pending command, as hiredis would
  * deliver it), answer plausibly (WAIT and WAITAOF with enough replicas or
- * too few), break the connection, finish a reconnect
+ * too few), break the connection, (a handle may be a mutex, a semaphore
+ * holder or a shared one), finish a reconnect
  * (with or without the handshake answered, or failing), acquire or release
  * a handle, free the client. Callbacks and the event hook may release
  * handles or free the client, as the API allows.
@@ -209,9 +210,11 @@ static void acquire_one(lease *l)
     o.fencing = flags >> 6 & 1;
     o.wait_jitter = flags >> 7;
     memset(l, 0, sizeof *l);
-    /* The reaction byte's low bits; its high bits ask for replication
-     * acknowledgement (0 in the older seeds: none): bits 2-3 both set
-     * enable it, 4-5 replica_acks, 6 replica_fsync, 7 replica_scope. */
+    /* The reaction byte's low bits; its high bits (0 in the older seeds:
+     * neither) ask for replication acknowledgement, bits 2-3 both set: 4-5
+     * replica_acks, 6 replica_fsync, 7 replica_scope; or for another kind,
+     * bits 2-3 = 2: 4-5 the limit of a semaphore (0: a shared holder), 6
+     * a weight of 2 where the limit allows. */
     uint8_t react = take_u8(&in);
     l->reaction = react % 4;
     if ((react >> 2 & 3) == 3) {
@@ -219,6 +222,10 @@ static void acquire_one(lease *l)
         o.replica_fsync = react >> 6 & 1;
         o.replica_scope = react >> 7; /* 1: REDLEASE_REPLICA_SCOPE_ACQUIRE */
         o.replica_timeout_ms = command_timeout / 4; /* below the command timeout */
+    } else if ((react >> 2 & 3) == 2) {
+        o.limit = react >> 4 & 3;
+        o.shared = o.limit == 0;
+        o.weight = react >> 6 & 1 && o.limit >= 2 ? 2 : 0;
     }
     l->alive = 1;
     l->in_call = 1;

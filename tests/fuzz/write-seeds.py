@@ -55,6 +55,15 @@ replies = {
         + feed(b"*2\r\n:1\r\n$1\r\nx\r\n") + feed(b"+QUEUED\r\n") + advance(255) + FREE,
     "hook-and-callbacks": header(2) + acquire(0, 1, react=3) + acquire(1, 1, react=1)
         + RUN1 + b"\x00\x01" + good() + good() + pause(3000) + b"\xff" + FREE,
+    # a semaphore of 1 (react bits 2-3 = 2, limit 1): full (-n: its first
+    # holder's deadline in n - 1 ms), admitted, renewed, released
+    "semaphore": header() + acquire(0, 0x09, extra=u16(2000), react=0x18) + RUN1
+        + feed(b":-1501\r\n") + advance(100) + feed(b":1\r\n") + advance(255) + advance(100)
+        + feed(b":1\r\n") + release(0) + RUN1 + feed(b":1\r\n") + FREE,
+    # a shared holder (limit 0) meets a semaphore: KIND, at once
+    "shared-kind": header() + acquire(0, 0x09, extra=u16(2000), react=0x08) + RUN1
+        + feed(b"-KIND a semaphore of 2 permits\r\n") + acquire(1, 1, react=0x08) + RUN1
+        + feed(b":1\r\n") + advance(255) + advance(100) + feed(b":0\r\n") + FREE,
     "split-reply": header() + acquire(0) + RUN1 + feed(b"+O") + feed(b"K\r\n")
         + release(0) + RUN1 + feed(b":") + feed(b"1\r\n") + FREE,
     # WAIT 1: acknowledged (held, a renewal acknowledged too), then one short

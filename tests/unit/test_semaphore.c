@@ -268,6 +268,34 @@ static void test_sem_lost_and_dropped(void)
     end(&f);
 }
 
+/* KIND to a renewal or a release (no script of ours answers them so, but
+ * a server can be made to): not our token, as WRONGTYPE is: lost
+ * NOT_OWNER, ENOTHELD; never another status on_release does not know
+ * (the fuzzer found it answered EKIND). */
+static void test_sem_kind_to_renewal_and_release(void)
+{
+    fake f;
+    fake_start(&f, NULL);
+    rec r = {0}, b = {0};
+    redlease_lock_options o = sem_opts(3000, 2, 0);
+    int64_t t0 = hold_sem(&f, &r, &o);
+    fake_until(&f, t0 + 1000);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
+    fake_reply_err(&f, "KIND a mutex");
+    fake_run(&f);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    hold_sem(&f, &b, &o);
+    release(&b);
+    fake_run(&f);
+    CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE));
+    fake_reply_err(&f, "KIND a mutex");
+    fake_run(&f);
+    CHECK_EQ(b.rel_status, REDLEASE_ENOTHELD);
+    release(&r);
+    fake_run(&f);
+    end(&f);
+}
+
 /* A native conditional command is a mutex's: a semaphore's renewal and
  * release stay scripts on a server that has them. */
 static void test_sem_never_native(void)
@@ -462,6 +490,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_full_is_busy_and_polled),
         TEST_CASE(test_sem_other_kind_refused_at_once),
         TEST_CASE(test_sem_lost_and_dropped),
+        TEST_CASE(test_sem_kind_to_renewal_and_release),
         TEST_CASE(test_sem_never_native),
         TEST_CASE(test_sem_refused_under_a_quorum),
         TEST_CASE(test_shared_options_checked),

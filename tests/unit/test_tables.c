@@ -180,7 +180,7 @@ static void test_error_table(void)
         {"NOPERM No permissions to access a key", REDLEASE_EPERM, 0, 0, 0},
         {"ERR DB index is out of range", REDLEASE_ECONFIG, 0, 0, 0},
         {"WRONGTYPE Operation against a key holding the wrong kind of value", REDLEASE_EKIND, 0, 0, 1},
-        {"KIND a semaphore of 4 permits", REDLEASE_EKIND, 0, 0, 0},
+        {"KIND a semaphore of 4 permits", REDLEASE_EKIND, 0, 0, 1},
         {"ERR unknown command 'EVALSHA'", REDLEASE_EREDIS, 0, 0, 0},
         {"ERR Error running script (call to f_x): @user_script:1: oops", REDLEASE_EREDIS, 0, 0, 0},
         {"MOVED 3999 127.0.0.1:6381", REDLEASE_EREDIS, 0, 0, 0},
