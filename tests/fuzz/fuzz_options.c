@@ -141,6 +141,9 @@ static enum verdict lock_verdict(const char *resource, const redlease_lock_optio
     if (o->wait_max_attempts < 0 || o->max_hold_ms < 0) return INVALID;
     if (o->wait_jitter != REDLEASE_JITTER_FULL && o->wait_jitter != REDLEASE_JITTER_DECORRELATED)
         return INVALID;
+    if (!in_range(o->limit, 0, REDLEASE_MAX_PERMITS) || !in_range(o->weight, 0, o->limit) ||
+        (o->shared && o->limit))
+        return INVALID; /* one kind at a time; a weight is a semaphore's */
     if (o->ttl_ms > SANE_MS || o->wait_ms > SANE_MS || o->wait_retry_max_ms > SANE_MS ||
         o->max_hold_ms > SANE_MS)
         return EITHER;
@@ -181,10 +184,23 @@ static int key_with(const char *arg, const char *key, const char *suffix)
 /* The command that acquires must carry the key (and the fence key, and a
  * waiting acquire the queue's keys) as arguments, byte for byte, with the
  * script by its SHA1. */
-static void check_acquire_command(const char *key, int fencing, int queued)
+static void check_acquire_command(const char *key, int fencing, int queued,
+                                  const redlease_lock_options *o)
 {
     fake_cmd *cmd = fake_peek(&F);
     EXPECT(cmd != NULL);
+    if (o && (o->limit || o->shared)) { /* a semaphore's or a shared holder's script */
+        int k = 4 + (o->shared ? 2 : 0); /* the holders' keys follow the queue's */
+        EXPECT(strcmp(cmd->argv[0], "EVALSHA") == 0);
+        EXPECT(strcmp(cmd->argv[1], fake_sha(o->shared ? RDL_SCRIPT_SHARED_ACQUIRE
+                                                       : RDL_SCRIPT_SEM_ACQUIRE)) == 0);
+        EXPECT(strcmp(cmd->argv[3], key) == 0);
+        EXPECT(!o->shared || (key_with(cmd->argv[4], key, ":queue") &&
+                              key_with(cmd->argv[5], key, ":waiters")));
+        EXPECT(key_with(cmd->argv[k], key, ":holders") && key_with(cmd->argv[k + 1], key, ":weights"));
+        EXPECT(!fencing || key_with(cmd->argv[k + 2], key, ":fence"));
+        return;
+    }
     if (queued) {
         EXPECT(strcmp(cmd->argv[0], "EVALSHA") == 0);
         EXPECT(strcmp(cmd->argv[1], fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) == 0);
@@ -222,6 +238,11 @@ static void run_lock(fuzz_input *in, const redlease_client_options *co)
         lo.wait_jitter = take_int(in);
     }
     const char *resource = take_resource(in, res_buf);
+    if (o && take_u8(in) & 1) { /* another kind, after the name: older seeds stay mutexes */
+        lo.limit = take_int(in);
+        lo.weight = take_int(in);
+        lo.shared = take_int(in);
+    }
     enum verdict v = lock_verdict(resource, o);
 
     fake_start(&F, co);
@@ -244,10 +265,10 @@ static void run_lock(fuzz_input *in, const redlease_client_options *co)
         fake_run(&F);
         /* a waiting acquire in the default mode waits in the queue */
         int queued = o && o->wait_ms != 0;
-        check_acquire_command(key, o && o->fencing, queued);
+        check_acquire_command(key, o && o->fencing, queued, o);
         if (o && o->fencing)
             fake_reply_int(&F, 7);
-        else if (queued)
+        else if (queued || (o && (o->limit || o->shared)))
             fake_reply_int(&F, 1);
         else
             fake_reply_status(&F, "OK");

@@ -90,6 +90,7 @@ def lock(ttl=12, renew=0, wait=0, base=9, mx=10, attempts=0, hold=0, fencing=0, 
     return (b"\x01" + i64(ttl) + i64(renew) + i64(wait) + i64(base) + i64(mx)
             + integer(attempts) + i64(hold) + integer(fencing) + integer(jitter))
 def resource(b): return b"\x40" + s(b)
+def kind(limit=0, weight=0, shared=0): return b"\x01" + integer(limit) + integer(weight) + integer(shared)
 
 options = {
     "defaults": b"\x00\x00" + resource(b"r"),
@@ -107,6 +108,11 @@ options = {
     "extremes": client(timeouts=(19, 20, 1, 21)) + lock(ttl=20, wait=3, hold=19, jitter=2)
         + resource(b"r"),
     "huge-strings": client(host=HUGE, prefix=HUGE, pw=HUGE) + lock() + resource(b"r"),
+    # limit and weight: integer()'s table has 0, 1, -1, 2, 6379...
+    "semaphore": client() + lock(fencing=1) + resource(b"r") + kind(limit=3, weight=1),
+    "semaphore-weight-over": client() + lock() + resource(b"r") + kind(limit=3, weight=4),
+    "shared": client() + lock() + resource(b"r") + kind(shared=1),
+    "shared-with-limit": client() + lock() + resource(b"r") + kind(limit=1, shared=1),
 }
 
 for target, seeds in (("fuzz_replies", replies), ("fuzz_options", options)):
