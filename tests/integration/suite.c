@@ -275,6 +275,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_concurrent_race_one_winner),
         TEST_CASE(test_holder_that_never_releases_is_replaced),
         TEST_CASE(test_renewal_keeps_lease_past_ttls),
+        TEST_CASE(test_semaphore_and_shared_on_this_loop),
         TEST_CASE(test_key_deleted_or_overwritten_is_not_owner),
         TEST_CASE(test_frozen_server_expired_before_server_expiry),
         TEST_CASE(test_paused_server_loss_heard_before_key_expires),

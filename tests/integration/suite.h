@@ -62,6 +62,7 @@ void test_sequential_holders(void);
 void test_concurrent_race_one_winner(void);
 void test_holder_that_never_releases_is_replaced(void);
 void test_renewal_keeps_lease_past_ttls(void);
+void test_semaphore_and_shared_on_this_loop(void);
 void test_key_deleted_or_overwritten_is_not_owner(void);
 void test_frozen_server_expired_before_server_expiry(void);
 void test_paused_server_loss_heard_before_key_expires(void);

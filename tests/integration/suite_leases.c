@@ -117,6 +117,56 @@ void test_renewal_keeps_lease_past_ttls(void)
     free_and_check_loop_empty(a.c);
 }
 
+/* The other kinds on this loop: two semaphore holders of 2 (separate
+ * clients) kept past three TTLs by their renewals while a third is busy;
+ * then two shared holders beside which an exclusive (a mutex) is busy,
+ * and which a semaphore may not join (EKIND). */
+void test_semaphore_and_shared_on_this_loop(void)
+{
+    holder h[3] = {{.c = client()}, {.c = client()}, {.c = client()}};
+    redlease_lock_options o = lopts(1000, 0);
+    o.limit = 2;
+    for (int i = 0; i < 3; i++) {
+        acquire(&h[i], "kinds", o);
+        run_until(&h[i].acquired, 2000);
+    }
+    CHECK_EQ(h[0].acq_status, REDLEASE_OK);
+    CHECK_EQ(h[1].acq_status, REDLEASE_OK);
+    CHECK_EQ(h[2].acq_status, REDLEASE_EBUSY);
+    CHECK_STR(get(key_of("kinds", REDLEASE_KEY_LOCK)), "semaphore 2");
+    run_for(3000); /* three TTLs: only renewals keep them */
+    CHECK(h[0].lost + h[1].lost == 0);
+    CHECK(redlease_lock_held(h[0].lk) && redlease_lock_held(h[1].lk));
+    for (int i = 0; i < 3; i++) release(&h[i]);
+    CHECK(h[0].rel_status == REDLEASE_OK && h[1].rel_status == REDLEASE_OK);
+    CHECK_STR(get(key_of("kinds", REDLEASE_KEY_LOCK)), "");
+
+    holder s[2] = {{.c = h[0].c}, {.c = h[1].c}}, x = {.c = h[2].c}, k = {.c = h[2].c};
+    redlease_lock_options so = lopts(1000, 0);
+    so.shared = 1;
+    for (int i = 0; i < 2; i++) {
+        acquire(&s[i], "kinds", so);
+        run_until(&s[i].acquired, 2000);
+        CHECK_EQ(s[i].acq_status, REDLEASE_OK);
+    }
+    acquire(&x, "kinds", lopts(1000, 0));
+    run_until(&x.acquired, 2000);
+    CHECK_EQ(x.acq_status, REDLEASE_EBUSY);
+    acquire(&k, "kinds", o); /* a semaphore on a shared resource */
+    run_until(&k.acquired, 2000);
+    CHECK_EQ(k.acq_status, REDLEASE_EKIND);
+    CHECK(redlease_lock_held(s[0].lk) && redlease_lock_held(s[1].lk));
+    release(&x);
+    release(&k);
+    for (int i = 0; i < 2; i++) {
+        release(&s[i]);
+        CHECK_EQ(s[i].rel_status, REDLEASE_OK);
+    }
+    redlease_client_free(h[0].c);
+    redlease_client_free(h[1].c);
+    free_and_check_loop_empty(h[2].c);
+}
+
 void test_key_deleted_or_overwritten_is_not_owner(void)
 {
     const char *how[] = {"DEL %s", "SET %s intruder"};
