@@ -29,14 +29,15 @@ extern const char *bench_host;
 extern int bench_port;
 
 /* Acquire -> release cycles: `chains` keys, each cycled on its own, all on
- * one connection, for `seconds`. */
+ * one connection, for `seconds`. redlease's with the lock option limit:
+ * 0 a mutex, N a semaphore of N permits (weight 1). */
 typedef struct bench_cycles {
     long cycles;
     double seconds;
     double redis_cpu_us; /* the server's CPU (INFO cpu) over the run */
 } bench_cycles;
 int bench_raw_cycles(int chains, double seconds, bench_cycles *out);
-int bench_lib_cycles(int chains, double seconds, bench_cycles *out);
+int bench_lib_cycles(int chains, int limit, double seconds, bench_cycles *out);
 
 /* Held leases: `n` leases with a ttl and renewal interval, held for
  * `seconds` once all are taken. Run in a child process of its own, so RSS
@@ -63,16 +64,19 @@ int bench_lib_lost_latency(int samples, double *lat_us);
 
 /* contended: `workers` processes contend for one key, each with its own
  * loop and client, holding it hold_us per turn (bench_contended.c). Modes
- * are rows of lock options; bench_contended_mode(i) names the i-th, NULL
- * past the last. */
+ * are rows of lock options, a mutex's or a semaphore's; bench_contended_mode(i)
+ * names the i-th, NULL past the last. */
 typedef struct bench_contended_spec {
     int workers;
     double hold_us, seconds, warmup_s;
 } bench_contended_spec;
 typedef struct bench_contended {
-    long cs, give_ups, overlaps, lost, errors; /* in the window; overlaps, lost, errors: in all */
+    int permits; /* the mode's: 1 for a mutex, a semaphore's limit */
+    long cs, give_ups, lost, errors; /* in the window; lost, errors: in all */
+    long overlaps; /* in all: acquisitions while `permits` others held */
     double cs_per_s, hold_mean_us;
-    double handoff_p50_us, handoff_p99_us; /* next holder's acquired - release call */
+    double handoff_p50_us, handoff_p99_us; /* next holder's acquired - release call
+                                            * (a semaphore: of the permit it took) */
     double self_reacquire, jain, wait_p99_ms;
     double cpu_percent;     /* the workers' user + sys, % of one core */
     double commands_per_cs; /* commands the clients sent, a script counting as one */

@@ -13,6 +13,13 @@
  * often the releaser takes it straight back, how evenly the workers share
  * it. Two holders at once is counted too: that is a failure, not a speed.
  *
+ * The semaphore mode holds one of limit 3 permits (weight 1) instead:
+ * then up to 3 hold at once, and a handoff is a permit's: from a release
+ * to the acquisition that takes the permit it freed, the oldest free one,
+ * or the acquirer's own if still free (a self re-acquire). With one
+ * permit that is the mutex's handoff, consecutive turns. A holder more
+ * than the permits is the failure.
+ *
  * Commands per CS counts what the clients sent, a script as one: each
  * worker's redlease_client_stats() commands_sent over the window. Redis
  * 7.0 cannot tell that: INFO stats' total_commands_processed and INFO
@@ -67,11 +74,15 @@ static void poll_1_10ms(redlease_lock_options *o)
 /* Wake-ups without order: the first waiters race the releaser. */
 static void wake(redlease_lock_options *o) { o->wait_mode = REDLEASE_WAIT_WAKE; }
 
+/* A counting semaphore (issue 27): its waiters poll in this version. */
+static void semaphore_3(redlease_lock_options *o) { o->limit = 3; }
+
 static const mode modes[] = {
     {"defaults", library_defaults},
     {"wake", wake},
     {"poll", poll_defaults},
     {"poll-1-10ms", poll_1_10ms},
+    {"semaphore", semaphore_3},
 };
 #define N_MODES ((int)(sizeof modes / sizeof modes[0]))
 
@@ -85,6 +96,13 @@ static const mode *find_mode(const char *name)
     for (int i = 0; i < N_MODES; i++)
         if (!strcmp(modes[i].name, name)) return &modes[i];
     return NULL;
+}
+
+static void mode_options(const mode *m, redlease_lock_options *o)
+{
+    redlease_lock_options_init(o);
+    o->wait_ms = WAIT_MS;
+    m->options(o);
 }
 
 /* ------------------------------------------------ what a worker records */
@@ -256,9 +274,7 @@ static int worker(int id, const mode *m, const bench_contended_spec *s, int64_t 
 {
     W.id = id;
     W.hold_s = s->hold_us / 1e6;
-    redlease_lock_options_init(&W.o);
-    W.o.wait_ms = WAIT_MS;
-    m->options(&W.o);
+    mode_options(m, &W.o);
     worker_open();
     ev_init(&W.hold, hold_done);
     ev_init(&W.open, window_open);
@@ -327,17 +343,23 @@ static int by_acquired(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Two holders at once: a turn acquired before an earlier one's release
- * call. Over every turn (sorted), warm-up and the stop included. */
-static long overlaps(const turn *t, long n)
+/* More holders than permits: a turn acquired while `permits` earlier ones
+ * had not made their release call. Over every turn (sorted), warm-up and
+ * the stop included. */
+static long overlaps(const turn *t, long n, int permits)
 {
-    long bad = 0;
-    int64_t held_until = 0;
+    long bad = 0, holding = 0;
+    int64_t *until = malloc((size_t)(n ? n : 1) * sizeof *until); /* the holders' releases */
     for (long i = 0; i < n; i++) {
         if (t[i].gave_up) continue;
-        bad += t[i].acquired_ns < held_until;
-        if (t[i].release_ns > held_until) held_until = t[i].release_ns;
+        long kept = 0;
+        for (long h = 0; h < holding; h++)
+            if (until[h] > t[i].acquired_ns) until[kept++] = until[h];
+        holding = kept;
+        bad += holding >= permits;
+        until[holding++] = t[i].release_ns;
     }
+    free(until);
     return bad;
 }
 
@@ -357,22 +379,59 @@ static long window(const turn *t, long n, int64_t t0, int64_t t1, turn *cs, long
     return m;
 }
 
-/* Consecutive turns: the gap when the lease changes hands (µs), and the
- * share of pairs where it did not. */
+/* A release or an acquisition of a held turn, for handoffs(). */
+typedef struct event {
+    int64_t ns;
+    int32_t worker, acquire; /* acquire 0: a release, sorted first at a tie */
+} event;
+
+static int by_time(const void *a, const void *b)
+{
+    const event *x = a, *y = b;
+    if (x->ns != y->ns) return x->ns < y->ns ? -1 : 1;
+    return (x->acquire > y->acquire) - (x->acquire < y->acquire);
+}
+
+/* Each acquisition takes a permit some release freed (one with none
+ * known, its permit freed before the window, counts for neither): the
+ * acquirer's own if still free, a self re-acquire, else the oldest free
+ * one, a handoff, whose gap (µs) is from that release. With one permit:
+ * consecutive turns, the gap when the lease changes hands and the share
+ * of pairs where it did not. */
 static void handoffs(const turn *cs, long n, bench_contended *out)
 {
-    double *gap = malloc((size_t)(n > 1 ? n : 1) * sizeof *gap);
-    long gaps = 0, self = 0;
-    for (long i = 1; i < n; i++) {
-        if (cs[i].worker == cs[i - 1].worker)
+    size_t cap = (size_t)(n ? n : 1);
+    double *gap = malloc(cap * sizeof *gap);
+    event *ev = malloc(2 * cap * sizeof *ev), *freed = malloc(cap * sizeof *freed);
+    long gaps = 0, self = 0, n_free = 0; /* freed[]: the free permits, oldest first */
+    for (long i = 0; i < n; i++) {
+        ev[2 * i] = (event){.ns = cs[i].acquired_ns, .worker = cs[i].worker, .acquire = 1};
+        ev[2 * i + 1] = (event){.ns = cs[i].release_ns, .worker = cs[i].worker};
+    }
+    qsort(ev, (size_t)(2 * n), sizeof *ev, by_time);
+    for (long i = 0; i < 2 * n; i++) {
+        if (!ev[i].acquire) {
+            freed[n_free++] = ev[i];
+            continue;
+        }
+        if (!n_free) continue;
+        long k = 0;
+        while (k < n_free && freed[k].worker != ev[i].worker) k++;
+        if (k < n_free) {
             self++;
-        else
-            gap[gaps++] = (double)(cs[i].acquired_ns - cs[i - 1].release_ns) / 1e3;
+        } else {
+            k = 0;
+            gap[gaps++] = (double)(ev[i].ns - freed[0].ns) / 1e3;
+        }
+        memmove(freed + k, freed + k + 1, (size_t)(n_free - k - 1) * sizeof *freed);
+        n_free--;
     }
     qsort(gap, (size_t)gaps, sizeof *gap, bench_cmp_double);
     out->handoff_p50_us = bench_quantile(gap, gaps, 0.5);
     out->handoff_p99_us = bench_quantile(gap, gaps, 0.99);
-    out->self_reacquire = n > 1 ? (double)self / (double)(n - 1) : 0;
+    out->self_reacquire = self + gaps ? (double)self / (double)(self + gaps) : 0;
+    free(freed);
+    free(ev);
     free(gap);
 }
 
@@ -406,7 +465,7 @@ static void figures(turn *all, long n, int64_t t0, int64_t t1, const bench_conte
                     bench_contended *out)
 {
     qsort(all, (size_t)n, sizeof *all, by_acquired);
-    out->overlaps = overlaps(all, n);
+    out->overlaps = overlaps(all, n, out->permits);
     turn *cs = malloc((size_t)(n ? n : 1) * sizeof *cs);
     out->cs = window(all, n, t0, t1, cs, &out->give_ups);
     out->cs_per_s = (double)out->cs / s->seconds;
@@ -421,6 +480,9 @@ int bench_contended_run(const char *name, const bench_contended_spec *s, bench_c
     const mode *m = find_mode(name);
     if (!m) bench_die("unknown mode in BENCH_CONTENDED_MODES");
     memset(out, 0, sizeof *out);
+    redlease_lock_options o;
+    mode_options(m, &o);
+    out->permits = o.limit ? o.limit : 1;
     int64_t t0 = now_ns() + (int64_t)(s->warmup_s * 1e9);
     int64_t t1 = t0 + (int64_t)(s->seconds * 1e9);
     pid_t *pid = calloc((size_t)s->workers, sizeof *pid);

@@ -16,6 +16,7 @@ static struct {
     double end_us;
     long cycles, failed;
     int active;
+    int limit; /* the cycles' lock option limit: 0, a mutex */
 } L;
 
 static int64_t lib_clock(void *arg)
@@ -88,15 +89,19 @@ static void chain_start(chain *ch)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    o.wait_mode = wait_mode();
+    /* A semaphore polls in this version (queue and wake: ENOTSUP), its
+     * default. */
+    o.limit = L.limit;
+    o.wait_mode = L.limit ? REDLEASE_WAIT_DEFAULT : wait_mode();
     redlease_lock *lk;
     if (redlease_acquire(L.c, ch->name, &o, on_acquired, NULL, ch, &lk) != REDLEASE_OK)
         bench_die("redlease_acquire");
 }
 
-int bench_lib_cycles(int chains, double seconds, bench_cycles *out)
+int bench_lib_cycles(int chains, int limit, double seconds, bench_cycles *out)
 {
     lib_open(0);
+    L.limit = limit;
     chain *ch = calloc((size_t)chains, sizeof *ch);
     for (int i = 0; i < chains; i++) snprintf(ch[i].name, sizeof ch[i].name, "c%d", i);
     double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();
@@ -113,8 +118,8 @@ int bench_lib_cycles(int chains, double seconds, bench_cycles *out)
     if (getenv("BENCH_VERBOSE")) {
         double n = (double)(L.cycles ? L.cycles : 1);
         redlease_client_stats(L.c, &st);
-        fprintf(stderr, "lib cycles: %ld cycles, %.4f loop iterations, %.4f timer wakeups, %.3f commands per cycle\n",
-                L.cycles, (double)(ev_iteration(L.loop) - iter0) / n,
+        fprintf(stderr, "lib cycles (limit %d): %ld cycles, %.4f loop iterations, %.4f timer wakeups, "
+                "%.3f commands per cycle\n", limit, L.cycles, (double)(ev_iteration(L.loop) - iter0) / n,
                 (double)(st.wakeups - st0.wakeups) / n, (double)(st.commands_sent - st0.commands_sent) / n);
     }
     long failed = L.failed;

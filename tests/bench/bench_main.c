@@ -3,12 +3,16 @@
  * (bench_lib.c) in the same run against the same private server, prints
  * one JSON line per measurement, then a table of ratios and goals;
  * contended has no floor (bench_contended.c: N processes on one key).
+ * a also runs redlease's semaphore (limit 4, weight 1) in each round, its
+ * ratio to the mutex's cycles beside the floor's; contended has a
+ * semaphore mode (limit 3).
  *
  *   bench [a] [b] [d] [lost] [million] [contended]   (default: all of them)
  *
  * Environment (run-bench.sh passes the server's port):
  *   REDLEASE_TEST_PORT      the private redis-server, 127.0.0.1
- *   BENCH_ROUNDS   5        a, b: rounds, floor and redlease in turn
+ *   BENCH_ROUNDS   5        a, b: rounds, floor and redlease (and a's
+ *                           semaphore) in turn
  *   BENCH_SECONDS  2        a, b: seconds per implementation and round
  *   BENCH_HELD     100000   d: leases held at once
  *   BENCH_HOLD_SECONDS 30   d: seconds held (renewed every 10 s)
@@ -16,7 +20,8 @@
  *   BENCH_MILLION  1000000  million: leases held on one client
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
  *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
- *                           a profiler; no ratio; d runs it in this process)
+ *                           a profiler; no ratio; d runs it in this process);
+ *                           "sem" a's semaphore alone
  *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
  *                           window did (renewals, commands, timer wakeups);
  *                           a, b: loop iterations per cycle (both sides),
@@ -25,10 +30,11 @@
  *                           commands written apart, would show there).
  *                           Under valgrind --tool=callgrind
  *                           --collect-atstart=no only that window counts.
- *   BENCH_WAIT_MODE queue   a, b: redlease's wait_mode: queue (the default),
- *                           wake or poll. Only a release in queue mode must
- *                           also look for waiters (docs/design.md, 11.2):
- *                           poll shows the engine against the floor without
+ *   BENCH_WAIT_MODE queue   a, b: the mutex's wait_mode: queue (the default),
+ *                           wake or poll (a's semaphore polls, its only
+ *                           mode). Only a release in queue mode must also
+ *                           look for waiters (docs/design.md, 11.2): poll
+ *                           shows the engine against the floor without
  *                           that cost.
  *   BENCH_COMMANDS auto     scripts: redlease sends Lua scripts even to a server
  *                           with DELIFEQ/DELEX and SET IFEQ (the floor always
@@ -39,11 +45,11 @@
  *                           (after 0.5 s of warm-up)
  *   BENCH_CONTENDED_MODES (all)  contended: modes to run, comma-separated
  *                           (bench_contended.c's table: defaults,
- *                           wake, poll, poll-1-10ms)
+ *                           wake, poll, poll-1-10ms, semaphore)
  * Ratios of a and b are medians of each round's ratio, so a slow moment
  * of the machine weighs on both sides. Nothing is asserted: the exit
  * status is nonzero only when a scenario could not run, lost a lease or,
- * in contended, had two holders at once. */
+ * in contended, had more holders at once than permits. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,61 +93,91 @@ static const char *fmt(char *buf, const char *f, double v)
 }
 
 /* ------------------------------------------------ a, b */
-static void cycles(const char *name, int chains, const char *label, double goal)
+/* The sides of a round: the floor, redlease's mutex and, in a, redlease's
+ * semaphore of SEM_LIMIT permits held with weight 1 (issue 27 compares its
+ * uncontended cycle with the mutex's). BENCH_ONLY names one of them. */
+enum { RAW, LIB, SEM, N_SIDES };
+static const char *const side_name[N_SIDES] = {"raw", "lib", "sem"};
+#define SEM_LIMIT 4
+#define SEM_GOAL 0.80 /* the issue's: of the mutex's cycles/s */
+
+static int run_side(int side, int chains, double secs, bench_cycles *out)
 {
-    int rounds = (int)env_num("BENCH_ROUNDS", 5);
+    if (side == RAW) return bench_raw_cycles(chains, secs, out);
+    return bench_lib_cycles(chains, side == SEM ? SEM_LIMIT : 0, secs, out);
+}
+
+/* Sorts v and returns its median. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return bench_quantile(v, n, 0.5);
+}
+
+static void cycles(const char *name, int chains, const char *label, double goal, int with_sem)
+{
+    int rounds = (int)env_num("BENCH_ROUNDS", 5), sides = with_sem ? N_SIDES : SEM;
     double secs = env_num("BENCH_SECONDS", 2);
-    double ratio[64], raw_rate[64], lib_rate[64], raw_cpu[64], lib_cpu[64];
+    double ratio[64], sem_ratio[64], rate[N_SIDES][64], cpu[N_SIDES][64];
+    const char *only = getenv("BENCH_ONLY");
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; r++) {
-        bench_cycles raw, lib;
-        /* the order alternates, so neither side always runs second */
+        bench_cycles c[N_SIDES];
         int rc = 0;
-        const char *only = getenv("BENCH_ONLY");
-        memset(&raw, 0, sizeof raw);
-        memset(&lib, 0, sizeof lib);
-        raw.cycles = lib.cycles = 1;
-        raw.seconds = lib.seconds = 1;
-        if (only && *only) {
-            rc = strcmp(only, "raw") ? bench_lib_cycles(chains, secs, &lib)
-                                     : bench_raw_cycles(chains, secs, &raw);
-        } else if (r % 2 == 0) {
-            rc |= bench_raw_cycles(chains, secs, &raw);
-            rc |= bench_lib_cycles(chains, secs, &lib);
-        } else {
-            rc |= bench_lib_cycles(chains, secs, &lib);
-            rc |= bench_raw_cycles(chains, secs, &raw);
+        memset(c, 0, sizeof c);
+        for (int i = 0; i < N_SIDES; i++) c[i].cycles = 1, c[i].seconds = 1;
+        /* the order turns, so no side always runs first or last */
+        for (int i = 0; i < sides; i++) {
+            int side = (r + i) % sides;
+            if (!only || !*only || !strcmp(only, side_name[side]))
+                rc |= run_side(side, chains, secs, &c[side]);
         }
         if (rc) failures++;
-        raw_rate[r] = raw.cycles / raw.seconds;
-        lib_rate[r] = lib.cycles / lib.seconds;
-        raw_cpu[r] = raw.redis_cpu_us / raw.cycles;
-        lib_cpu[r] = lib.redis_cpu_us / lib.cycles;
-        ratio[r] = lib_rate[r] / raw_rate[r];
+        for (int i = 0; i < N_SIDES; i++) {
+            rate[i][r] = c[i].cycles / c[i].seconds;
+            cpu[i][r] = c[i].redis_cpu_us / c[i].cycles;
+        }
+        ratio[r] = rate[LIB][r] / rate[RAW][r];
+        sem_ratio[r] = rate[SEM][r] / rate[LIB][r];
         printf("{\"scenario\":\"%s\",\"round\":%d,\"chains\":%d,\"raw_cycles_per_s\":%.0f,"
                "\"lib_cycles_per_s\":%.0f,\"ratio\":%.3f,\"raw_redis_cpu_us_per_cycle\":%.2f,"
-               "\"lib_redis_cpu_us_per_cycle\":%.2f,\"failed\":%d}\n",
-               name, r + 1, chains, raw_rate[r], lib_rate[r], ratio[r], raw_cpu[r], lib_cpu[r], rc != 0);
+               "\"lib_redis_cpu_us_per_cycle\":%.2f,",
+               name, r + 1, chains, rate[RAW][r], rate[LIB][r], ratio[r], cpu[RAW][r], cpu[LIB][r]);
+        if (with_sem)
+            printf("\"sem_limit\":%d,\"sem_cycles_per_s\":%.0f,\"sem_to_mutex\":%.3f,"
+                   "\"sem_redis_cpu_us_per_cycle\":%.2f,",
+                   SEM_LIMIT, rate[SEM][r], sem_ratio[r], cpu[SEM][r]);
+        printf("\"failed\":%d}\n", rc != 0);
         fflush(stdout);
     }
-    qsort(ratio, (size_t)rounds, sizeof *ratio, bench_cmp_double);
-    qsort(raw_rate, (size_t)rounds, sizeof *raw_rate, bench_cmp_double);
-    qsort(lib_rate, (size_t)rounds, sizeof *lib_rate, bench_cmp_double);
-    qsort(raw_cpu, (size_t)rounds, sizeof *raw_cpu, bench_cmp_double);
-    qsort(lib_cpu, (size_t)rounds, sizeof *lib_cpu, bench_cmp_double);
-    double m = bench_quantile(ratio, rounds, 0.5);
+    double m = median(ratio, rounds);
+    double raw_m = median(rate[RAW], rounds), lib_m = median(rate[LIB], rounds);
     printf("{\"scenario\":\"%s\",\"summary\":true,\"raw_cycles_per_s\":%.0f,\"lib_cycles_per_s\":%.0f,"
-           "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f}\n",
-           name, bench_quantile(raw_rate, rounds, 0.5), bench_quantile(lib_rate, rounds, 0.5), m,
-           ratio[0], ratio[rounds - 1], goal);
+           "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f",
+           name, raw_m, lib_m, m, ratio[0], ratio[rounds - 1], goal);
+    double sem_m = 0, sem_rate = 0;
+    if (with_sem) {
+        sem_m = median(sem_ratio, rounds), sem_rate = median(rate[SEM], rounds);
+        printf(",\"sem_cycles_per_s\":%.0f,\"median_sem_to_mutex\":%.3f,\"min_sem_to_mutex\":%.3f,"
+               "\"max_sem_to_mutex\":%.3f,\"sem_goal\":%.2f",
+               sem_rate, sem_m, sem_ratio[0], sem_ratio[rounds - 1], SEM_GOAL);
+    }
+    printf("}\n");
     char b1[24], b2[24], b3[24], b4[24], what[64];
     snprintf(what, sizeof what, "%s (cycles/s)", label);
     snprintf(b4, sizeof b4, ">= %.2f", goal);
-    row(what, fmt(b1, "%.0f", bench_quantile(raw_rate, rounds, 0.5)),
-        fmt(b2, "%.0f", bench_quantile(lib_rate, rounds, 0.5)), fmt(b3, "%.2f", m), b4);
+    row(what, fmt(b1, "%.0f", raw_m), fmt(b2, "%.0f", lib_m), fmt(b3, "%.2f", m), b4);
     snprintf(what, sizeof what, "%s: Redis CPU us/cycle", name);
-    double rc_ = bench_quantile(raw_cpu, rounds, 0.5), lc = bench_quantile(lib_cpu, rounds, 0.5);
+    double rc_ = median(cpu[RAW], rounds), lc = median(cpu[LIB], rounds);
     row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "-");
+    if (!with_sem) return;
+    /* The semaphore's rows: its ratio is to the mutex, not the floor. */
+    snprintf(what, sizeof what, "%s. semaphore of %d (cycles/s, ratio / mutex)", name, SEM_LIMIT);
+    snprintf(b4, sizeof b4, ">= %.2f", SEM_GOAL);
+    row(what, "-", fmt(b2, "%.0f", sem_rate), fmt(b3, "%.2f", sem_m), b4);
+    snprintf(what, sizeof what, "%s: semaphore Redis CPU us/cycle (/ mutex)", name);
+    double sc = median(cpu[SEM], rounds);
+    row(what, "-", fmt(b2, "%.2f", sc), fmt(b3, "%.2f", sc / lc), "-");
 }
 
 /* ------------------------------------------------ held leases, in children */
@@ -266,25 +302,32 @@ static void lost(void)
 }
 
 /* ------------------------------------------------ contended */
-/* The goals for N workers holding h: each turn costs h plus a handoff of
- * at most 0.15 ms, the lease goes round the workers in turn (so a waiter
- * waits for the N - 1 others, plus 2 ms of slack), nobody gives up, and a
- * turn takes at most 3 commands. */
+/* The goals for N workers holding h on P permits (a mutex: 1): each turn
+ * of a permit costs h plus a handoff of at most 0.15 ms, so the ideal is
+ * P / (h + 0.15 ms) CS/s (the ratio column: CS/s over it); the permits go
+ * round the workers in turn (so a waiter waits for N - P others, P at a
+ * time, plus 2 ms of slack, and a releaser takes back its own permit no
+ * more often than the N - P + 1 who want it share it), nobody gives up,
+ * and a turn takes at most 3 commands. */
 static void contended_rows(const char *mode, const bench_contended_spec *s,
                            const bench_contended *c)
 {
-    double h_ms = s->hold_us / 1e3, turn_ms = h_ms + 0.15;
-    char what[64], label[48], b1[24], b2[24];
+    int p = c->permits, rivals = s->workers > p ? s->workers - p : 0;
+    double h_ms = s->hold_us / 1e3, turn_ms = h_ms + 0.15, ideal = p / turn_ms * 1e3;
+    char what[64], label[48], b1[24], b2[24], b3[24];
 #define WHAT(label) (snprintf(what, sizeof what, "contended %s: %s", mode, label), what)
-    snprintf(label, sizeof label, "CS/s (%d x %g ms)", s->workers, h_ms);
-    snprintf(b2, sizeof b2, ">= %.0f", 0.9 / turn_ms * 1e3);
-    row(WHAT(label), "-", fmt(b1, "%.0f", c->cs_per_s), "-", b2);
+    if (p == 1)
+        snprintf(label, sizeof label, "CS/s (%d x %g ms)", s->workers, h_ms);
+    else
+        snprintf(label, sizeof label, "CS/s (%d x %g ms, limit %d)", s->workers, h_ms, p);
+    snprintf(b2, sizeof b2, ">= %.0f", 0.9 * ideal);
+    row(WHAT(label), "-", fmt(b1, "%.0f", c->cs_per_s), fmt(b3, "%.2f", c->cs_per_s / ideal), b2);
     snprintf(b1, sizeof b1, "%.0f / %.0f", c->handoff_p50_us, c->handoff_p99_us);
     row(WHAT("handoff p50/p99 (us)"), "-", b1, "-", "p50 <= 150");
-    snprintf(b2, sizeof b2, "<= %.3f", 1.0 / s->workers);
+    snprintf(b2, sizeof b2, "<= %.3f", 1.0 / (rivals + 1));
     row(WHAT("self re-acquire"), "-", fmt(b1, "%.3f", c->self_reacquire), "-", b2);
     row(WHAT("Jain fairness"), "-", fmt(b1, "%.3f", c->jain), "-", ">= 0.99");
-    snprintf(b2, sizeof b2, "<= %.2f", (s->workers - 1) * turn_ms + 2);
+    snprintf(b2, sizeof b2, "<= %.2f", (double)rivals / p * turn_ms + 2);
     row(WHAT("wait p99 (ms)"), "-", fmt(b1, "%.2f", c->wait_p99_ms), "-", b2);
     snprintf(b1, sizeof b1, "%ld / %ld", c->give_ups, c->overlaps);
     row(WHAT("give-ups / overlaps"), "-", b1, "-", "0 / 0");
@@ -298,17 +341,19 @@ static void contended_mode(const char *mode, const bench_contended_spec *s)
     bench_contended c;
     if (bench_redis_flush()) bench_die("FLUSHALL");
     if (bench_contended_run(mode, s, &c) || c.overlaps || c.lost) failures++;
-    printf("{\"scenario\":\"contended\",\"mode\":\"%s\",\"workers\":%d,\"hold_us\":%.0f,"
+    printf("{\"scenario\":\"contended\",\"mode\":\"%s\",\"permits\":%d,\"workers\":%d,\"hold_us\":%.0f,"
            "\"seconds\":%.1f,\"cs\":%ld,\"cs_per_s\":%.1f,\"hold_mean_us\":%.0f,"
            "\"handoff_p50_us\":%.0f,\"handoff_p99_us\":%.0f,\"self_reacquire\":%.4f,"
            "\"jain\":%.4f,\"wait_p99_ms\":%.2f,\"give_ups\":%ld,\"client_cpu_percent\":%.2f,"
            "\"redis_commands_per_cs\":%.3f,\"redis_calls_per_cs\":%.3f,\"overlaps\":%ld,\"lost\":%ld,"
            "\"errors\":%ld}\n",
-           mode, s->workers, s->hold_us, s->seconds, c.cs, c.cs_per_s, c.hold_mean_us,
+           mode, c.permits, s->workers, s->hold_us, s->seconds, c.cs, c.cs_per_s, c.hold_mean_us,
            c.handoff_p50_us, c.handoff_p99_us, c.self_reacquire, c.jain, c.wait_p99_ms,
            c.give_ups, c.cpu_percent, c.commands_per_cs, c.redis_calls_per_cs, c.overlaps, c.lost,
            c.errors);
-    if (c.overlaps) fprintf(stderr, "bench: contended %s: %ld double holders\n", mode, c.overlaps);
+    if (c.overlaps)
+        fprintf(stderr, "bench: contended %s: %ld acquisitions while all %d permits were held\n", mode,
+                c.overlaps, c.permits);
     contended_rows(mode, s, &c);
 }
 
@@ -341,9 +386,9 @@ int main(int argc, char **argv)
     int n = argc > 1 ? argc - 1 : 6;
     for (int i = 0; i < n; i++) {
         if (!strcmp(which[i], "a"))
-            cycles("a", 1, "a. one key, acquire -> release", 0.95);
+            cycles("a", 1, "a. one key, acquire -> release", 0.95, 1);
         else if (!strcmp(which[i], "b"))
-            cycles("b", 64, "b. 64 keys in flight", 0.90);
+            cycles("b", 64, "b. 64 keys in flight", 0.90, 0);
         else if (!strcmp(which[i], "d"))
             held();
         else if (!strcmp(which[i], "lost"))
