@@ -9,7 +9,9 @@
 # longest sleep in a critical section), reconnect_ms (the workers'
 # reconnect_max_ms), queue (1: the workers wait in the queue, and every
 # live waiter must be served in time: the invariant live-waiters-served;
-# else its numbers are figures).
+# else its numbers are figures), limit (0: the workers hold a mutex; N: a
+# counting semaphore of N permits, each worker the weight its start line
+# says).
 # Prints "figure: ..." lines and one "invariant: NAME ok|FAIL ..." line per
 # invariant; exits 1 if any failed.
 
@@ -47,6 +49,8 @@ function last_below(key, n, x,    lo, hi, mid) {
 }
 function max(a, b) { return a > b ? a : b }
 function min(a, b) { return a < b ? a : b }
+# The permits worker w holds (its start line's weight; 1 on a mutex).
+function holder_weight(w) { return w in weight ? weight[w] : 1 }
 # A wait of worker w ended at t (how: served, gave-up, end, killed, log-end).
 function close_wait(w, t, how) {
     if (!(w in open_wait)) return
@@ -125,7 +129,7 @@ file == "exits.log" {  # "exit W STATUS STDERR_BYTES" (STATUS "killed": by the s
 # worker logs: "T W EVENT ..." (one process a file: W is unique to it)
 FNR == 1 && file ~ /^worker/ { if (prev_w != "") log_ended(prev_w, prev_t) }
 file ~ /^worker/ { prev_w = $2; prev_t = $1 }
-$3 == "start" { start_t[$2] = $1 }
+$3 == "start" { start_t[$2] = $1; weight[$2] = limit > 0 && kv("weight") != "" ? kv("weight") + 0 : 1 }
 # A wait: from "acquiring" to its acquisition, its give-up, the end of the
 # run (SIGTERM) or the process's end (killed by the schedule).
 $3 == "acquiring" { open_wait[$2] = $1; waited[$2] = 0 }
@@ -166,19 +170,40 @@ $3 == "lost-event" {
 END {
     if (prev_w != "") log_ended(prev_w, prev_t)
     sorter = "sort -n > " tmp
-    # --- holder intervals: none of two workers may overlap
-    for (i = 1; i <= niv; i++) print iv_b[i], iv_e[i], iv_w[i] | sorter
-    close(sorter)
-    n = 0
+    # --- holder intervals: at no instant may the weights of the workers
+    # holding add up past the capacity (a mutex: 1, each holder 1, so no
+    # two at once). A sweep over the ends of the intervals; at one instant
+    # first the ends of intervals begun earlier, then the beginnings, then
+    # the ends of intervals of no length (a read refused at once). A
+    # beginning past the capacity is an overlap; it lasts until the
+    # weights are back within it or its own interval ends, and is excused
+    # if that touches a restart window.
+    cap = limit > 0 ? limit : 1
+    sweep = "sort -k1,1n -k2,2n > " tmp
+    for (i = 1; i <= niv; i++) {
+        print iv_b[i], 1, iv_w[i], iv_e[i] | sweep
+        print iv_e[i], (iv_e[i] + 0 > iv_b[i] + 0 ? 0 : 2), iv_w[i] | sweep
+    }
+    close(sweep)
+    held = 0; npend = 0
     while ((getline line < tmp) > 0) {
-        split(line, f, " "); b = f[1] + 0; e = f[2] + 0; w = f[3]
-        for (o in lastend) {
-            if (o == w || lastend[o] <= b) continue
-            oe = lastend[o] < e ? lastend[o] : e
-            if (in_restart(b, oe)) restart_overlaps++
-            else { overlaps++; if (overlaps <= 5) overlap_ex = overlap_ex sprintf(" w%s[%.3f..%.3f]/w%s..%.3f", w, b, e, o, lastend[o]) }
+        split(line, f, " "); t = f[1] + 0; w = f[3]
+        if (held >= cap && nsweep) at_cap += t - sweep_t
+        if (!nsweep++) sweep_from = t
+        sweep_t = t
+        if (f[2] == 1) {
+            held += holder_weight(w)
+            if (held > most) most = held
+            if (held > cap) { npend++; pd_b[npend] = t; pd_e[npend] = f[4] + 0; pd_w[npend] = w; pd_h[npend] = held }
+        } else held -= holder_weight(w)
+        k = 0
+        for (j = 1; j <= npend; j++) {
+            if (held > cap && t < pd_e[j]) { k++; pd_b[k] = pd_b[j]; pd_e[k] = pd_e[j]; pd_w[k] = pd_w[j]; pd_h[k] = pd_h[j]; continue }
+            if (in_restart(pd_b[j], t)) { restart_overlaps++; continue }
+            overlaps++
+            if (overlaps <= 5) overlap_ex = overlap_ex sprintf(" w%s at %.3f: weight %d of %d for %.1f ms", pd_w[j], pd_b[j], pd_h[j], cap, t - pd_b[j])
         }
-        if (!(w in lastend) || e > lastend[w]) lastend[w] = e
+        npend = k
     }
     close(tmp)
 
@@ -290,6 +315,12 @@ END {
         j = last_below(c, n, s[i] - 1)
         if (j > 0 && j < i && pmax[j] >= fe[i]) fence_bad++
     }
+    # Acquisitions at once (a semaphore's holders) are not ordered by that,
+    # but each mints a fence of its own: none may share one.
+    for (i = 1; i <= nacq; i++) {
+        if (acq_f[i] in fence_seen) fence_dup++
+        fence_seen[acq_f[i]] = 1
+    }
     # Every loss must be reported before the key could expire on the server,
     # at E (the worker's "confirmed expiry=E", from the send time). The
     # worker's own timer for E ("tick") is due no earlier than the library's
@@ -329,7 +360,8 @@ END {
     for (k in lost_cause) printf " %s=%d", k, lost_cause[k]
     printf "\n"
     printf "figure: losses expired=%d not-owner=%d closed=%d; reported before the key could expire on the server %d; later, in the first loop iteration the process ran: frozen by SIGSTOP %d, machine busy %d (max %.1f ms late); later while the loop ran %d\n", lost_by[1], lost_by[2], lost_by[4], lost_before, lost_frozen, lost_slow, max_late, lost_late
-    printf "figure: overlaps %d outside restart windows, %d touching %d restart windows\n", overlaps + 0, restart_overlaps + 0, nrestart
+    printf "figure: %s %d outside restart windows, %d touching %d restart windows\n", (limit > 0 ? "holders past the limit" : "overlaps"), overlaps + 0, restart_overlaps + 0, nrestart
+    printf "figure: the most weight held at once %d of %d; at the capacity %.0f ms of %.0f (%.0f%%)\n", most, cap, at_cap, sweep_t - sweep_from, (sweep_t > sweep_from ? 100 * at_cap / (sweep_t - sweep_from) : 0)
     printf "figure: counter %d, accepted writes %d (store log) %d (workers)\n", counter, store_accepted, worker_accepted
     printf "figure: exits%s\n", exits
     printf "figure: waiter faults %d, the target waiting when picked in %d; processes killed by the schedule %d\n", aimed, aimed_waiting, killed
@@ -340,11 +372,12 @@ END {
     printf "figure: waits checked in %d stretches between resets (a fault of the waiter's own or everyone's); longest %.0f ms (bound %.0f: %s); closest to its bound %.0f ms %s\n", npieces, longest, longest_bound, longest_ex, worst_margin < 0 ? -worst_margin : worst_margin, worst_margin < 0 ? "under" : "over"
 
     verdict("critical-sections-ran", cs > 0 && store_accepted > 0, cs " critical sections")
-    verdict("no-overlap-outside-restarts", overlaps == 0, overlaps + 0 " overlaps" overlap_ex)
+    if (limit > 0) verdict("within-limit-outside-restarts", overlaps == 0, overlaps + 0 " times past the limit of " limit overlap_ex)
+    else verdict("no-overlap-outside-restarts", overlaps == 0, overlaps + 0 " overlaps" overlap_ex)
     verdict("no-lost-update", counter == store_accepted && store_accepted == worker_accepted && lost_updates == 0, "counter " counter ", accepted " store_accepted "/" worker_accepted ", lost " lost_updates + 0)
     verdict("stale-writes-refused", store_bad == 0, store_bad + 0 " store operations against the fence rule")
-    if (fences_partial) printf "figure: acquisitions with a fence not above an earlier one %d (a quorum's increase only as far as its raise reached the servers)\n", fence_bad
-    else verdict("fences-increase", fence_bad == 0, fence_bad + 0 " acquisitions with a fence not above an earlier one")
+    if (fences_partial) printf "figure: acquisitions with a fence not above an earlier one %d, with a fence another had %d (a quorum's increase only as far as its raise reached the servers)\n", fence_bad, fence_dup
+    else verdict("fences-increase", fence_bad + fence_dup == 0, fence_bad + 0 " acquisitions with a fence not above an earlier one, " fence_dup + 0 " with a fence another had")
     verdict("loss-reported-before-key-expiry", lost_late + lost_unconfirmed + silent == 0, lost_late + 0 " reported late while the loop ran" late_ex ", " silent + 0 " never reported" silent_ex ", " lost_unconfirmed + 0 " never confirmed")
     verdict("not-held-past-expiry", held_past == 0, held_past + 0 " times held() said 1 at the earliest server expiry" held_ex)
     verdict("workers-exit-clean", nworkers > 0 && bad_exit + hung + noisy == 0, "bad exit " bad_exit + 0 ", hung " hung + 0 ", stderr " noisy + 0)

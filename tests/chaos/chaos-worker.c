@@ -24,13 +24,18 @@
  *   CHAOS_WAIT_MODE: queue (the lock option wait_mode
  *   REDLEASE_WAIT_QUEUE: waiters join the resource's FIFO queue in Redis
  *   and are handed the lock), poll (REDLEASE_WAIT_POLL), or unset or
- *   default (the library's default, as before this option)
+ *   default (the library's default, as before this option),
+ *   CHAOS_LIMIT, CHAOS_WEIGHT (default 0: a mutex): the lock options limit
+ *   and weight, a counting semaphore of CHAOS_LIMIT permits of which this
+ *   worker holds CHAOS_WEIGHT (0: 1)
  *
  * Every line it prints starts with the CLOCK_MONOTONIC time in ms (with us)
  * and the worker id; the clock is the one the library and every other
  * process on the machine read, so chaos-check.awk can line up all logs:
  *   T W acquired fence=F send=S confirm=C     S: the confirming request's send
- *   T W start ttl=TTL wait=W mode=queue|poll|default   the process began
+ *   T W start ttl=TTL wait=W mode=queue|poll|default limit=L weight=N
+ *                                             the process began (L 0: a
+ *                                             mutex; N: the weight it holds)
  *   T W acquiring                             a cycle's acquire was asked
  *                                             for: the worker waits from T
  *   T W waiting attempt=N                     the first "busy" of the cycle
@@ -64,7 +69,11 @@
  * The holder interval is [act-begin, last_held]: both ends are moments at
  * which redlease_lock_held() said the lease was safe to use. A write made
  * after the lease was lost (confirmed=0: a pause hit the sleep) is the
- * fence's job: the store refuses it once the next holder has read.
+ * fence's job: the store refuses it once the next holder has read. On a
+ * semaphore several hold at once and the same rule orders them: of the
+ * holders that read the counter, only one whose read no higher fence
+ * followed may write it (the others' writes are refused), so the counter
+ * stays exact, and every fence must differ.
  *
  * The tick is due at E, which is no earlier than the library's own timer
  * for the lease's deadline: a loss the library reports in a loop iteration
@@ -395,6 +404,8 @@ int main(int argc, char **argv)
     lock_options.wait_retry_max_ms = 100;
     lock_options.fencing = 1;
     lock_options.replica_acks = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
+    lock_options.limit = (int)env_ms("CHAOS_LIMIT", 0);
+    lock_options.weight = (int)env_ms("CHAOS_WEIGHT", 0);
     const char *mode = getenv("CHAOS_WAIT_MODE");
     if (!mode || !*mode || strcmp(mode, "default") == 0) {
         mode = "default";
@@ -447,8 +458,8 @@ int main(int argc, char **argv)
     ev_signal_start(loop, &sigterm_watcher);
     ev_signal_start(loop, &sigint_watcher);
     ev_timer_start(loop, &idle_timer);
-    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64 " mode=%s", lock_options.ttl_ms, lock_options.wait_ms,
-        mode);
+    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64 " mode=%s limit=%d weight=%d", lock_options.ttl_ms,
+        lock_options.wait_ms, mode, lock_options.limit, lock_options.weight ? lock_options.weight : 1);
 
     ev_run(loop, 0); /* returns once the client is closed and the watchers stopped */
 

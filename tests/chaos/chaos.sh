@@ -31,6 +31,16 @@
 #                     checker's bound for a wait: a waiter gives up only
 #                     when faults of its own or everyone's made its wait
 #                     long, and a stranded one overstays its bound first)
+#   CHAOS_LIMIT       0 (default): the workers contend for a mutex. N > 0:
+#                     for a counting semaphore of N permits (the lock
+#                     option limit, docs/design.md section 12), which the
+#                     workers in even slots hold with weight 2 (when N is 2
+#                     or more), the others with 1; the checker's first
+#                     invariant is then within-limit-outside-restarts (the
+#                     weights of the holders at any instant add up to N at
+#                     most) instead of no-overlap. A semaphore polls in
+#                     this version and is refused under a quorum: not with
+#                     CHAOS_WAIT_MODE=queue nor CHAOS_TOPOLOGY=quorum
 #   CHAOS_CS_MS       the longest sleep in a critical section (default 1.5
 #                     TTL), for the workers and the checker's bound
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
@@ -173,6 +183,12 @@ if [ -n "$wrapper" ]; then ttl=${CHAOS_TTL_MS:-400}; else ttl=${CHAOS_TTL_MS:-10
 cs_ms=${CHAOS_CS_MS:-$(( ttl * 3 / 2 ))}
 wait_mode=${CHAOS_WAIT_MODE:-default}
 case $wait_mode in default | poll | queue) ;; *) echo "chaos: CHAOS_WAIT_MODE: default, poll or queue" >&2; exit 1 ;; esac
+limit=${CHAOS_LIMIT:-0}
+[[ $limit =~ ^[0-9]+$ ]] || { echo "chaos: CHAOS_LIMIT: a number of permits (0: a mutex)" >&2; exit 1; }
+if [ "$limit" -gt 0 ] && [ "$wait_mode" = queue ]; then
+    echo "chaos: CHAOS_LIMIT with CHAOS_WAIT_MODE=queue: a semaphore polls in this version (REDLEASE_ENOTSUP)" >&2
+    exit 1
+fi
 # The wait budget: the worker's default (4 TTL) unless set; in queue mode
 # about three times the checker's bound for a wait (chaos-check.awk,
 # live-waiters-served), so that a waiter gives up only after faults of its
@@ -185,7 +201,7 @@ if [ "$wait_mode" = queue ] && [ -z "$wait_ms" ]; then
     wait_ms=$(( 3 * (nworkers > 1 ? nworkers - 1 : 1) * (cs_ms + ttl * 3 / 2) ))
 fi
 RANDOM=$seed
-echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms, wait mode $wait_mode${wait_ms:+, wait budget $wait_ms ms}${wrapper:+, under $wrapper}"
+echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms, wait mode $wait_mode${wait_ms:+, wait budget $wait_ms ms}$([ "$limit" = 0 ] || echo ", a semaphore of $limit permits")${wrapper:+, under $wrapper}"
 
 now_ms() { "$worker_bin" --now; }
 # rand_between LO HI: an integer in [LO, HI] from the seeded RANDOM.
@@ -207,6 +223,11 @@ case $topology in single | sentinel | cluster | quorum) ;; *) echo "chaos: CHAOS
 # under a quorum (REDLEASE_EINVAL), and its default there wakes in no order.
 if [ "$wait_mode" = queue ] && [ "$topology" = quorum ]; then
     echo "chaos: CHAOS_WAIT_MODE=queue with CHAOS_TOPOLOGY=quorum: a quorum's waiters are woken in no order (use default)" >&2
+    exit 1
+fi
+# Each member would count its holders apart (docs/design.md, 12.3).
+if [ "$limit" -gt 0 ] && [ "$topology" = quorum ]; then
+    echo "chaos: CHAOS_LIMIT with CHAOS_TOPOLOGY=quorum: a quorum holds no semaphore (REDLEASE_EINVAL)" >&2
     exit 1
 fi
 
@@ -524,10 +545,15 @@ fi
 # which writes a log of its own.
 declare -a wid
 next_wid=1
-# start_worker W: a new worker process in slot W.
+# start_worker W: a new worker process in slot W. On a semaphore, even
+# slots hold weight 2 (when the limit allows it), odd ones 1; a mutex has
+# no weight (0: the lock option's default).
 start_worker() {
-    local w=$1 id=$next_wid seeds=() addrs=() i
+    local w=$1 id=$next_wid seeds=() addrs=() i weight=0
     next_wid=$((next_wid + 1))
+    if [ "$limit" -gt 0 ]; then
+        if [ "$limit" -ge 2 ] && [ $((w % 2)) = 0 ]; then weight=2; else weight=1; fi
+    fi
     if [ "$topology" = cluster ]; then # odd slots one node, even ones two
         seeds=(CHAOS_CLUSTER="127.0.0.1:${node_port[(w - 1) % 6 + 1]}")
         [ $((w % 2)) = 1 ] || seeds[0]+=",127.0.0.1:${node_port[(w + 2) % 6 + 1]}"
@@ -536,7 +562,7 @@ start_worker() {
         seeds=(CHAOS_QUORUM="$(IFS=,; echo "${addrs[*]}")")
     fi
     env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl CHAOS_CS_MS=$cs_ms CHAOS_WAIT_MODE=$wait_mode \
-        ${wait_ms:+CHAOS_WAIT_MS=$wait_ms} "${reach[@]}" "${seeds[@]}" \
+        CHAOS_LIMIT="$limit" CHAOS_WEIGHT="$weight" ${wait_ms:+CHAOS_WAIT_MS=$wait_ms} "${reach[@]}" "${seeds[@]}" \
         $wrapper "$worker_bin" "$id" "$store" >"$out/worker$id.log" 2>"$out/worker$id.err" {proxy_ctl}>&- &
     pids[w]=$!
     wid[w]=$id
@@ -923,7 +949,7 @@ rc=0
 # 200).
 queue_checked=
 [ "$wait_mode" != queue ] || [ "$topology" = cluster ] || queue_checked=1
-awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" \
+awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" -v limit="$limit" \
     -v nslots="$nworkers" -v cs_ms="$cs_ms" -v reconnect_ms=200 -v queue="$queue_checked" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
 if [ "$topology" = single ]; then

@@ -15,7 +15,11 @@
 # members frozen, killed and restarted, and paused (CHAOS_TOPOLOGY=quorum);
 # run-chaos-queue.sh the short one with the workers waiting in the queue
 # (CHAOS_WAIT_MODE=queue) and waiters frozen, killed and cut off while
-# queued: 0 overlaps and every live waiter served in time.
+# queued: 0 overlaps and every live waiter served in time;
+# run-chaos-semaphore.sh the short one on a counting semaphore of 3 permits
+# (CHAOS_LIMIT=3, some workers holding weight 2): the holders' weights
+# never past 3 outside restart windows. make check-chaos runs the long one
+# on a semaphore too with CHAOS_LIMIT set.
 #
 # The network faults (delay, partition, partition then close) come from
 # netfault-proxy, a unix-socket proxy between the workers and Redis, which
@@ -30,7 +34,8 @@ check_PROGRAMS += %reldir%/chaos-worker %reldir%/netfault-proxy
 %canon_reldir%_chaos_worker_LDFLAGS = -no-install
 %canon_reldir%_netfault_proxy_SOURCES = %reldir%/netfault-proxy.c
 CHAOS_TESTS = %reldir%/run-chaos-short.sh %reldir%/run-chaos-sentinel.sh %reldir%/run-chaos-cluster.sh \
-	%reldir%/run-chaos-quorum.sh %reldir%/run-chaos-queue.sh %reldir%/test-netfault.sh
+	%reldir%/run-chaos-quorum.sh %reldir%/run-chaos-queue.sh %reldir%/run-chaos-semaphore.sh \
+	%reldir%/test-netfault.sh
 TESTS += $(CHAOS_TESTS)
 EXTRA_DIST += $(CHAOS_TESTS) %reldir%/chaos.sh %reldir%/chaos-check.awk
 check-chaos: $(BUILT_SOURCES) %reldir%/chaos-worker$(EXEEXT) %reldir%/netfault-proxy$(EXEEXT)
