@@ -44,6 +44,15 @@ int cli_in_terminal_foreground(void)
     return fg != -1 && fg == getpgrp();
 }
 
+/* NAME=value, or NAME removed when !set: a value redlease inherited must
+ * never describe a lease it does not hold. 0, or -1 and errno. */
+static int put_env(const char *name, int set, uint64_t value)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%" PRIu64, value);
+    return set ? setenv(name, text, 1) : unsetenv(name);
+}
+
 /* In the child, before exec; report_fd is close-on-exec. */
 static void become_command(char *const argv[], const cli_child_env *env, int own_group,
                            pid_t parent, int report_fd)
@@ -58,10 +67,10 @@ static void become_command(char *const argv[], const cli_child_env *env, int own
 #else
     (void)parent;
 #endif
-    char fence[24];
-    snprintf(fence, sizeof fence, "%" PRIu64, env->fence);
     if (setenv("REDLEASE_KEY", env->key, 1) != 0 || setenv("REDLEASE_TOKEN", env->token, 1) != 0 ||
-        (env->fencing ? setenv("REDLEASE_FENCE", fence, 1) : unsetenv("REDLEASE_FENCE")) != 0)
+        put_env("REDLEASE_FENCE", env->fencing, env->fence) != 0 ||
+        put_env("REDLEASE_LIMIT", env->limit != 0, (uint64_t)env->limit) != 0 ||
+        put_env("REDLEASE_WEIGHT", env->limit != 0, (uint64_t)env->weight) != 0)
         fail_start(report_fd, 0, errno);
     execvp(argv[0], argv);
     fail_start(report_fd, 1, errno);

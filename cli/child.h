@@ -12,6 +12,8 @@ typedef struct cli_child_env {
     const char *token; /* REDLEASE_TOKEN */
     int fencing;       /* REDLEASE_FENCE set (decimal) when nonzero, else unset */
     uint64_t fence;
+    int64_t limit;     /* a semaphore's: REDLEASE_LIMIT and REDLEASE_WEIGHT set when */
+    int64_t weight;    /* limit is nonzero, else unset */
 } cli_child_env;
 
 /* 1 if redlease is in the foreground process group of its controlling

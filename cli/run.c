@@ -42,6 +42,7 @@ typedef struct run {
     int64_t ttl_ms, max_hold_ms, grace_ms;
     int fencing;
     int64_t replica_acks, replica_timeout_ms; /* 0: none; 0: the library's default */
+    int64_t limit, weight; /* 0: a mutex; a semaphore of limit permits, weight of them ours */
 
     struct ev_loop *loop;
     redlease_client *client;
@@ -67,7 +68,7 @@ typedef struct run {
 /* ------------------------------------------------------------ options */
 
 enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
-       OPT_REPLICA_TIMEOUT, OPT_QUIET, OPT_VERBOSE, OPT_HELP };
+       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_QUIET, OPT_VERBOSE, OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -78,6 +79,8 @@ static const cli_opt run_opts[] = {
     {"fence", 'f', 0, OPT_FENCE},
     {"min-replicas", 0, 1, OPT_MIN_REPLICAS},
     {"replica-timeout", 0, 1, OPT_REPLICA_TIMEOUT},
+    {"limit", 0, 1, OPT_LIMIT},
+    {"weight", 0, 1, OPT_WEIGHT},
     {"quiet", 'q', 0, OPT_QUIET},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"help", 'h', 0, OPT_HELP},
@@ -113,6 +116,8 @@ static int parse(run *r, int argc, char **argv)
         case OPT_REPLICA_TIMEOUT:
             rc = cli_args_number(&a, 1, REDLEASE_MAX_TIMEOUT_MS, &r->replica_timeout_ms);
             break;
+        case OPT_LIMIT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->limit); break;
+        case OPT_WEIGHT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->weight); break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_HELP: cli_help(stdout); return -1;
@@ -131,12 +136,21 @@ static int parse(run *r, int argc, char **argv)
     if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
     if (r->replica_timeout_ms && !r->replica_acks)
         return cli_usage_error("--replica-timeout needs --min-replicas");
+    if (r->weight && !r->limit)
+        return cli_usage_error("--weight needs --limit (a mutex's holder holds it all)");
+    if (r->weight > r->limit)
+        return cli_usage_error("--weight %" PRId64 " is more than --limit %" PRId64 ": never admitted",
+                               r->weight, r->limit);
     rc_server = cli_server_finish(&r->server);
     if (rc_server) return rc_server;
     /* the library's rule (EINVAL), said here with the reason */
     if (r->server.quorum && r->replica_acks)
         return cli_usage_error("--quorum and --min-replicas exclude each other: the quorum's "
                                "servers are independent masters, without replicas to wait for");
+    if (r->server.quorum && r->limit)
+        return cli_usage_error("--quorum and --limit exclude each other: each server would count "
+                               "the semaphore's holders apart, and more than --limit holders "
+                               "could each have a majority");
     /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
     if (2 * r->replica_timeout_ms >= r->server.timeout_ms)
         return cli_usage_error("--replica-timeout must be below half --timeout (%" PRId64 " ms)",
@@ -241,7 +255,7 @@ static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
 static void start_command(run *r, redlease_lock *lk)
 {
     cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
-                         redlease_lock_fence(lk)};
+                         redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1};
     r->own_group = !cli_in_terminal_foreground();
     pid_t pid = cli_child_spawn(r->command, &env, r->own_group, &r->start_status);
     if (pid < 0) {
@@ -264,26 +278,45 @@ static void start_command(run *r, redlease_lock *lk)
 
 /* ------------------------------------------------------------ the lease */
 
+/* What an attempt that was not admitted found, after key: another holder
+ * of a mutex, or too few free permits of a semaphore. */
+static const char *busy_text(const run *r, char *buf, size_t size)
+{
+    if (!r->limit) return "is held by another holder";
+    if (r->weight > 1)
+        snprintf(buf, size, "has fewer than %" PRId64 " permits free (a semaphore of %" PRId64 ")",
+                 r->weight, r->limit);
+    else
+        snprintf(buf, size, "has no permit free (a semaphore of %" PRId64 ")", r->limit);
+    return buf;
+}
+
 static int status_for_acquire_error(run *r, int status)
 {
+    const char *key = redlease_lock_key(r->lock);
+    const char *detail = redlease_client_errstr(r->client);
+    char text[96];
     switch (status) {
     case REDLEASE_ECANCELED: return r->cancel_status ? r->cancel_status : CLI_EXIT_FAILED;
     case REDLEASE_EBUSY:
-        cli_notice("%s is held by another holder", redlease_lock_key(r->lock));
+        cli_notice("%s %s", key, busy_text(r, text, sizeof text));
         return CLI_EXIT_BUSY;
+    case REDLEASE_EKIND: /* the resource is another kind: waiting would never end */
+        if (r->limit)
+            snprintf(text, sizeof text, "a semaphore of %" PRId64 " permits", r->limit);
+        cli_error("%s: not %s: %s", key, r->limit ? text : "a mutex",
+                  detail[0] ? detail : redlease_strerror(status));
+        return CLI_EXIT_UNAVAILABLE;
     case REDLEASE_ECONN:
     case REDLEASE_ETIMEDOUT:
     case REDLEASE_EREDIS:
     case REDLEASE_EPROTO:
     case REDLEASE_EPERM:
-    case REDLEASE_EREPLICAS:  /* --min-replicas unmet: not a usable server either */
+    case REDLEASE_EREPLICAS: /* --min-replicas unmet: not a usable server either */
     case REDLEASE_EQUORUM:   /* --quorum: too few servers said yes, not for another holder */
-    case REDLEASE_EKIND: {   /* the key is no mutex's: waiting would never end */
-        const char *detail = redlease_client_errstr(r->client);
         cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
                   detail[0] ? ": " : "", detail);
         return CLI_EXIT_UNAVAILABLE;
-    }
     default:
         cli_error("acquire: %s", redlease_strerror(status));
         return CLI_EXIT_FAILED;
@@ -336,6 +369,9 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     lo->fencing = r->fencing;
     lo->replica_acks = (int)r->replica_acks; /* renewals too (replica_scope ALL, the default) */
     lo->replica_timeout_ms = r->replica_timeout_ms;
+    /* a semaphore's wait_mode is left to the library: it polls (man 1, --wait) */
+    lo->limit = (int)r->limit;
+    lo->weight = (int)r->weight;
 }
 
 /* What a failed redlease_client_new, acquire or attach means; why: the
@@ -402,11 +438,14 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         }
         r->last_contended = 0;
         break;
-    case REDLEASE_EV_CONTENDED:
+    case REDLEASE_EV_CONTENDED: {
+        char text[96], next[48] = ""; /* none after the last attempt: on_acquired tells */
         r->last_contended = 1;
-        cli_verbose("%s is held by another holder; next attempt in %" PRId64 " ms", key,
-                    ev->retry_in_ms);
+        if (ev->retry_in_ms >= 0)
+            snprintf(next, sizeof next, "; next attempt in %" PRId64 " ms", ev->retry_in_ms);
+        cli_verbose("%s %s%s", key, busy_text(r, text, sizeof text), next);
         break;
+    }
     case REDLEASE_EV_ACQUIRED:
         cli_verbose("acquired %s (round trip %" PRId64 " ms, ttl %" PRId64 " ms)", key, ev->rtt_ms,
                     ev->ttl_ms);

@@ -156,6 +156,13 @@ usage_cases=(
     "--cacert without --tls|run --cacert /x res -- touch $tmp/ran"
     "--cert without --key|run --tls --cert /x res -- touch $tmp/ran"
     "status with two RESOURCEs|status a b"
+    "--limit 0|run --limit 0 res -- touch $tmp/ran"
+    "--limit above REDLEASE_MAX_PERMITS|run --limit 1000000001 res -- touch $tmp/ran"
+    "--weight 0|run --limit 2 --weight 0 res -- touch $tmp/ran"
+    "--weight without --limit|run --weight 1 res -- touch $tmp/ran"
+    "--weight above --limit|run --limit 2 --weight 3 res -- touch $tmp/ran"
+    "--limit with --quorum|run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- touch $tmp/ran"
+    "--limit for status|status --limit 2 res"
 )
 usage_error() {
     check "usage error: $1 => 64, a message and the hint, nothing run" \
@@ -172,6 +179,12 @@ done
 rm -f "$tmp/ran"
 REDLEASE_PORT=80x rl run --host 127.0.0.1 res -- touch "$tmp/ran"
 usage_error "bad REDLEASE_PORT"
+rl run --limit 2 --weight 3 res -- true
+check "--weight above --limit: the message names both" \
+    eval 'grep -q -- "--weight 3 is more than --limit 2" <<<"$err"'
+rl run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- true
+check "--limit with --quorum: the message says why (each server counts apart)" \
+    eval 'grep -q "each server would count" <<<"$err"'
 rl run --password secret res -- true
 check "the refused password is not echoed; REDLEASE_PORT is named when bad" \
     eval '! grep -q secret <<<"$err" &&
@@ -504,6 +517,98 @@ check "status, no answer => 69 and 'no reply within 300 ms'" \
 rl status -q --timeout 300 stat1
 check "status --quiet, no answer => 69 and nothing printed" eval '[ "$st" -eq 69 ] && [ -z "$out$err" ]'
 rcli CLIENT UNPAUSE >/dev/null
+
+# ------------------------------------------------------------ semaphore
+# Holders of sem1 (--limit 2) that stay: hold NAME ARG... starts one in
+# the background (its pid in holder_pid[NAME]) whose COMMAND writes
+# "TOKEN LIMIT WEIGHT" to $tmp/sem-NAME, then waits for $tmp/sem-NAME.go.
+declare -A holder_pid
+hold() {
+    local name=$1
+    shift
+    rm -f "$tmp/sem-$name" "$tmp/sem-$name.go"
+    timeout -s KILL $((60 * slow)) "${RL[@]}" run "$@" -- sh -c '
+        echo "$REDLEASE_TOKEN ${REDLEASE_LIMIT-unset} ${REDLEASE_WEIGHT-unset}" >"$1.tmp"
+        mv "$1.tmp" "$1"; while [ ! -e "$1.go" ]; do sleep 0.05; done' sh "$tmp/sem-$name" \
+        >/dev/null 2>"$tmp/sem-$name.err" &
+    holder_pid[$name]=$!
+}
+# unhold NAME: lets it finish; sets st to its exit status
+unhold() { touch "$tmp/sem-$1.go"; wait_bounded "${holder_pid[$1]}"; }
+
+hold a --limit 2 sem1
+hold b --limit 2 sem1
+wait_for_file "$tmp/sem-a" && wait_for_file "$tmp/sem-b"
+read -r tok_a limit_a weight_a <"$tmp/sem-a"
+read -r tok_b _ _ <"$tmp/sem-b"
+check "two --limit 2 holders at once; COMMAND gets REDLEASE_LIMIT 2 and REDLEASE_WEIGHT 1" \
+    eval '[ "$limit_a" = 2 ] && [ "$weight_a" = 1 ] && [ ${#tok_a} -eq 32 ] && [ ${#tok_b} -eq 32 ] &&
+          [ "$tok_a" != "$tok_b" ] && [ "$(rcli ZSCORE lock:{sem1}:holders "$tok_a")" -gt 0 ] &&
+          [ "$(rcli GET lock:{sem1})" = "semaphore 2" ]'
+rm -f "$tmp/ran"
+rl run --limit 2 --no-wait sem1 -- touch "$tmp/ran"
+check "a third --limit 2 --no-wait => 75 in ${ms} ms, 'no permit free', nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -lt $((1000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{sem1} has no permit free (a semaphore of 2)" <<<"$err"'
+rl run --limit 2 --wait 300 sem1 -- touch "$tmp/ran"
+check "a third --limit 2 --wait 300 => 75 after ${ms} ms, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ]'
+
+# Another kind: refused at once whatever the wait, naming what is there;
+# the holders are untouched.
+rl run --wait 5000 sem1 -- touch "$tmp/ran"
+check "a mutex run on a semaphore (--wait 5000) => 69 in ${ms} ms, 'KIND a semaphore of 2 permits'" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((2000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{sem1}: not a mutex: KIND a semaphore of 2 permits" <<<"$err"'
+rl run --limit 3 sem1 -- touch "$tmp/ran"
+check "a semaphore of another limit (waiting for ever) => 69 in ${ms} ms, naming the limit there" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((2000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{sem1}: not a semaphore of 3 permits: KIND a semaphore of 2 permits" <<<"$err"'
+rl run --no-wait sem1 -- touch "$tmp/ran"
+check "a mutex's single attempt (SET NX) cannot tell: 75, as man 1 says" \
+    eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ]'
+check "... and both holders are still there" \
+    eval '[ "$(rcli ZCARD lock:{sem1}:holders)" -eq 2 ] && [ "$(rcli GET lock:{sem1})" = "semaphore 2" ]'
+
+# A waiter polls, and gets in once a permit frees.
+"${RL[@]}" run -v --limit 2 --wait $((20000 * slow)) sem1 -- touch "$tmp/ran" \
+    >/dev/null 2>"$tmp/sem-waiter.err" &
+waiter=$!
+wait_for_text "$tmp/sem-waiter.err" "no permit free" || true
+unhold a
+st_a=$st
+wait_bounded "$waiter"
+check "a --limit 2 waiter runs once a holder leaves (the holder: $st_a, the waiter: $st)" \
+    eval '[ "$st_a" -eq 0 ] && [ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
+unhold b
+check "once the last holder left ($st), no key of the semaphore is left" \
+    eval '[ "$st" -eq 0 ] && [ "$(rcli EXISTS lock:{sem1} lock:{sem1}:holders lock:{sem1}:weights)" = 0 ]'
+
+# --weight 2 of 2 leaves no room for anyone.
+hold w --limit 2 --weight 2 --fence sem2
+wait_for_file "$tmp/sem-w"
+read -r _ _ weight_w <"$tmp/sem-w"
+rm -f "$tmp/ran"
+rl run --limit 2 --no-wait sem2 -- touch "$tmp/ran"
+check "--weight 2 --limit 2 holds both permits: another holder => 75 (REDLEASE_WEIGHT $weight_w)" \
+    eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] && [ "$weight_w" = 2 ]'
+rl run --limit 2 --weight 2 --no-wait sem2 -- touch "$tmp/ran"
+check "... the message says how many permits it wanted" \
+    eval '[ "$st" -eq 75 ] && grep -q "has fewer than 2 permits free (a semaphore of 2)" <<<"$err"'
+unhold w
+
+# A semaphore on a mutex's resource; a stale REDLEASE_LIMIT and
+# REDLEASE_WEIGHT never reach a mutex's COMMAND.
+REDLEASE_LIMIT=stale REDLEASE_WEIGHT=stale hold m sem4
+wait_for_file "$tmp/sem-m"
+read -r _ limit_m weight_m <"$tmp/sem-m"
+rl run --limit 2 --no-wait sem4 -- touch "$tmp/ran"
+check "a semaphore on a mutex's resource, even --no-wait => 69 'KIND a mutex', nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{sem4}: not a semaphore of 2 permits: KIND a mutex" <<<"$err"'
+unhold m
+check "a mutex's COMMAND gets no REDLEASE_LIMIT or REDLEASE_WEIGHT ($limit_m $weight_m)" \
+    eval '[ "$st" -eq 0 ] && [ "$limit_m" = unset ] && [ "$weight_m" = unset ]'
 
 # ------------------------------------------------------------ installed
 # The command is linked with the library statically: it runs straight after
