@@ -2,7 +2,8 @@
 /* redlease status: is RESOURCE held, and for how much longer? The library
  * has no inspect call, so this asks Redis itself with hiredis's
  * synchronous API, for the keys the library uses: redlease_key() names
- * the lock and its fencing counter (man 3 redlease, KEYS). */
+ * the lock, its fencing counter, and a semaphore's holders and weights
+ * (man 3 redlease, KEYS and KINDS). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,11 @@ static const cli_opt status_opts[] = {
     {NULL, 0, 0, 0},
 };
 
+/* The keys of RESOURCE that status reads; 0.1.0's is lock alone. */
+typedef struct status_keys {
+    char *lock, *fence, *holders, *weights;
+} status_keys;
+
 typedef struct status_query {
     cli_server server;
     const char *resource;
@@ -35,12 +41,14 @@ typedef struct status_query {
     char node_host[256];
     int node_port, asking;
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
-    /* --quorum: the server being asked ("HOST:PORT: " before its line),
-     * and what it answered: the key's PTTL and value (owned) */
+    /* --quorum: the server being asked ("HOST:PORT: " before its lines),
+     * and what it answered: the key's PTTL and value (owned), or that it
+     * holds a semaphore (which no quorum lease is) */
     const char *member;
     long long member_ms;
     char *member_token;
     size_t member_token_len;
+    int member_semaphore;
 } status_query;
 
 /* How many redirects a status follows (a Cluster moving a slot twice). */
@@ -173,10 +181,10 @@ static int is_token(const char *s, size_t len)
 }
 
 /* Connects (following a Cluster's redirects, from the first node listed)
- * and asks about key and fence_key: CLI_EXIT_HELD, CLI_EXIT_FREE, or
+ * and asks about the keys: CLI_EXIT_HELD, CLI_EXIT_FREE, or
  * CLI_EXIT_UNAVAILABLE (said why). */
-static int ask(status_query *q, redisContext *ctx, const char *key, const char *fence_key);
-static int query(status_query *q, const char *key, const char *fence_key)
+static int ask(status_query *q, redisContext *ctx, const status_keys *k);
+static int query(status_query *q, const status_keys *k)
 {
     int rc = REDIRECTED;
     const char *host = q->server.host;
@@ -187,7 +195,7 @@ static int query(status_query *q, const char *key, const char *fence_key)
             q->server.port = q->node_port;
         }
         redisContext *ctx = connect_and_login(q);
-        rc = ctx ? ask(q, ctx, key, fence_key) : CLI_EXIT_UNAVAILABLE;
+        rc = ctx ? ask(q, ctx, k) : CLI_EXIT_UNAVAILABLE;
         if (ctx) redisFree(ctx);
     }
     q->server.host = host; /* the next query starts from the seed again */
@@ -216,31 +224,187 @@ static int redirected(status_query *q, const redisReply *rep)
     return REDIRECTED;
 }
 
-/* PTTL, the fence counter and (--show-token) the token, read at one
- * instant in a MULTI/EXEC; behind an ASK, one by one (ASKING counts for
- * the one command after it, which MULTI would be). REDIRECTED when a
- * Cluster node sends us elsewhere. */
-static int ask(status_query *q, redisContext *ctx, const char *key, const char *fence_key)
+/* What ask() reads of a resource, at one instant; 0.1.0's key: the first
+ * two. */
+enum { R_PTTL, R_VALUE, R_FENCE, R_TIME, R_HOLDERS, R_WEIGHTS, R_COUNT };
+
+/* Starts an output line: the server's address with --quorum, the key. */
+static void line_start(const status_query *q, const char *key)
+{
+    if (q->member) printf("%s: ", q->member);
+    printf("%s: ", key);
+}
+
+/* N when v is a semaphore's kind, "semaphore N" (man 3 redlease, KINDS),
+ * else 0: a token, or a kind this version does not know. */
+static long long semaphore_limit(const redisReply *v)
+{
+    static const char kind[] = "semaphore ";
+    size_t k = sizeof kind - 1;
+    if (!v || v->type != REDIS_REPLY_STRING || v->len <= k || v->len > k + 10 ||
+        memcmp(v->str, kind, k) != 0)
+        return 0;
+    long long n = 0;
+    for (size_t i = k; i < v->len; i++) {
+        if (v->str[i] < '0' || v->str[i] > '9') return 0;
+        n = n * 10 + (v->str[i] - '0');
+    }
+    return n;
+}
+
+/* A field of the semaphore's hash (a holder's token, or "used") and its
+ * value, the holder's weight. */
+typedef struct weight {
+    const redisReply *token, *value;
+} weight;
+
+static int by_token(const void *a, const void *b)
+{
+    const redisReply *x = ((const weight *)a)->token, *y = ((const weight *)b)->token;
+    int c = memcmp(x->str, y->str, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A whole number, or -1: the server's clock, a deadline (a score, which
+ * Redis writes as a double), a weight. */
+static long long whole(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_STRING) return -1;
+    char *end;
+    double d = strtod(r->str, &end);
+    return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
+}
+
+/* A semaphore of limit permits: its holders (token -> deadline in the
+ * server's clock, soonest first) and their weights, read with the
+ * server's TIME. The holders past their deadline, which the next script
+ * drops, are neither counted nor shown; a weight that is missing counts
+ * 0, as the scripts count it. A holder's fence is kept nowhere in Redis:
+ * the resource's counter (the last one minted) is shown, as for a mutex.
+ * CLI_EXIT_HELD when a permit is held, CLI_EXIT_FREE, or a failure (said). */
+static int show_semaphore(const status_query *q, const char *key, long long limit,
+                          redisReply *const *got)
+{
+    const redisReply *time = got[R_TIME], *holders = got[R_HOLDERS], *hash = got[R_WEIGHTS];
+    const redisReply *counter = got[R_FENCE];
+    if (time->type != REDIS_REPLY_ARRAY || time->elements != 2 || whole(time->element[0]) < 0 ||
+        whole(time->element[1]) < 0 || holders->type != REDIS_REPLY_ARRAY ||
+        holders->elements % 2 || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
+        return unavailable(q, "", "the semaphore's keys hold unexpected values");
+    /* ms, as the scripts' clock() reads TIME */
+    long long now = whole(time->element[0]) * 1000 + whole(time->element[1]) / 1000;
+    size_t nw = hash->elements / 2, nh = holders->elements / 2;
+    weight *w = malloc((nw ? nw : 1) * sizeof *w);
+    long long *of = malloc((nh ? nh : 1) * sizeof *of); /* each holder's weight, 0: past */
+    if (!w || !of) {
+        free(w);
+        free(of);
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    for (size_t i = 0; i < nw; i++) w[i] = (weight){hash->element[2 * i], hash->element[2 * i + 1]};
+    qsort(w, nw, sizeof *w, by_token);
+    long long held = 0;
+    for (size_t i = 0; i < nh; i++) {
+        weight token = {holders->element[2 * i], NULL};
+        const weight *found = bsearch(&token, w, nw, sizeof *w, by_token);
+        of[i] = whole(holders->element[2 * i + 1]) > now && found && whole(found->value) > 0
+                    ? whole(found->value)
+                    : 0;
+        held += of[i];
+    }
+    if (cli_verbosity >= CLI_NORMAL) {
+        line_start(q, key);
+        printf("semaphore: %lld of %lld permits held", held, limit);
+        if (counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
+        printf("\n");
+        for (size_t i = 0; i < nh; i++) {
+            if (!of[i]) continue;
+            line_start(q, key);
+            printf("holder: %lld permit%s, %lld ms left", of[i], of[i] == 1 ? "" : "s",
+                   whole(holders->element[2 * i + 1]) - now);
+            if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
+            printf("\n");
+        }
+        fflush(stdout);
+    }
+    free(w);
+    free(of);
+    return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
+}
+
+/* What the replies say (got: in the order of ask()'s cmds), printed
+ * unless --quiet: CLI_EXIT_HELD, CLI_EXIT_FREE, or a failure (said). */
+static int report(status_query *q, const char *key, redisReply *const *got)
+{
+    const redisReply *value = got[R_VALUE];
+    long long limit = q->legacy ? 0 : semaphore_limit(value);
+    if (limit) {
+        q->member_semaphore = 1; /* for query_quorum */
+        return show_semaphore(q, key, limit, got);
+    }
+    long long ms = got[R_PTTL]->integer;
+    const redisReply *counter = q->legacy ? NULL : got[R_FENCE];
+    const char *token = value->type == REDIS_REPLY_STRING ? value->str : NULL;
+    int held = ms != -2; /* -2: no such key; -1: a key without expiry */
+    /* 0.1.0's keys are no hash tags of ours: only a token makes it a lease */
+    if (q->legacy) held = held && token && is_token(token, value->len);
+    if (q->member && held && token) {
+        free(q->member_token);
+        q->member_token_len = value->len;
+        if (!(q->member_token = malloc(value->len + 1))) {
+            cli_error("out of memory");
+            return CLI_EXIT_FAILED;
+        }
+        memcpy(q->member_token, token, value->len + 1);
+        q->member_ms = ms;
+    }
+    if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
+        line_start(q, key);
+        if (!held)
+            printf("free");
+        else if (ms == -1)
+            printf("held, no expiry");
+        else
+            printf("held, %lld ms left", ms);
+        if (q->show_token && token) printf(", token %s", token);
+        if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
+        if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
+        printf("\n");
+        fflush(stdout);
+    }
+    return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
+}
+
+/* The lock key's PTTL and value, the fence counter, and a semaphore's
+ * holders and weights with the server's clock, read at one instant in a
+ * MULTI/EXEC (every key of a resource is in one Cluster slot); behind an
+ * ASK, one by one (ASKING counts for the one command after it, which MULTI
+ * would be). REDIRECTED when a Cluster node sends us elsewhere. */
+static int ask(status_query *q, redisContext *ctx, const status_keys *k)
 {
     const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *asking[1] = {"ASKING"};
-    const char *pttl[2] = {"PTTL", key}, *fence[2] = {"GET", fence_key}, *token[2] = {"GET", key};
-    const char **cmds[3] = {pttl, fence, token};
-    /* a quorum's members are compared by the token they hold */
-    int n = q->show_token || q->member ? 3 : 2;
-    if (q->legacy) { /* the lock key alone (0.1.0's counter is in another slot), with
-                        its value: only a token makes it a lease */
-        cmds[1] = token;
-        n = 2;
-    }
+    const char *cmds[R_COUNT][5] = {
+        [R_PTTL] = {"PTTL", k->lock},
+        [R_VALUE] = {"GET", k->lock},
+        [R_FENCE] = {"GET", k->fence},
+        [R_TIME] = {"TIME"},
+        [R_HOLDERS] = {"ZRANGE", k->holders, "0", "-1", "WITHSCORES"},
+        [R_WEIGHTS] = {"HGETALL", k->weights},
+    };
+    static const int argc[R_COUNT] = {2, 2, 2, 1, 5, 2};
+    /* 0.1.0's lock key alone (its counter is in another slot), with its
+       value: only a token makes it a lease */
+    int n = q->legacy ? R_FENCE : R_COUNT;
     int atomic = !q->asking;
     if (atomic) redisAppendCommandArgv(ctx, 1, multi, NULL);
     for (int i = 0; i < n; i++) {
         if (!atomic) redisAppendCommandArgv(ctx, 1, asking, NULL);
-        redisAppendCommandArgv(ctx, 2, cmds[i], NULL);
+        redisAppendCommandArgv(ctx, argc[i], cmds[i], NULL);
     }
     if (atomic) redisAppendCommandArgv(ctx, 1, exec, NULL);
     int replies = atomic ? n + 2 : 2 * n;
-    redisReply *rep = NULL, *got[3] = {NULL, NULL, NULL};
+    redisReply *rep = NULL, *got[R_COUNT] = {NULL};
     int rc = 0;
     for (int i = 0; i < replies && !rc; i++) {
         freeReplyObject(rep);
@@ -251,59 +415,21 @@ static int ask(status_query *q, redisContext *ctx, const char *key, const char *
             rc = redirected(q, rep);
             if (!rc) rc = unavailable(q, "", rep->str);
         } else if (!atomic && i % 2 == 1) {
-            got[i / 2] = rep; /* PTTL, GET, GET */
+            got[i / 2] = rep; /* in the order of cmds */
             rep = NULL;
         }
     }
     if (!rc && atomic) {
-        /* The EXEC reply: [PTTL, fence counter, token]. */
+        /* The EXEC reply: one element for each of cmds. */
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n)
             rc = unavailable(q, "EXEC", "unexpected reply");
         for (int i = 0; !rc && i < n; i++) got[i] = rep->element[i];
     }
-    if (!rc && got[0]->type != REDIS_REPLY_INTEGER) rc = unavailable(q, "PTTL", "unexpected reply");
-    if (rc) {
-        freeReplyObject(rep);
-        for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
-        return rc;
-    }
-    long long ms = got[0]->integer;
-    const redisReply *counter = q->legacy ? NULL : got[1];
-    const redisReply *tok = q->legacy ? got[1] : n == 3 ? got[2] : NULL;
-    int held = ms != -2; /* -2: no such key; -1: a key without expiry */
-    /* 0.1.0's keys are no hash tags of ours: only a token makes it a lease */
-    if (q->legacy) held = held && tok && tok->type == REDIS_REPLY_STRING && is_token(tok->str, tok->len);
-    if (q->member && held && tok && tok->type == REDIS_REPLY_STRING) {
-        free(q->member_token);
-        q->member_token_len = tok->len;
-        if (!(q->member_token = malloc(tok->len + 1))) {
-            cli_error("out of memory");
-            freeReplyObject(rep);
-            for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
-            return CLI_EXIT_FAILED;
-        }
-        memcpy(q->member_token, tok->str, tok->len + 1);
-        q->member_ms = ms;
-    }
-    if ((q->legacy || q->member) && !q->show_token) tok = NULL;
-    if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
-        if (q->member) printf("%s: ", q->member);
-        printf("%s: ", key);
-        if (!held)
-            printf("free");
-        else if (ms == -1)
-            printf("held, no expiry");
-        else
-            printf("held, %lld ms left", ms);
-        if (tok && tok->type == REDIS_REPLY_STRING) printf(", token %s", tok->str);
-        if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
-        if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
-        printf("\n");
-        fflush(stdout);
-    }
+    if (!rc && got[R_PTTL]->type != REDIS_REPLY_INTEGER) rc = unavailable(q, "PTTL", "unexpected reply");
+    if (!rc) rc = report(q, k->lock, got);
     freeReplyObject(rep);
-    for (int i = 0; !atomic && i < 3; i++) freeReplyObject(got[i]);
-    return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
+    for (int i = 0; !atomic && i < R_COUNT; i++) freeReplyObject(got[i]);
+    return rc;
 }
 
 /* Asks about 0.1.0's keys of the resource; rc becomes CLI_EXIT_HELD when
@@ -319,8 +445,9 @@ static int rc_legacy_keys(status_query *q, int *rc)
     }
     memcpy(key, q->server.prefix, plen);
     memcpy(key + plen, q->resource, rlen + 1);
+    status_keys k = {key, NULL, NULL, NULL};
     q->legacy = 1;
-    if (query(q, key, NULL) == CLI_EXIT_HELD) *rc = CLI_EXIT_HELD;
+    if (query(q, &k) == CLI_EXIT_HELD) *rc = CLI_EXIT_HELD;
     q->legacy = 0;
     free(key);
     return 1;
@@ -332,15 +459,16 @@ static int rc_legacy_keys(status_query *q, int *rc)
  * can have a majority, even counting the members that did not answer;
  * else nobody can tell (unavailable). CLI_EXIT_HELD, CLI_EXIT_FREE,
  * CLI_EXIT_UNAVAILABLE or CLI_EXIT_FAILED. */
-static int query_quorum(status_query *q, const char *key, const char *fence_key)
+static int query_quorum(status_query *q, const status_keys *keys)
 {
+    const char *key = keys->lock;
     rdl_addr m[REDLEASE_MAX_QUORUM];
     int n = rdl_addr_list_parse(q->server.quorum, m, REDLEASE_MAX_QUORUM);
     if (n < 2) { /* checked by cli_server_take: only out of memory */
         cli_error("out of memory");
         return CLI_EXIT_FAILED;
     }
-    int need = n / 2 + 1, unreachable = 0, best = 0, best_i = -1, failed = 0;
+    int need = n / 2 + 1, unreachable = 0, best = 0, best_i = -1, failed = 0, semaphores = 0;
     char *token[REDLEASE_MAX_QUORUM];
     size_t token_len[REDLEASE_MAX_QUORUM];
     long long ms[REDLEASE_MAX_QUORUM];
@@ -360,7 +488,9 @@ static int query_quorum(status_query *q, const char *key, const char *fence_key)
         q->member_token = NULL;
         q->member_token_len = 0;
         q->member_ms = 0;
-        int rc = query(q, key, fence_key);
+        q->member_semaphore = 0;
+        int rc = query(q, keys);
+        semaphores += q->member_semaphore;
         token[i] = q->member_token;
         token_len[i] = q->member_token_len;
         ms[i] = q->member_ms;
@@ -407,6 +537,12 @@ static int query_quorum(status_query *q, const char *key, const char *fence_key)
     char also[64] = "";
     if (unreachable)
         snprintf(also, sizeof also, ", %d not answering", unreachable);
+    /* A semaphore's holders count on one server (run refuses --limit
+     * under --quorum): it is there by a run without --quorum, and holds
+     * no token toward the majority. */
+    if (semaphores && cli_verbosity >= CLI_NORMAL)
+        printf("%s: a semaphore on %d of %d servers (taken there without --quorum: no lease of "
+               "the quorum's)\n", key, semaphores, n);
     if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
         printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
         if (left < 0)
@@ -428,6 +564,16 @@ static int query_quorum(status_query *q, const char *key, const char *fence_key)
     return rc;
 }
 
+/* RESOURCE's key of that kind (malloc'd), or NULL: out of memory. */
+static char *make_key(const status_query *q, int kind)
+{
+    size_t rlen = strlen(q->resource), len = 0;
+    redlease_key(q->server.prefix, q->resource, rlen, kind, NULL, 0, &len);
+    char *key = len ? malloc(len + 1) : NULL;
+    if (key) redlease_key(q->server.prefix, q->resource, rlen, kind, key, len + 1, &len);
+    return key;
+}
+
 int cli_status(int argc, char **argv)
 {
     status_query q;
@@ -438,32 +584,30 @@ int cli_status(int argc, char **argv)
         cli_server_free(&q.server);
         return rc < 0 ? 0 : rc;
     }
-    size_t rlen = strlen(q.resource), klen = 0, flen = 0;
-    redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, NULL, 0, &klen);
-    redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, NULL, 0, &flen);
-    char *key = malloc(klen + 1), *fence_key = malloc(flen + 1);
-    if (!key || !fence_key || !klen || !flen) {
+    status_keys k = {make_key(&q, REDLEASE_KEY_LOCK), make_key(&q, REDLEASE_KEY_FENCE),
+                     make_key(&q, REDLEASE_KEY_HOLDERS), make_key(&q, REDLEASE_KEY_WEIGHTS)};
+    if (!k.lock || !k.fence || !k.holders || !k.weights) {
         cli_error("out of memory");
         rc = CLI_EXIT_FAILED;
     } else {
-        redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_LOCK, key, klen + 1, &klen);
-        redlease_key(q.server.prefix, q.resource, rlen, REDLEASE_KEY_FENCE, fence_key, flen + 1, &flen);
         char why[400];
         rc = CLI_EXIT_UNAVAILABLE;
         if (cli_server_find_primary(&q.server, why, sizeof why) != 0) {
             unavailable(&q, "", why); /* no Sentinel named the primary */
         } else if (q.server.quorum) {
             /* no 0.1.0 keys: that version had no quorum */
-            rc = query_quorum(&q, key, fence_key);
+            rc = query_quorum(&q, &k);
         } else {
-            rc = query(&q, key, fence_key);
+            rc = query(&q, &k);
             /* Free by this version's keys: a holder of 0.1.0 (keys prefix +
              * name, no braces) still counts, while both versions run. */
             if (rc == CLI_EXIT_FREE && !rc_legacy_keys(&q, &rc)) rc = CLI_EXIT_FAILED;
         }
     }
-    free(key);
-    free(fence_key);
+    free(k.lock);
+    free(k.fence);
+    free(k.holders);
+    free(k.weights);
     cli_server_free(&q.server);
     return rc;
 }

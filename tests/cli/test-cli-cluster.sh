@@ -4,7 +4,8 @@
 # primaries this script starts and forms (redis_harness_cluster_node,
 # redis_harness_cluster_form): run takes the lease on the primary of the key's slot,
 # given another node; status follows MOVED from the node listed, also for
-# 0.1.0's key of the resource (another slot); --cluster with --host or
+# 0.1.0's key of the resource (another slot), and a semaphore's holders
+# (run --limit) through another node; --cluster with --host or
 # --db is a usage error; no node reachable exits 69. (Migrations and
 # failovers: tests/integration/test_cluster.c, chaos CHAOS_TOPOLOGY=cluster.)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
@@ -40,7 +41,7 @@ owner() {
         }'
 }
 
-echo "1..7"
+echo "1..8"
 rl run "${t[@]}" --cluster "$seed" --ttl 5000 cl-job -- \
     sh -c 'echo "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"; "$1" -c -p "$2" GET "$REDLEASE_KEY"' _ "$cli" "${ports[0]}"
 check "run --cluster => 0, the lease in the Cluster (asked through another node)" \
@@ -61,6 +62,20 @@ check "status --cluster of a free lock => 1" eval '[ "$st" -eq 1 ] && [ "$out" =
 rl status "${t[@]}" --cluster "$seed" cl-old
 check "status --cluster finds 0.1.0's key in its own slot => 0" \
     eval '[ "$st" -eq 0 ] && grep -q "lock:cl-old: held.*0.1.0" <<<"$out"'
+rm -f "$tmp/sem-in" "$tmp/sem-go"
+timeout -s KILL $((60 * slow)) "${RL[@]}" run "${t[@]}" --cluster "$seed" --limit 2 cl-sem -- \
+    sh -c 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$tmp/sem-in" "$tmp/sem-go" \
+    >/dev/null 2>&1 &
+sem_holder=$!
+for _ in $(seq 1 $((200 * slow))); do [ -e "$tmp/sem-in" ] && break; sleep 0.05; done
+sem_on=$(owner 'lock:{cl-sem}')
+for p in "${ports[@]}"; do [ "$p" != "$sem_on" ] && sem_elsewhere=$p; done
+rl status "${t[@]}" --cluster "127.0.0.1:$sem_elsewhere" cl-sem
+touch "$tmp/sem-go"
+wait "$sem_holder"
+check "run --cluster --limit 2 holds a permit; status asked of another node (MOVED) shows it => 0" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{cl-sem}: semaphore: 1 of 2 permits held$" <<<"$out" &&
+          grep -q "^lock:{cl-sem}: holder: 1 permit, [0-9]* ms left$" <<<"$out" && [ "$sem_elsewhere" != "$sem_on" ]'
 rl run --cluster "$seed" --host 127.0.0.1 cl-job -- true
 st1=$st
 rl run --cluster "$seed" --db 1 cl-job -- true

@@ -6,7 +6,8 @@
 # second run with --wait 0 finds it busy (75); status asks every server
 # and says held only when a majority holds one token (also with one server
 # stopped), free when no token can have a majority, and cannot tell (69)
-# when too few answer; --quorum with --cluster, --sentinel, --socket,
+# when too few answer; a semaphore on one server (no quorum's lease) is
+# shown there and counted apart; --quorum with --cluster, --sentinel, --socket,
 # --host or --min-replicas, or a list of one server or the same server
 # twice, is a usage error; no server reachable exits 69. (The quorum's
 # logic itself: tests/unit/test_quorum.c.)
@@ -28,7 +29,7 @@ on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # the values of KEY on the three servers, one line each ("" when none)
 values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
 
-echo "1..14"
+echo "1..15"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
     "$cli" "${ports[@]}"
@@ -77,6 +78,19 @@ rl status "${t[@]}" --quorum "$quorum" q-split
 check "status: two tokens on one server each => 1, no majority" \
     eval '[ "$st" -eq 1 ] && grep -q "^lock:{q-split}: free (held by 1 of 3 servers; a majority is 2)$" <<<"$out" &&
           [ "$(grep -c ": lock:{q-split}: held" <<<"$out")" -eq 2 ]'
+
+# A semaphore on one server, taken there without --quorum (run refuses
+# --limit with it): its lines, and no token toward a majority.
+server_ms=$(on_server 0 TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+on_server 0 SET 'lock:{q-sem}' "semaphore 2" PX 60000 >/dev/null
+on_server 0 ZADD 'lock:{q-sem}:holders' $((server_ms + 50000)) "$tok1" >/dev/null
+on_server 0 HSET 'lock:{q-sem}:weights' "$tok1" 1 used 1 >/dev/null
+rl status "${t[@]}" --quorum "$quorum" q-sem
+check "status: a semaphore on one server => 1, its lines there, counted apart, no majority" \
+    eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:${ports[0]}: lock:{q-sem}: semaphore: 1 of 2 permits held$" <<<"$out" &&
+          grep -q "^127.0.0.1:${ports[0]}: lock:{q-sem}: holder: 1 permit, [0-9]* ms left$" <<<"$out" &&
+          grep -q "^lock:{q-sem}: a semaphore on 1 of 3 servers" <<<"$out" &&
+          grep -q "^lock:{q-sem}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
 
 # One server stopped (by its pid).
 on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null

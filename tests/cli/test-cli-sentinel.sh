@@ -4,8 +4,9 @@
 # this script starts (redis_harness_extra) that monitors the harness's
 # redis-server as master "rl": run and status find the primary through
 # it; a name it does not monitor, or no Sentinel at all, exits 69 with the
-# Sentinel's reason; --sentinel with --host, or without --master, is a
-# usage error. (Failovers: tests/integration/test_sentinel.c.)
+# Sentinel's reason; a semaphore's holders (run --limit) show through it;
+# --sentinel with --host, or without --master, is a usage error.
+# (Failovers: tests/integration/test_sentinel.c.)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 . "$here/cli-rig.sh" cli-sentinel
 
@@ -17,7 +18,7 @@ sentinel=127.0.0.1:$REDLEASE_EXTRA_PORT
 
 t=(--timeout $((1000 * slow)))
 
-echo "1..6"
+echo "1..7"
 rl run "${t[@]}" --sentinel "$sentinel" --master rl --ttl 5000 -v sent-job -- \
     sh -c '"$1" -p "$2" GET "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"' _ "$cli" "$REDLEASE_TEST_PORT"
 check "run --sentinel --master => 0, the lease on the primary the Sentinel names" \
@@ -25,6 +26,11 @@ check "run --sentinel --master => 0, the lease on the primary the Sentinel names
 "$cli" -p "$REDLEASE_TEST_PORT" SET 'lock:{sent-held}' tok PX 60000 >/dev/null
 rl status "${t[@]}" --sentinel "$sentinel" --master rl sent-held
 check "status --sentinel of a held lock => 0" eval '[ "$st" -eq 0 ] && grep -q "held" <<<"$out"'
+rl run "${t[@]}" --sentinel "$sentinel" --master rl --limit 2 --weight 2 sent-sem -- \
+    "${RL[@]}" status "${t[@]}" --sentinel "$sentinel" --master rl sent-sem
+check "run --sentinel --limit 2 --weight 2, and status through the Sentinel from COMMAND => 0" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{sent-sem}: semaphore: 2 of 2 permits held$" <<<"$out" &&
+          grep -q "^lock:{sent-sem}: holder: 2 permits, [0-9]* ms left$" <<<"$out"'
 rl run "${t[@]}" --sentinel "$sentinel" --master nope --no-wait sent-job -- touch "$tmp/ran"
 check "an unknown master name => 69 with the Sentinel's reason, nothing run" \
     eval '[ "$st" -eq 69 ] && grep -q "does not know master .nope." <<<"$err" && [ ! -e "$tmp/ran" ]'

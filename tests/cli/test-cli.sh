@@ -554,6 +554,18 @@ rl run --limit 2 --wait 300 sem1 -- touch "$tmp/ran"
 check "a third --limit 2 --wait 300 => 75 after ${ms} ms, nothing run" \
     eval '[ "$st" -eq 75 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ]'
 
+rl status sem1
+check "status of a full semaphore: 0, '2 of 2 permits held', a line per holder with its ms left" \
+    eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "lock:{sem1}: semaphore: 2 of 2 permits held" ] &&
+          [ "$(grep -cE "^lock:\{sem1\}: holder: 1 permit, [0-9]+ ms left$" <<<"$out")" -eq 2 ] &&
+          [ "$(wc -l <<<"$out")" -eq 3 ] && ! grep -qF "$tok_a" <<<"$out"'
+left=$(sed -n 's/.*holder: 1 permit, \([0-9]*\) ms left/\1/p' <<<"$out" | head -n 1)
+check "each holder's time left is within its TTL ($left of 30000 ms)" \
+    eval '[ -n "$left" ] && [ "$left" -gt 0 ] && [ "$left" -le 30000 ]'
+rl status --show-token sem1
+check "status --show-token: each holder's token" \
+    eval '[ "$st" -eq 0 ] && grep -qF "token $tok_a" <<<"$out" && grep -qF "token $tok_b" <<<"$out"'
+
 # Another kind: refused at once whatever the wait, naming what is there;
 # the holders are untouched.
 rl run --wait 5000 sem1 -- touch "$tmp/ran"
@@ -581,8 +593,11 @@ wait_bounded "$waiter"
 check "a --limit 2 waiter runs once a holder leaves (the holder: $st_a, the waiter: $st)" \
     eval '[ "$st_a" -eq 0 ] && [ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
 unhold b
-check "once the last holder left ($st), no key of the semaphore is left" \
-    eval '[ "$st" -eq 0 ] && [ "$(rcli EXISTS lock:{sem1} lock:{sem1}:holders lock:{sem1}:weights)" = 0 ]'
+st_b=$st
+rl status sem1
+check "status once the last holder left ($st_b): 1, 'free', no key of the semaphore left" \
+    eval '[ "$st_b" -eq 0 ] && [ "$st" -eq 1 ] && [ "$out" = "lock:{sem1}: free" ] &&
+          [ "$(rcli EXISTS lock:{sem1} lock:{sem1}:holders lock:{sem1}:weights)" = 0 ]'
 
 # --weight 2 of 2 leaves no room for anyone.
 hold w --limit 2 --weight 2 --fence sem2
@@ -595,7 +610,30 @@ check "--weight 2 --limit 2 holds both permits: another holder => 75 (REDLEASE_W
 rl run --limit 2 --weight 2 --no-wait sem2 -- touch "$tmp/ran"
 check "... the message says how many permits it wanted" \
     eval '[ "$st" -eq 75 ] && grep -q "has fewer than 2 permits free (a semaphore of 2)" <<<"$err"'
+rl status sem2
+check "status: '2 of 2 permits held', fence counter, one holder of 2 permits" \
+    eval '[ "$st" -eq 0 ] && grep -qE "^lock:\{sem2\}: semaphore: 2 of 2 permits held, fence counter [0-9]+$" <<<"$out" &&
+          grep -qE "^lock:\{sem2\}: holder: 2 permits, [0-9]+ ms left$" <<<"$out" && [ "$(wc -l <<<"$out")" -eq 2 ]'
 unhold w
+
+# A holder past its deadline that no script has dropped yet: not counted,
+# not listed. Made by hand, the deadlines from the server's clock.
+server_ms=$(rcli TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+dead=0123456789abcdef0123456789abcdef live=fedcba9876543210fedcba9876543210
+rcli SET lock:{sem3} "semaphore 3" PX 60000 >/dev/null
+rcli ZADD lock:{sem3}:holders $((server_ms - 1000)) "$dead" $((server_ms + 50000)) "$live" >/dev/null
+rcli HSET lock:{sem3}:weights "$dead" 2 "$live" 1 used 3 >/dev/null
+rl status --show-token sem3
+left=$(sed -n 's/.*holder: 1 permit, \([0-9]*\) ms left.*/\1/p' <<<"$out")
+check "status: a holder past its deadline is not counted ('1 of 3'), the live one has ${left} ms of 50000" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{sem3}: semaphore: 1 of 3 permits held$" <<<"$out" &&
+          ! grep -q "$dead" <<<"$out" && grep -q "token $live" <<<"$out" &&
+          [ "$left" -gt $((50000 - 10000 * slow)) ] && [ "$left" -le 50000 ]'
+rcli ZREM lock:{sem3}:holders "$live" >/dev/null
+rl status sem3
+check "status: only holders past their deadline => 1, '0 of 3 permits held', no holder line" \
+    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{sem3}: semaphore: 0 of 3 permits held" ]'
+rcli DEL lock:{sem3} lock:{sem3}:holders lock:{sem3}:weights >/dev/null
 
 # A semaphore on a mutex's resource; a stale REDLEASE_LIMIT and
 # REDLEASE_WEIGHT never reach a mutex's COMMAND.
