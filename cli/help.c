@@ -2,8 +2,9 @@
 #include "commands.h"
 
 /* A summary of man/redlease.1, the home of the CLI's contract: change both
- * together; tests/cli/test-help.sh checks options and exit statuses. */
-static const char help_text[] =
+ * together; tests/cli/test-help.sh checks options and exit statuses. In
+ * pieces: C99 promises string literals of 4095 bytes only. */
+static const char *const help_text[] = {
     "Usage: redlease run [OPTIONS] RESOURCE -- COMMAND [ARG...]\n"
     "       redlease status [OPTIONS] RESOURCE\n"
     "       redlease --help | --version\n"
@@ -34,7 +35,7 @@ static const char help_text[] =
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"
     "status options:\n"
     "      --show-token    also print the holder's token\n"
-    "  -q, --quiet         print nothing: the exit status tells\n"
+    "  -q, --quiet         print nothing: the exit status tells\n",
     "server options (run and status):\n"
     "  -H, --host HOST     Redis host (REDLEASE_HOST; default 127.0.0.1)\n"
     "  -p, --port PORT     Redis port (REDLEASE_PORT; default 6379)\n"
@@ -74,6 +75,10 @@ static const char help_text[] =
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH sent to redlease\n"
     "are passed on to COMMAND's own process group; in a terminal's foreground,\n"
     "COMMAND shares redlease's group, and what the terminal sent (^C...) is not\n"
-    "passed again. See redlease(1).\n";
+    "passed again. See redlease(1).\n",
+};
 
-void cli_help(FILE *out) { fputs(help_text, out); }
+void cli_help(FILE *out)
+{
+    for (size_t i = 0; i < sizeof help_text / sizeof *help_text; i++) fputs(help_text[i], out);
+}
