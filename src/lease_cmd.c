@@ -54,9 +54,16 @@ static void script_keys(rdl_cmd *c, const rdl_cmd_spec *s, const int *kinds, int
 }
 
 static const int queue_keys[] = {REDLEASE_KEY_QUEUE, REDLEASE_KEY_WAITERS};
-static const int holder_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS};
 static const int shared_keys[] = {REDLEASE_KEY_QUEUE, REDLEASE_KEY_WAITERS, REDLEASE_KEY_HOLDERS,
                                   REDLEASE_KEY_WEIGHTS};
+
+/* A waiting acquire's: its entry's life and claim, and its channel. */
+static void waiting_args(rdl_cmd *c, const rdl_cmd_spec *s)
+{
+    ARG(c, c->life, rdl_decimal(c->life, s->life));
+    ARG(c, c->claim, rdl_decimal(c->claim, s->claim));
+    ARG(c, s->channel ? s->channel : "", s->channel_len);
+}
 
 /* The queue's scripts: KEYS key, queue, waiters[, fence key]; ARGV token
  * and (an acquire) its times and channel, then the order[, counter ttl]. */
@@ -68,27 +75,32 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     script_keys(c, s, queue_keys, 2, fenced);
     if (acq) {
         ARG(c, c->ttl, ttl_len);
-        ARG(c, c->life, rdl_decimal(c->life, s->life));
-        ARG(c, c->claim, rdl_decimal(c->claim, s->claim));
-        ARG(c, s->channel ? s->channel : "", s->channel_len);
+        waiting_args(c, s);
     }
     ARG(c, order, 1);
     if (fenced) counter_ttl(c, s);
 }
 
 /* A semaphore's scripts (and a shared holder's renewal): KEYS kind (the
- * lock key), holders, weights[, fence key]; ARGV token, then (an acquire)
- * weight, limit, ttl[, counter ttl], (a renewal) ttl. */
+ * lock key), holders, weights, and but for the renewal the queue's two[,
+ * fence key]; ARGV token, then (an acquire) weight, limit, ttl, the
+ * entry's life and claim and the channel[, counter ttl], (a renewal) ttl. */
+static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
+                               REDLEASE_KEY_WAITERS};
+
 static void sem_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 {
     int acq = s->script == RDL_SCRIPT_SEM_ACQUIRE;
     int fenced = acq && s->fence_key;
-    script_keys(c, s, holder_keys, 2, fenced);
+    script_keys(c, s, sem_keys, s->script == RDL_SCRIPT_SEM_RENEW ? 2 : 4, fenced);
     if (acq) {
         ARG(c, c->weight, rdl_decimal(c->weight, s->weight));
         ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
+        ARG(c, c->ttl, ttl_len);
+        waiting_args(c, s);
+    } else if (s->script == RDL_SCRIPT_SEM_RENEW) {
+        ARG(c, c->ttl, ttl_len);
     }
-    if (s->script != RDL_SCRIPT_SEM_RELEASE) ARG(c, c->ttl, ttl_len);
     if (fenced) counter_ttl(c, s);
 }
 

@@ -18,8 +18,8 @@
 #include "decimal.h"
 #include "redlease.h"
 
-/* The most arguments a lease's command has: the queue's fenced acquire. */
-#define RDL_CMD_MAX_ARGS 14
+/* The most arguments a lease's command has: a semaphore's fenced acquire. */
+#define RDL_CMD_MAX_ARGS 17
 /* The longest key a lease derives (its queue's), with room to spare. */
 #define RDL_CMD_KEY_MAX (REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16)
 
@@ -36,8 +36,9 @@ typedef struct rdl_cmd_spec {
     const char *fence_key; /* a fenced acquire's or a fence raise's, or NULL */
     size_t fence_keylen;
     int64_t ttl;           /* ms */
-    /* RDL_SCRIPT_QUEUE_ACQUIRE: the entry's life and claim time (ms) and
-     * the channel words reach the waiter on ("": it does not queue) */
+    /* RDL_SCRIPT_QUEUE_ACQUIRE, _SEM_ACQUIRE: the entry's life and claim
+     * time (ms) and the channel words reach the waiter on ("": it does not
+     * queue) */
     int64_t life, claim;
     const char *channel;
     size_t channel_len;

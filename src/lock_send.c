@@ -142,13 +142,14 @@ int rdl_lock_req_submit(rdl_req *req)
         spec.limit = lk->opts->limit;
         spec.weight = lk->opts->weight;
     }
-    if (s == RDL_SCRIPT_QUEUE_ACQUIRE && !req->probe) {
+    if ((s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_SEM_ACQUIRE) && !req->probe) {
         spec.life = queue_life(lk);
         spec.claim = queue_claim(lk);
         spec.channel = queue_channel(lk, &spec.channel_len);
         if (spec.channel_len) {
-            /* in the queue, a lock may be handed to it any time: an
-             * acquire that ends without it leaves by a drop */
+            /* in the queue, a lock may be handed to it any time, and its
+             * entry keeps a semaphore's waiters behind it: an acquire that
+             * ends without the lease leaves by a drop */
             lk->acq->in_queue = 1;
             lk->maybe_set = 1;
         }
@@ -173,7 +174,8 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->moves = lk->moves;
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
-    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe;
+    req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe &&
+                 !rdl_lock_limit(lk); /* the mutex's two-key form (scripts.c) */
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
     int rc = rdl_lock_req_submit(req);
     if (rc) {

@@ -32,11 +32,14 @@
     "  return fence\n" \
     "end\n"
 
-/* The queue of a resource: KEYS[2] orders the waiting tokens (a sorted
- * set, scores counting up), KEYS[3] holds each one's entry, "deadline
+/* The queue of a resource: QK orders the waiting tokens (a sorted set,
+ * scores counting up), EK holds each one's entry (each script names where
+ * they are among its KEYS; LUA_QUEUE: KEYS[2] and KEYS[3]), "deadline
  * claim channel": until when it is alive (server ms), how long it may
  * take to confirm a lock handed to it, and where it is told. head() is
- * the first live waiter (the dead met on the way are dropped); hand_over()
+ * the first live waiter (the dead met on the way are dropped); enqueue()
+ * puts a waiter at the tail, or keeps its place with a new deadline;
+ * hand_over()
  * gives a free lock to it for its claim time and tells it ("g TOKEN"),
  * and tells the next waiters to check once one, two, three such claims
  * end ("c TOKEN MS", tell_first()): the next three when nobody heard the
@@ -49,16 +52,17 @@
  * hands, so three on every handoff slowed every handoff (make bench,
  * contended). Words are hints: one the user may not PUBLISH (an ACL) is
  * left out, never an error after the writes. */
-#define LUA_QUEUE \
+#define LUA_QUEUE_AT(q, e) \
+    "local QK, EK = KEYS[" q "], KEYS[" e "]\n" \
     "local function leave(tok)\n" \
-    "  redis.call('ZREM', KEYS[2], tok)\n" \
-    "  redis.call('HDEL', KEYS[3], tok)\n" \
+    "  redis.call('ZREM', QK, tok)\n" \
+    "  redis.call('HDEL', EK, tok)\n" \
     "end\n" \
     "local function head()\n" \
     "  while true do\n" \
-    "    local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n" \
+    "    local h = redis.call('ZRANGE', QK, 0, 0)[1]\n" \
     "    if not h then return nil end\n" \
-    "    local e = redis.call('HGET', KEYS[3], h)\n" \
+    "    local e = redis.call('HGET', EK, h)\n" \
     "    if e then\n" \
     "      local d, c, ch = string.match(e, '^(%d+) (%d+) (.*)$')\n" \
     "      if d and tonumber(d) > clock() then return h, c, ch end\n" \
@@ -66,11 +70,23 @@
     "    leave(h)\n" \
     "  end\n" \
     "end\n" \
-    "local function tell_first(k, ms)\n" \
-    "  for i, n in ipairs(redis.call('ZRANGE', KEYS[2], 0, k - 1)) do\n" \
-    "    local e = redis.call('HGET', KEYS[3], n)\n" \
+    "local function tell_first(k, ms, from)\n" \
+    "  from = from or 0\n" \
+    "  for i, n in ipairs(redis.call('ZRANGE', QK, from, from + k - 1)) do\n" \
+    "    local e = redis.call('HGET', EK, n)\n" \
     "    local ch = e and string.match(e, '^%d+ %d+ (.*)$')\n" \
     "    if ch then redis.pcall('PUBLISH', ch, 'c ' .. n .. ' ' .. ms * i) end\n" \
+    "  end\n" \
+    "end\n" \
+    "local function enqueue(tok, life, claim, ch)\n" \
+    "  local placed = redis.call('ZSCORE', QK, tok)\n" \
+    "  redis.call('HSET', EK, tok, string.format('%.0f %s %s', clock() + life, claim, ch))\n" \
+    "  if not placed then\n" \
+    "    local last = redis.call('ZRANGE', QK, -1, -1, 'WITHSCORES')\n" \
+    "    redis.call('ZADD', QK, last[2] and last[2] + 1 or 1, tok)\n" \
+    "  end\n" \
+    "  for _, k in ipairs({QK, EK}) do\n" \
+    "    if redis.call('PTTL', k) < life then redis.call('PEXPIRE', k, life) end\n" \
     "  end\n" \
     "end\n" \
     "local function hand_over()\n" \
@@ -81,6 +97,7 @@
     "  local heard = redis.pcall('PUBLISH', ch, 'g ' .. h)\n" \
     "  tell_first(heard == 1 and 1 or 3, c)\n" \
     "end\n"
+#define LUA_QUEUE LUA_QUEUE_AT("2", "3")
 
 /* The holders of a semaphore or of a shared lease (docs/design.md, section
  * 12). KEYS[1] holds the resource's kind, "semaphore N" or "shared"
@@ -130,6 +147,21 @@
     "  redis.call('SET', KEYS[1], kind, 'PX', life)\n" \
     "  redis.call('PEXPIRE', HK, life)\n" \
     "  redis.call('PEXPIRE', WK, life)\n" \
+    "end\n"
+
+/* A semaphore's queue (docs/design.md, 12.5): nothing is handed over (a
+ * permit is no key to give); wake() tells the live head to check now, and
+ * gives its entry one claim to do it, so a head that died or froze loses
+ * its place after a claim, not after its entry's life; the next waiters
+ * (three when nobody heard the head) check once one, two, three claims
+ * end. The head's own acquire admits it, strictly in order. */
+#define LUA_WAKE \
+    "local function wake()\n" \
+    "  local h, c, ch = head()\n" \
+    "  if not h then return end\n" \
+    "  redis.call('HSET', EK, h, string.format('%.0f %s %s', clock() + tonumber(c), c, ch))\n" \
+    "  local heard = redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0')\n" \
+    "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
     "end\n"
 
 /* What a mutex's or a shared holder's acquire says when the lock key is
@@ -217,17 +249,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND
         "local tok = ARGV[1]\n"
         "local function join()\n"
-        "  if ARGV[5] == '' then return end\n"
-        "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
-        "  local life = tonumber(ARGV[3])\n"
-        "  redis.call('HSET', KEYS[3], tok, string.format('%.0f %s %s', clock() + life, ARGV[4], ARGV[5]))\n"
-        "  if not placed then\n"
-        "    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
-        "    redis.call('ZADD', KEYS[2], last[2] and last[2] + 1 or 1, tok)\n"
-        "  end\n"
-        "  for i = 2, 3 do\n"
-        "    if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end\n"
-        "  end\n"
+        "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], ARGV[5]) end\n"
         "end\n"
         "local function take()\n"
         "  local placed = redis.call('ZSCORE', KEYS[2], tok)\n"
@@ -282,14 +304,21 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "if v then return 1 end\n"
         "return 0\n",
     /* A semaphore's acquire: admitted while the weights held, this one's
-     * included, stay within the limit. The resource must be a semaphore
+     * included, stay within the limit, and strictly in the order of the
+     * queue (docs/design.md, 12.5): nobody is admitted past a live waiter
+     * ahead, so a heavy head is never overtaken by light ones. One that
+     * is not admitted joins the queue (a channel of "": it does not).
+     * Admitted with room left, it wakes the next waiter: one release may
+     * admit several, one after another. The resource must be a semaphore
      * of this limit, or nothing: anything else is refused (KIND, and what
      * it is) before anything is written. A holder's own token (an earlier
      * attempt of it was admitted after all) is ours, its deadline
-     * restarted, its weight counted once. Full: how long until the first
-     * holder's deadline, the soonest a permit frees without a release. */
+     * restarted, its weight counted once. Not admitted: how long until the
+     * first holder's deadline, the soonest a permit frees without a
+     * release. */
     [RDL_SCRIPT_SEM_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_KIND LUA_HOLDERS("2", "3")
+        LUA_CLOCK LUA_MINT LUA_KIND LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
+        "local tok = ARGV[1]\n"
         "local kind = 'semaphore ' .. ARGV[3]\n"
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and v ~= kind then\n"
@@ -298,17 +327,23 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', HK, ARGV[1]) then\n"
+        "if not redis.call('ZSCORE', HK, tok) then\n"
+        "  local h = head()\n"
         "  local used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
-        "  if used + weight > limit then\n"
+        "  if (h and h ~= tok) or used + weight > limit then\n"
+        "    if ARGV[7] ~= '' then enqueue(tok, tonumber(ARGV[5]), ARGV[6], ARGV[7]) end\n"
         "    local first = redis.call('ZRANGE', HK, 0, 0, 'WITHSCORES')[2]\n"
         "    return -(math.max(tonumber(first or 0) - clock(), 0) + 1)\n"
         "  end\n"
-        "  admit(ARGV[1], weight)\n"
+        "  admit(tok, weight)\n"
+        "  if h then\n"
+        "    leave(tok)\n"
+        "    if used + weight < limit then wake() end\n"
+        "  end\n"
         "end\n"
         "local fence = 1\n"
-        "if KEYS[4] then fence = mint(KEYS[4], ARGV[5]) end\n"
-        "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), ARGV[1])\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[8]) end\n"
+        "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), tok)\n"
         "keep(kind)\n"
         "return fence\n",
     /* A semaphore holder's or a shared holder's renewal, strict: a token
@@ -323,16 +358,24 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "redis.call('ZADD', HK, 'XX', clock() + tonumber(ARGV[2]), ARGV[1])\n"
         "keep(v)\n"
         "return 1\n",
-    /* A semaphore holder's release: its weight given back; 0 when it was
-     * no longer a holder. */
+    /* A semaphore holder's release, or a waiter's drop: out of the queue,
+     * its weight given back, and the queue's head woken; 0 when it was no
+     * longer a holder. With nobody queued it costs one EXISTS more than
+     * without a queue. */
     [RDL_SCRIPT_SEM_RELEASE] =
-        LUA_CLOCK LUA_HOLDERS("2", "3")
+        LUA_CLOCK LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
+        "local queued = redis.call('EXISTS', QK) == 1\n"
+        "if queued then leave(ARGV[1]) end\n"
         "local v = redis.call('GET', KEYS[1])\n"
-        "if not v or not string.match(v, '^semaphore %d+$') then return 0 end\n"
-        "prune()\n"
-        "if not drop(ARGV[1]) then return 0 end\n"
-        "keep(v)\n"
-        "return 1\n",
+        "local mine = false\n"
+        "if v and string.match(v, '^semaphore %d+$') then\n"
+        "  prune()\n"
+        "  mine = drop(ARGV[1])\n"
+        "  keep(v)\n"
+        "end\n"
+        "if queued then wake() end\n"
+        "if mine then return 1 end\n"
+        "return 0\n",
     /* A shared holder's acquire (docs/design.md, 12.4): admitted beside
      * other shared holders, never beside an exclusive one (a mutex's
      * token: busy, its TTL left) nor ahead of an exclusive waiter alive in
@@ -386,13 +429,13 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "0ed1e32f63d5dd00da8d511174aed258c46690e7",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "73f2b15858cbd4596695fbbc4a3da675e83524c5",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "506b5c7efa0131c080a8547a5ed9fba5cbf10360",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "21290df9ae4e516a75df1790bd49062935b3c231",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "f837bad41ab65b00954c14871247abf8c28c5f54",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "5eed20bcfe2a3e31941f8e0e742581eeebf030e0",
     [RDL_SCRIPT_SEM_RENEW] = "af357f461c7763dc9eef945286f6b60fdfcbbc6b",
-    [RDL_SCRIPT_SEM_RELEASE] = "3c539b70ccd92e9cc3776a255b06cb3062b5e659",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "8aa2c11b7b7885e2f7f11d943374b7247dee8b3c",
-    [RDL_SCRIPT_SHARED_RELEASE] = "524fce644968ed5437c7ab54d7f938e1bf9d7db9",
+    [RDL_SCRIPT_SEM_RELEASE] = "db9294e0d9e067145509d3b54b74134e475ed523",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "f37b889db4251e7d528dc871c85658340d52d3ad",
+    [RDL_SCRIPT_SHARED_RELEASE] = "d10c88944673da89d04743c1e5957903f005fc00",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

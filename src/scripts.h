@@ -28,18 +28,20 @@ enum rdl_script {
      * the lock and told; "0": the first waiter is told to check, and
      * races) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
-    /* A counting semaphore's holders (docs/design.md, section 12). KEYS: kind, holders, weights[, fence key]; ARGV: token,
-     * weight, limit, ttl[, counter ttl] -> n > 0 admitted (the fence when
-     * fenced, else 1), or n < 0 full: -n - 1 ms until the first holder's
-     * deadline; an error "KIND what the resource is" when it is another
-     * kind or limit */
+    /* A counting semaphore's holder (docs/design.md, section 12). KEYS:
+     * kind, holders, weights, queue, waiters[, fence key]; ARGV: token,
+     * weight, limit, ttl, entry life ms, claim ms, channel ("": do not
+     * queue)[, counter ttl] -> n > 0 admitted (the fence when fenced, else
+     * 1), or n < 0 not yet (full, or a waiter ahead): -n - 1 ms until the
+     * first holder's deadline; an error "KIND what the resource is" when
+     * it is another kind or limit */
     RDL_SCRIPT_SEM_ACQUIRE,
     /* A semaphore's or a shared lease's holder. KEYS: kind, holders,
      * weights; ARGV: token, ttl -> 1 extended, 0 not a holder (never
      * re-added) */
     RDL_SCRIPT_SEM_RENEW,
-    /* KEYS: kind, holders, weights; ARGV: token -> 1 released, 0 not a
-     * holder */
+    /* KEYS: kind, holders, weights, queue, waiters; ARGV: token -> 1
+     * released, 0 not a holder (a waiter's drop: out of the queue too) */
     RDL_SCRIPT_SEM_RELEASE,
     /* A shared holder (docs/design.md, 12.4). KEYS: kind, queue, waiters,
      * holders, weights[, fence key]; ARGV: token, ttl[, counter ttl] ->

@@ -74,7 +74,8 @@ static void poll_1_10ms(redlease_lock_options *o)
 /* Wake-ups without order: the first waiters race the releaser. */
 static void wake(redlease_lock_options *o) { o->wait_mode = REDLEASE_WAIT_WAKE; }
 
-/* A counting semaphore (issue 27): its waiters poll in this version. */
+/* A counting semaphore (issue 27): its waiters wait in its queue, admitted
+ * in order (the default mode). */
 static void semaphore_3(redlease_lock_options *o) { o->limit = 3; }
 
 static const mode modes[] = {

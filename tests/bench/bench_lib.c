@@ -89,8 +89,7 @@ static void chain_start(chain *ch)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    /* A semaphore polls in this version (queue and wake: ENOTSUP), its
-     * default. */
+    /* A semaphore waits in its queue, its default (wake: ENOTSUP). */
     o.limit = L.limit;
     o.wait_mode = L.limit ? REDLEASE_WAIT_DEFAULT : wait_mode();
     redlease_lock *lk;

@@ -38,9 +38,8 @@
 #                     or more), the others with 1; the checker's first
 #                     invariant is then within-limit-outside-restarts (the
 #                     weights of the holders at any instant add up to N at
-#                     most) instead of no-overlap. A semaphore polls in
-#                     this version and is refused under a quorum: not with
-#                     CHAOS_WAIT_MODE=queue nor CHAOS_TOPOLOGY=quorum
+#                     most) instead of no-overlap. A semaphore is refused
+#                     under a quorum: not with CHAOS_TOPOLOGY=quorum
 #   CHAOS_CS_MS       the longest sleep in a critical section (default 1.5
 #                     TTL), for the workers and the checker's bound
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
@@ -185,10 +184,6 @@ wait_mode=${CHAOS_WAIT_MODE:-default}
 case $wait_mode in default | poll | queue) ;; *) echo "chaos: CHAOS_WAIT_MODE: default, poll or queue" >&2; exit 1 ;; esac
 limit=${CHAOS_LIMIT:-0}
 [[ $limit =~ ^[0-9]+$ ]] || { echo "chaos: CHAOS_LIMIT: a number of permits (0: a mutex)" >&2; exit 1; }
-if [ "$limit" -gt 0 ] && [ "$wait_mode" = queue ]; then
-    echo "chaos: CHAOS_LIMIT with CHAOS_WAIT_MODE=queue: a semaphore polls in this version (REDLEASE_ENOTSUP)" >&2
-    exit 1
-fi
 # The wait budget: the worker's default (4 TTL) unless set; in queue mode
 # about three times the checker's bound for a wait (chaos-check.awk,
 # live-waiters-served), so that a waiter gives up only after faults of its

@@ -190,15 +190,16 @@ static void check_acquire_command(const char *key, int fencing, int queued,
     fake_cmd *cmd = fake_peek(&F);
     EXPECT(cmd != NULL);
     if (o && (o->limit || o->shared)) { /* a semaphore's or a shared holder's script */
-        int k = 4 + (o->shared ? 2 : 0); /* the holders' keys follow the queue's */
+        /* a semaphore's holders, then the queue's; a shared holder's the
+         * other way round; then the fence key */
+        int k = 4 + (o->shared ? 2 : 0), q = o->shared ? 4 : 6;
         EXPECT(strcmp(cmd->argv[0], "EVALSHA") == 0);
         EXPECT(strcmp(cmd->argv[1], fake_sha(o->shared ? RDL_SCRIPT_SHARED_ACQUIRE
                                                        : RDL_SCRIPT_SEM_ACQUIRE)) == 0);
         EXPECT(strcmp(cmd->argv[3], key) == 0);
-        EXPECT(!o->shared || (key_with(cmd->argv[4], key, ":queue") &&
-                              key_with(cmd->argv[5], key, ":waiters")));
+        EXPECT(key_with(cmd->argv[q], key, ":queue") && key_with(cmd->argv[q + 1], key, ":waiters"));
         EXPECT(key_with(cmd->argv[k], key, ":holders") && key_with(cmd->argv[k + 1], key, ":weights"));
-        EXPECT(!fencing || key_with(cmd->argv[k + 2], key, ":fence"));
+        EXPECT(!fencing || key_with(cmd->argv[8], key, ":fence"));
         return;
     }
     if (queued) {

@@ -23,6 +23,8 @@
 #define HOLDERS "lock:{sem}:holders"
 #define WEIGHTS "lock:{sem}:weights"
 #define FENCE "lock:{sem}:fence"
+#define QUEUE "lock:{sem}:queue"
+#define WAITERS "lock:{sem}:waiters"
 
 static const char *tok(int i)
 {
@@ -35,8 +37,8 @@ static const char *tok(int i)
  * reply, which the caller frees. */
 static redisReply *run(int s, int nkeys, int nargs, const char **words)
 {
-    const char *argv[16];
-    size_t lens[16];
+    const char *argv[20];
+    size_t lens[20];
     char n[8];
     snprintf(n, sizeof n, "%d", nkeys);
     argv[0] = "EVALSHA";
@@ -61,9 +63,12 @@ static redisReply *run(int s, int nkeys, int nargs, const char **words)
 static long long acquire_w(int t, const char *weight, const char *limit, const char *ttl, int fenced,
                            char *err, size_t size)
 {
-    const char *w[] = {KIND, HOLDERS, WEIGHTS, FENCE, tok(t), weight, limit, ttl, "600000"};
-    const char *nofence[] = {KIND, HOLDERS, WEIGHTS, tok(t), weight, limit, ttl};
-    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 4, 5, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 3, 4, nofence);
+    /* not queued (channel ""): the queue has its own cases through the API */
+    const char *w[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, FENCE, tok(t), weight, limit, ttl,
+                       "1000", "100", "", "600000"};
+    const char *nofence[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(t), weight, limit, ttl,
+                             "1000", "100", ""};
+    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 6, 8, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 5, 7, nofence);
     long long v = -99999999;
     if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
     if (r && r->type == REDIS_REPLY_ERROR && err) snprintf(err, size, "%s", r->str);
@@ -82,8 +87,8 @@ static long long sem_renew(int t, const char *ttl)
 
 static long long sem_release(int t)
 {
-    const char *w[] = {KIND, HOLDERS, WEIGHTS, tok(t)};
-    redisReply *r = run(RDL_SCRIPT_SEM_RELEASE, 3, 1, w);
+    const char *w[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(t)};
+    redisReply *r = run(RDL_SCRIPT_SEM_RELEASE, 5, 1, w);
     long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99999999;
     freeReplyObject(r);
     return v;
@@ -360,6 +365,105 @@ static void test_sem_api_fences_increase(void)
     finish(c, &o[0]);
 }
 
+/* A semaphore's waiter in the queue: waits until it is its turn (its rank
+ * in the queue) or 2 s pass. */
+static void wait_rank(obs *o, const char *res, long long rank)
+{
+    char q[64];
+    snprintf(q, sizeof q, "lock:{%s}:queue", res);
+    int64_t end = mono_ms() + 2000 * S;
+    long long r = -1;
+    while (r != rank && mono_ms() < end) {
+        testloop_run_once(5);
+        redisReply *x = adm("ZRANK %s %s", q, redlease_lock_token(o->lk));
+        r = x && x->type == REDIS_REPLY_INTEGER ? x->integer : -1;
+        freeReplyObject(x);
+    }
+    CHECK_EQ(r, rank);
+}
+
+/* Waiting in the queue, in order (docs/design.md, 12.5): a heavy waiter at
+ * the head (weight 2 of 2) is not overtaken by the light ones behind it
+ * when one permit frees; the release that frees the second wakes it at
+ * once; its release admits both light ones, one waking the next, at once
+ * too (every waiter's own checks are seconds away). */
+static void test_sem_queue_in_order(void)
+{
+    enum { N = 5 };
+    obs o[N] = {{0}};
+    redlease_client *c[N];
+    for (int i = 0; i < N; i++) c[i] = real_client(&o[i], NULL);
+    redlease_lock_options lo = sopts(2, 1, 10000);
+    lo.ttl_ms = 10000 * S;
+    lo.wait_mode = REDLEASE_WAIT_QUEUE;
+    lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S; /* polling would be seen */
+    hold_real(c[0], &o[0], "api-q", lo);
+    hold_real(c[1], &o[1], "api-q", lo);
+    redlease_lock_options heavy = lo;
+    heavy.weight = 2;
+    acquire(c[2], &o[2], "api-q", heavy);
+    wait_rank(&o[2], "api-q", 0);
+    acquire(c[3], &o[3], "api-q", lo);
+    wait_rank(&o[3], "api-q", 1);
+    acquire(c[4], &o[4], "api-q", lo);
+    wait_rank(&o[4], "api-q", 2);
+    release(&o[0], NULL); /* one permit free: the head needs two */
+    run_for(300, o[3].lk);
+    CHECK_EQ(o[2].acq + o[3].acq + o[4].acq, 0);
+    CHECK_EQ(sem_used("api-q"), 1);
+    int64_t t0 = mono_ms();
+    release(&o[1], NULL);
+    run_until(&o[2].acq, 2000, NULL);
+    printf("# the heavy head held %lld ms after the release\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(o[2].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    CHECK_EQ(o[3].acq + o[4].acq, 0);
+    t0 = mono_ms();
+    release(&o[2], NULL);
+    run_until(&o[3].acq, 2000, NULL);
+    run_until(&o[4].acq, 2000, NULL);
+    printf("# both light waiters held %lld ms after the heavy one's release\n",
+           (long long)(mono_ms() - t0));
+    CHECK_EQ(o[3].acq_st, REDLEASE_OK);
+    CHECK_EQ(o[4].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{api-q}:queue"), 0);
+    release(&o[3], NULL);
+    release(&o[4], NULL);
+    finish_all(c, o, N);
+}
+
+/* A waiter whose wait ends leaves the queue (its drop), so the one behind
+ * it is not held up by it. */
+static void test_sem_queue_waiter_gives_up(void)
+{
+    obs o[3] = {{0}};
+    redlease_client *c[3];
+    for (int i = 0; i < 3; i++) c[i] = real_client(&o[i], NULL);
+    redlease_lock_options lo = sopts(1, 1, 10000);
+    lo.ttl_ms = 10000 * S;
+    lo.wait_mode = REDLEASE_WAIT_QUEUE;
+    lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S;
+    hold_real(c[0], &o[0], "api-q2", lo);
+    redlease_lock_options brief = lo;
+    brief.wait_ms = 300 * S;
+    acquire(c[1], &o[1], "api-q2", brief);
+    wait_rank(&o[1], "api-q2", 0);
+    acquire(c[2], &o[2], "api-q2", lo);
+    wait_rank(&o[2], "api-q2", 1);
+    run_until(&o[1].acq, 2000, NULL);
+    CHECK_EQ(o[1].acq_st, REDLEASE_EBUSY);
+    wait_rank(&o[2], "api-q2", 0); /* the one that gave up left */
+    int64_t t0 = mono_ms();
+    release(&o[0], NULL);
+    run_until(&o[2].acq, 2000, NULL);
+    CHECK_EQ(o[2].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    release(&o[1], NULL);
+    release(&o[2], NULL);
+    finish_all(c, o, 3);
+}
+
 /* ------------------------------------------------- shared and exclusive */
 
 static redlease_lock_options shopts(int64_t ttl, int64_t wait)
@@ -485,6 +589,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_api_other_kinds_refused),
         TEST_CASE(test_sem_api_removed_holder_is_lost),
         TEST_CASE(test_sem_api_fences_increase),
+        TEST_CASE(test_sem_queue_in_order),
+        TEST_CASE(test_sem_queue_waiter_gives_up),
         TEST_CASE(test_shared_and_exclusive),
         TEST_CASE(test_shared_kinds_loss_and_fences),
     };

@@ -54,8 +54,8 @@ static void test_sem_options_checked(void)
         {4, 5, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL}, /* more than there is */
         {4, -1, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL},
         {REDLEASE_MAX_PERMITS + 1, 0, REDLEASE_WAIT_DEFAULT, REDLEASE_EINVAL},
-        {4, 0, REDLEASE_WAIT_QUEUE, REDLEASE_ENOTSUP}, /* not in this version */
-        {4, 0, REDLEASE_WAIT_WAKE, REDLEASE_ENOTSUP},
+        {4, 0, REDLEASE_WAIT_QUEUE, REDLEASE_OK},
+        {4, 0, REDLEASE_WAIT_WAKE, REDLEASE_ENOTSUP}, /* a permit is no key to race for */
         {4, 4, REDLEASE_WAIT_POLL, REDLEASE_OK},
         {REDLEASE_MAX_PERMITS, REDLEASE_MAX_PERMITS, REDLEASE_WAIT_DEFAULT, REDLEASE_OK},
         {1, 0, REDLEASE_WAIT_DEFAULT, REDLEASE_OK},
@@ -89,12 +89,17 @@ static void test_sem_acquire_renew_release_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 10);
-    CHECK_STR(c->argv[2], "3");
-    CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
-    CHECK_STR(c->argv[7], "3");
-    CHECK_STR(c->argv[8], "4");
-    CHECK_STR(c->argv[9], "3000");
+    CHECK_EQ(c->argc, 15);
+    CHECK_STR(c->argv[2], "5");
+    CHECK_STR(c->argv[6], "lock:{s}:queue");
+    CHECK_STR(c->argv[7], "lock:{s}:waiters");
+    CHECK_STR(c->argv[8], redlease_lock_token(r.lk));
+    CHECK_STR(c->argv[9], "3");
+    CHECK_STR(c->argv[10], "4");
+    CHECK_STR(c->argv[11], "3000");
+    CHECK_STR(c->argv[12], "3000"); /* the entry's life: the TTL, at least 1 s */
+    CHECK_STR(c->argv[13], "2000"); /* its claim: min(TTL, command timeout) */
+    CHECK_STR(c->argv[14], "");     /* a single attempt does not queue */
     fake_advance(&f, 5);
     fake_reply_int(&f, 1);
     fake_run(&f);
@@ -119,8 +124,9 @@ static void test_sem_acquire_renew_release_scripts(void)
     c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE));
     if (!c) return;
-    CHECK_EQ(c->argc, 7);
-    CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
+    CHECK_EQ(c->argc, 9);
+    CHECK_STR(c->argv[6], "lock:{s}:queue");
+    CHECK_STR(c->argv[8], redlease_lock_token(r.lk));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.rel_status, REDLEASE_OK);
@@ -140,13 +146,13 @@ static void test_sem_fenced(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 12);
-    CHECK_STR(c->argv[2], "4");
-    CHECK_STR(c->argv[6], "lock:{s}:fence");
-    CHECK_STR(c->argv[8], "1"); /* weight 0 is 1 */
-    CHECK_STR(c->argv[9], "2");
-    CHECK_STR(c->argv[10], "3000");
-    CHECK_STR(c->argv[11], "603000");
+    CHECK_EQ(c->argc, 17);
+    CHECK_STR(c->argv[2], "6");
+    CHECK_STR(c->argv[8], "lock:{s}:fence");
+    CHECK_STR(c->argv[10], "1"); /* weight 0 is 1 */
+    CHECK_STR(c->argv[11], "2");
+    CHECK_STR(c->argv[12], "3000");
+    CHECK_STR(c->argv[16], "603000");
     fake_reply_int(&f, 1700000000000042LL);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
@@ -164,6 +170,7 @@ static void test_sem_full_is_busy_and_polled(void)
     redlease_client_set_rng(f.c, rng_max, NULL);
     rec r = {0};
     redlease_lock_options o = sem_opts(3000, 2, 0);
+    o.wait_mode = REDLEASE_WAIT_POLL;
     o.wait_ms = 1000;
     o.wait_retry_base_ms = o.wait_retry_max_ms = 100;
     CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
@@ -259,7 +266,7 @@ static void test_sem_lost_and_dropped(void)
     fake_run(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RELEASE)); /* the drop behind it */
     c = fake_peek(&f);
-    if (c) CHECK_STR(c->argv[6], redlease_lock_token(b.lk));
+    if (c) CHECK_STR(c->argv[8], redlease_lock_token(b.lk));
     fake_reply_int(&f, 1);
     fake_run(&f);
     release(&r);
