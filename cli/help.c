@@ -29,7 +29,7 @@ static const char *const help_text[] = {
     "      --replica-timeout MS  how long to wait for them (default: a quarter\n"
     "                      of the timeout, and below half of it)\n"
     "      --limit N       hold a permit of a semaphore of N permits, not a mutex\n"
-    "                      (waits by polling; not with --quorum)\n"
+    "                      (waits in its queue, in order; not with --quorum)\n"
     "      --weight K      hold K of the --limit permits (default 1)\n"
     "  -q, --quiet         print errors only (not busy, lost, signals)\n"
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"

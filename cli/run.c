@@ -369,7 +369,7 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     lo->fencing = r->fencing;
     lo->replica_acks = (int)r->replica_acks; /* renewals too (replica_scope ALL, the default) */
     lo->replica_timeout_ms = r->replica_timeout_ms;
-    /* a semaphore's wait_mode is left to the library: it polls (man 1, --wait) */
+    /* a semaphore's wait_mode is left to the library: its queue (man 1, --wait) */
     lo->limit = (int)r->limit;
     lo->weight = (int)r->weight;
 }
