@@ -84,7 +84,8 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 /* A semaphore's scripts (and a shared holder's renewal): KEYS kind (the
  * lock key), holders, weights, and but for the renewal the queue's two[,
  * fence key]; ARGV token, then (an acquire) weight, limit, ttl, the
- * entry's life and claim and the channel[, counter ttl], (a renewal) ttl. */
+ * entry's life and claim and the channel[, counter ttl], (a renewal)
+ * limit, ttl. */
 static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
                                REDLEASE_KEY_WAITERS};
 
@@ -98,7 +99,8 @@ static void sem_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
         ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
         ARG(c, c->ttl, ttl_len);
         waiting_args(c, s);
-    } else if (s->script == RDL_SCRIPT_SEM_RENEW) {
+    } else if (s->script == RDL_SCRIPT_SEM_RENEW) { /* limit 0: a shared holder's */
+        ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
         ARG(c, c->ttl, ttl_len);
     }
     if (fenced) counter_ttl(c, s);

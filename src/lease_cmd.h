@@ -43,7 +43,8 @@ typedef struct rdl_cmd_spec {
     const char *channel;
     size_t channel_len;
     uint64_t fence;        /* RDL_SCRIPT_FENCE_RAISE: raise the counter to this */
-    int32_t limit, weight; /* RDL_SCRIPT_SEM_ACQUIRE: the permits, this holder's share */
+    int32_t limit, weight; /* RDL_SCRIPT_SEM_ACQUIRE: the permits, this holder's share;
+                              _SEM_RENEW: the limit (0: a shared holder) */
 } rdl_cmd_spec;
 
 /* An encoded command: argv/lens, and the numbers and keys it points at. */

@@ -313,9 +313,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * of this limit, or nothing: anything else is refused (KIND, and what
      * it is) before anything is written. A holder's own token (an earlier
      * attempt of it was admitted after all) is ours, its deadline
-     * restarted, its weight counted once. Not admitted: how long until the
-     * first holder's deadline, the soonest a permit frees without a
-     * release. */
+     * restarted, its weight counted once; with its weight gone (the
+     * weights' key lost) the count restarted without it, and it is
+     * counted as a newcomer. Not admitted: how long until the first
+     * holder's deadline, the soonest a permit frees without a release. */
     [RDL_SCRIPT_SEM_ACQUIRE] =
         LUA_CLOCK LUA_MINT LUA_KIND LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
         "local tok = ARGV[1]\n"
@@ -327,7 +328,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', HK, tok) then\n"
+        "if not redis.call('ZSCORE', HK, tok) or redis.call('HEXISTS', WK, tok) == 0 then\n"
         "  local h = head()\n"
         "  local used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
         "  if (h and h ~= tok) or used + weight > limit then\n"
@@ -348,15 +349,22 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "return fence\n",
     /* A semaphore holder's or a shared holder's renewal, strict: a token
      * no longer in the set, or past its deadline, is not ours, and is
-     * never put back. */
+     * never put back; nor is one whose weight is gone (the weights' key
+     * lost): the count restarted without it, and holders may have been
+     * admitted up to the limit since. A holder holds the kind it asked
+     * for (limit 0: shared): with the kind lost, an acquire of another
+     * limit finds nothing to refuse it by and makes the resource its own,
+     * and the holders it counted are then no longer ours. */
     [RDL_SCRIPT_SEM_RENEW] =
         LUA_CLOCK LUA_HOLDERS("2", "3")
-        "local v = redis.call('GET', KEYS[1])\n"
-        "if not v or not (v == 'shared' or string.match(v, '^semaphore %d+$')) then return 0 end\n"
+        "local kind = ARGV[2] == '0' and 'shared' or 'semaphore ' .. ARGV[2]\n"
+        "if redis.call('GET', KEYS[1]) ~= kind then return 0 end\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', HK, ARGV[1]) then return 0 end\n"
-        "redis.call('ZADD', HK, 'XX', clock() + tonumber(ARGV[2]), ARGV[1])\n"
-        "keep(v)\n"
+        "if not redis.call('ZSCORE', HK, ARGV[1]) or redis.call('HEXISTS', WK, ARGV[1]) == 0 then\n"
+        "  return 0\n"
+        "end\n"
+        "redis.call('ZADD', HK, 'XX', clock() + tonumber(ARGV[3]), ARGV[1])\n"
+        "keep(kind)\n"
         "return 1\n",
     /* A semaphore holder's release, or a waiter's drop: out of the queue,
      * its weight given back, and the queue's head woken; 0 when it was no
@@ -431,8 +439,8 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "21290df9ae4e516a75df1790bd49062935b3c231",
     [RDL_SCRIPT_QUEUE_RELEASE] = "f837bad41ab65b00954c14871247abf8c28c5f54",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "5eed20bcfe2a3e31941f8e0e742581eeebf030e0",
-    [RDL_SCRIPT_SEM_RENEW] = "af357f461c7763dc9eef945286f6b60fdfcbbc6b",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "1561a8db1b208bd2ba72ecc62a60709734c37ade",
+    [RDL_SCRIPT_SEM_RENEW] = "358071f2ba35c26c4c9cb4d84875b9fa8f4a7f76",
     [RDL_SCRIPT_SEM_RELEASE] = "db9294e0d9e067145509d3b54b74134e475ed523",
     [RDL_SCRIPT_SHARED_ACQUIRE] = "f37b889db4251e7d528dc871c85658340d52d3ad",
     [RDL_SCRIPT_SHARED_RELEASE] = "d10c88944673da89d04743c1e5957903f005fc00",

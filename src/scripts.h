@@ -37,8 +37,8 @@ enum rdl_script {
      * it is another kind or limit */
     RDL_SCRIPT_SEM_ACQUIRE,
     /* A semaphore's or a shared lease's holder. KEYS: kind, holders,
-     * weights; ARGV: token, ttl -> 1 extended, 0 not a holder (never
-     * re-added) */
+     * weights; ARGV: token, limit (0: shared), ttl -> 1 extended, 0 not a
+     * holder of that kind (never re-added) */
     RDL_SCRIPT_SEM_RENEW,
     /* KEYS: kind, holders, weights, queue, waiters; ARGV: token -> 1
      * released, 0 not a holder (a waiter's drop: out of the queue too) */

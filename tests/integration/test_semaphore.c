@@ -76,10 +76,10 @@ static long long acquire_w(int t, const char *weight, const char *limit, const c
     return v;
 }
 
-static long long sem_renew(int t, const char *ttl)
+static long long sem_renew(int t, const char *limit, const char *ttl)
 {
-    const char *w[] = {KIND, HOLDERS, WEIGHTS, tok(t), ttl};
-    redisReply *r = run(RDL_SCRIPT_SEM_RENEW, 3, 2, w);
+    const char *w[] = {KIND, HOLDERS, WEIGHTS, tok(t), limit, ttl};
+    redisReply *r = run(RDL_SCRIPT_SEM_RENEW, 3, 3, w);
     long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99999999;
     freeReplyObject(r);
     return v;
@@ -145,7 +145,7 @@ static void test_sem_keys_live_as_long_as_the_last_holder(void)
     CHECK(p <= 8000 && p >= 8000 - took - 1);
     CHECK(ph <= 8000 && ph >= 8000 - took - 1 && pw <= 8000 && pw >= 8000 - took - 1);
     t0 = mono_ms();
-    CHECK_EQ(sem_renew(0, "20000"), 1);
+    CHECK_EQ(sem_renew(0, "2", "20000"), 1);
     p = admin_int("PTTL %s", KIND);
     took = mono_ms() - t0;
     CHECK(p <= 20000 && p >= 20000 - took - 1);
@@ -168,11 +168,54 @@ static void test_sem_dead_holders_pruned_and_never_renewed(void)
     while (mono_ms() - t0 < 400) usleep(10 * 1000); /* past its deadline by the server's clock */
     if (early < 0) CHECK_EQ(acquire_w(1, "1", "2", "5000", 0, NULL, 0), 1);
     CHECK_EQ(used(), 1);
-    CHECK_EQ(sem_renew(0, "5000"), 0);
+    CHECK_EQ(sem_renew(0, "2", "5000"), 0);
     CHECK_EQ(admin_int("ZSCORE %s " "00000000000000000000000000000001", HOLDERS), -99); /* nil */
     CHECK_EQ(used(), 1);
     CHECK_EQ(sem_release(0), 0);
     CHECK_EQ(sem_release(1), 1);
+}
+
+/* A holder whose weight is gone (the weights' key lost: all three keys
+ * have a TTL, so a volatile-* maxmemory policy may evict that one alone)
+ * is no holder: the count restarted without it. Its renewal is refused,
+ * as a mutex's is once its key is lost, and an attempt of it is counted
+ * as a newcomer's. Were it renewed, it would hold on uncounted, beside
+ * holders admitted up to the limit, for as long as it renews. */
+static void test_sem_holder_without_weight_is_no_holder(void)
+{
+    clean();
+    CHECK_EQ(acquire_w(0, "2", "2", "5000", 0, NULL, 0), 1);
+    ADM("DEL %s", WEIGHTS);
+    CHECK_EQ(acquire_w(1, "2", "2", "5000", 0, NULL, 0), 1); /* the count restarted */
+    CHECK_EQ(sem_renew(0, "2", "5000"), 0);
+    CHECK(acquire_w(0, "2", "2", "5000", 0, NULL, 0) < 0); /* full, its weight counted now */
+    CHECK_EQ(used(), 2);
+    CHECK_EQ(sem_release(1), 1);
+    CHECK_EQ(acquire_w(0, "2", "2", "5000", 0, NULL, 0), 1);
+    CHECK_EQ(used(), 2);
+    CHECK_EQ(sem_release(0), 1);
+    CHECK_EQ(admin_int("EXISTS %s", KIND) + admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", WEIGHTS), 0);
+}
+
+/* A holder holds a semaphore of its own limit. With the kind lost (the
+ * lock key evicted alone), an acquire of another limit finds nothing to
+ * refuse it by and makes the resource its own, counting the holders it
+ * finds: their renewals are refused, as for a mutex's holder whose key was
+ * lost. Were they renewed, a holder of one permit would hold beside
+ * another, for as long as it renews. */
+static void test_sem_holder_of_another_limit_is_no_holder(void)
+{
+    clean();
+    CHECK_EQ(acquire_w(0, "1", "1", "5000", 0, NULL, 0), 1);
+    ADM("DEL %s", KIND);
+    CHECK_EQ(acquire_w(1, "1", "2", "5000", 0, NULL, 0), 1); /* holder 0 counted: 2 of 2 */
+    CHECK_STR(get_bin(KIND, strlen(KIND)), "semaphore 2");
+    CHECK_EQ(sem_renew(0, "1", "5000"), 0);
+    CHECK_EQ(sem_renew(1, "2", "5000"), 1);
+    CHECK_EQ(used(), 2);
+    CHECK_EQ(sem_release(0), 1); /* its weight goes back */
+    CHECK_EQ(sem_release(1), 1);
+    CHECK_EQ(admin_int("EXISTS %s", KIND) + admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", WEIGHTS), 0);
 }
 
 /* Fences come from the resource's counter, only for an admitted holder,
@@ -210,7 +253,7 @@ static void test_sem_other_kinds_refused(void)
     CHECK_EQ(admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", WEIGHTS), 0);
     CHECK_STR(get_bin(KIND, strlen(KIND)), tok(5));
     /* the mutex's own scripts find the semaphore taken, never theirs */
-    CHECK_EQ(sem_renew(5, "5000"), 0);
+    CHECK_EQ(sem_renew(5, "3", "5000"), 0);
     CHECK_EQ(sem_release(5), 0);
     /* not a string at all */
     clean();
@@ -583,6 +626,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_limit_and_weights),
         TEST_CASE(test_sem_keys_live_as_long_as_the_last_holder),
         TEST_CASE(test_sem_dead_holders_pruned_and_never_renewed),
+        TEST_CASE(test_sem_holder_without_weight_is_no_holder),
+        TEST_CASE(test_sem_holder_of_another_limit_is_no_holder),
         TEST_CASE(test_sem_fences_increase),
         TEST_CASE(test_sem_other_kinds_refused),
         TEST_CASE(test_sem_api_limit_and_waiting),

@@ -76,7 +76,8 @@ static void test_sem_options_checked(void)
 }
 
 /* The acquire is the script from the first attempt (it reclaims its own
- * token, so no plain SET ever goes): keys, token, weight, limit, TTL. */
+ * token, so no plain SET ever goes): keys, token, weight, limit, TTL; the
+ * renewal's: keys, token, limit, TTL. */
 static void test_sem_acquire_renew_release_scripts(void)
 {
     fake f;
@@ -113,9 +114,10 @@ static void test_sem_acquire_renew_release_scripts(void)
     c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
     if (!c) return;
-    CHECK_EQ(c->argc, 8);
+    CHECK_EQ(c->argc, 9);
     CHECK_STR(c->argv[6], redlease_lock_token(r.lk));
-    CHECK_STR(c->argv[7], "3000");
+    CHECK_STR(c->argv[7], "4"); /* a holder of a semaphore of its own limit */
+    CHECK_STR(c->argv[8], "3000");
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK(redlease_lock_held(r.lk));
@@ -427,7 +429,10 @@ static void test_shared_scripts(void)
     fake_until(&f, t0 + 1000);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_RENEW));
     c = fake_peek(&f);
-    if (c) CHECK_EQ(c->argc, 8);
+    if (c) {
+        CHECK_EQ(c->argc, 9);
+        CHECK_STR(c->argv[7], "0"); /* a shared holder's kind */
+    }
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK(redlease_lock_held(r.lk));
