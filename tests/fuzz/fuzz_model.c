@@ -5,12 +5,14 @@
  * the event hook), the model's Redis running commands and, separately,
  * the library reading their replies, time passing, clock jumps before the
  * timer runs, broken connections, reconnects, NOSCRIPT phases, error
- * replies, competitors, keys wiped (restart, eviction of a lock key or a
- * queue's key), a server clock running fast by the drift, the queue's
- * side (leases in the three wait modes, the subscriber link connecting,
- * subscribed or refused, words pushed and read late or lost with a broken
- * link, strangers queued, forged words, the server's TIME stepped), and
- * the client closed or freed with live leases; the library's backoff
+ * replies, competitors, keys wiped (restart, eviction of a lock key, a
+ * queue's key or a semaphore's), a server clock running fast by the
+ * drift, the queue's side (leases in the three wait modes, the subscriber
+ * link connecting, subscribed or refused, words pushed and read late or
+ * lost with a broken link, strangers queued, forged words, the server's
+ * TIME stepped), the semaphore's (resources that are counting semaphores,
+ * leases of weights up to their limit, now and then of the other kind),
+ * and the client closed or freed with live leases; the library's backoff
  * jitter comes from the input too.
  *
  * The input is the stream of choices (model.h, model_choice_bytes()): a
@@ -25,13 +27,17 @@
  * token (after a wipe: until the deadline that commands run before it
  * could give), the link is up and the reported deadline is ahead; a lease
  * told it holds never sees the key hold another token; confirmations in
- * time; losses and statuses explained by the replies; the callbacks' count
- * and order, also at close and free; words for tokens that wait for
- * nothing find no waiter; in the quiet phase no free lock left with a
- * waiter, no lock handed to a waiter and left; at the end no key or queue
- * entry left by a failed acquire, every release answered, no handle and no
- * allocation left. The seed corpus was recorded before the queue was
- * modelled: its inputs still run, as other programs. */
+ * time; a semaphore's holders counted by the server until their local
+ * deadline, never more weight believed held than the limit, each command
+ * of its lease's kind, fences increasing, EKIND when a live attempt was
+ * answered KIND; losses and statuses explained by the replies; the
+ * callbacks' count and order, also at close and free; words for tokens
+ * that wait for nothing find no waiter; in the quiet phase no free lock
+ * left with a waiter, no lock handed to a waiter and left; at the end no
+ * key, queue entry or semaphore holder left by a failed acquire, every
+ * release answered, no handle and no allocation left. The seed corpus was
+ * recorded before the queue and the semaphore were modelled: its inputs
+ * still run, as other programs. */
 #include <stdio.h>
 #include <stdlib.h>
 

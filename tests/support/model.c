@@ -2,15 +2,18 @@
 /* The model check of the core. One program drives up to twelve leases on two
  * resources through steps that the driver chooses (model.h): acquires with
  * chosen options (each waiting by one of the three modes: the queue, its
- * unordered kind, polling), releases (also from inside the event hook),
- * the model's Redis executing the oldest command sent and, separately, the
- * oldest executed reply being delivered (time may pass between send,
- * execution and delivery), time passing, process pauses (the clock jumps
- * and the timer may not have run yet when the next reply is read), broken
- * connections and reconnects, NOSCRIPT phases, error replies (OOM,
- * LOADING, BUSY, READONLY, NOSCRIPT), a competitor writing the keys, keys
- * lost (a restart without persistence, an eviction of a lock key or of a
- * queue's key), and the client ended by redlease_client_close() or
+ * unordered kind, polling; a resource is a mutex, or in some runs a
+ * counting semaphore of 1 to 3 permits whose leases, of weights 1 to the
+ * limit, wait in its queue or poll; now and then a lease is of the other
+ * kind or another limit), releases (also from inside the event hook), the model's Redis
+ * executing the oldest command sent and, separately, the oldest executed
+ * reply being delivered (time may pass between send, execution and
+ * delivery), time passing, process pauses (the clock jumps and the timer
+ * may not have run yet when the next reply is read), broken connections
+ * and reconnects, NOSCRIPT phases, error replies (OOM, LOADING, BUSY,
+ * READONLY, NOSCRIPT), a competitor writing the keys, keys lost (a restart
+ * without persistence, an eviction of a lock key, of a queue's key or of a
+ * semaphore's), and the client ended by redlease_client_close() or
  * redlease_client_free() with live handles (also from inside the event
  * hook).
  *
@@ -45,16 +48,47 @@
  * words the queue never published (a stranger's token, a finished
  * handle's, garbage, a false hint to a waiter) are read too.
  *
+ * It keeps each resource's semaphore (docs/design.md, section 12; the Lua
+ * of RDL_SCRIPT_SEM_* written again here): the kind in the lock key
+ * ("semaphore N"), the holders (token -> deadline, the server's TIME plus
+ * the TTL, as early as a PX on a fast server clock) and their weights
+ * with "used", three keys with TTLs of their own (the last holder's
+ * deadline) that an eviction may take one at a time. Every script first
+ * prunes the holders whose deadline came. The acquire refuses another kind
+ * or limit before it writes (KIND, naming what it found), counts its own
+ * token once (as a newcomer's when its weight is gone), admits nobody past
+ * a live waiter ahead in the queue (joining it, with a channel), wakes the
+ * next waiter when admitted from the head with permits left, answers full
+ * with the time to the first holder's deadline, mints the fence; the
+ * renewal is strict (never puts a holder back, nor renews one without a
+ * weight or under a kind of another limit); the release leaves the queue,
+ * gives the weight back and wakes the head (its entry cut to a claim). The
+ * mutex's acquire scripts answer KIND on a semaphore's key. A step of the
+ * server's TIME moves the holders and the semaphore's keys with it.
+ *
  * Checked, after every step, inside every event, and at every moment a key
- * expires or an exemption ends while time passes:
- *   - held() implies the key holds our token now; except, after the key
- *     was wiped, until the local deadline that commands executed before
- *     the wipe could give (a single Redis cannot do better), only on
- *     the link those were confirmed on, and not once a renewal was
- *     answered 0 (the library has been told);
+ * expires, a semaphore's holder reaches its deadline or an exemption ends
+ * while time passes:
+ *   - held() implies the key holds our token now (a mutex's); except,
+ *     after the key was wiped, until the local deadline that commands
+ *     executed before the wipe could give (a single Redis cannot do
+ *     better), only on the link those were confirmed on, and not once a
+ *     renewal was answered 0 (the library has been told);
  *   - a handle told it holds the lock (its deadline ahead, not released,
  *     not lost, no renewal answered 0) never sees the key hold another
  *     token, link up or not (same wipe exemption);
+ *   - a semaphore's handle told it holds, or held(), is counted by the
+ *     server: the lock key is its kind, its token a holder whose deadline
+ *     (the server's clock) has not come, its weight in the hash (the same
+ *     wipe exemption, also after the server's TIME was stepped forward):
+ *     on_lost comes before the server lets the permits go;
+ *   - the handles that believe they hold a resource (told so, or held()),
+ *     but those excused, are one mutex's, or semaphores' whose weights stay
+ *     within the limit;
+ *   - each command is of its lease's kind (a semaphore's scripts, never a
+ *     mutex's commands or the server's conditional ones, and the reverse);
+ *   - fences strictly increase over each resource's acquisitions, of
+ *     either kind, and only a fenced lease gets one;
  *   - held() implies the link is up;
  *   - held() implies now is before the deadline the library reported;
  *   - once the timer has run at or past that deadline, on_lost has run
@@ -66,7 +100,9 @@
  *     error answered to a renewal is no loss;
  *   - on_acquire once, before anything else, with a status explained by
  *     what Redis answered (EBUSY after contention, EREDIS after an error,
- *     ECANCELED after a release or the client's end); on_lost at most once
+ *     EKIND after a KIND, ECANCELED after a release or the client's end),
+ *     and EKIND (or ECANCELED) once a live attempt was answered KIND: the
+ *     other kind is definite, whatever the wait left; on_lost at most once
  *     and only after on_acquire(OK); on_release once and last; none of them
  *     inside the call that started it, nor after the client ended;
  *   - on_release(OK) of a held lease comes only after a compare-and-delete
@@ -83,18 +119,23 @@
  * command run and read at once, every link made at once, every push read
  * at once, no new acquire; now and then a holder releases): a lock key is
  * never free, while the link is up, for longer than the longest sleep of
- * a handle waiting for it (a third of its entry's life in the queue, its
- * backoff's cap outside it) - the live head of a free lock is served, and
- * no waiter sleeps through a free lock waiting for a word; and a waiter
- * that read a "g" the queue published has taken the lock handed to it
- * once what it sent has run. While the client settles at the end, each
- * time all it sent has run: no key holds the token of a lease whose
- * acquire failed (unless Redis refused that delete, or the key was handed
- * to it by a queue and its drop never ran, the link having been down when
- * it failed or broken since: a drop is given up after the lease's TTL, an
- * entry lives max(ttl, 1 s)), and no queue holds a live entry of it (same
- * exemptions); and at the end (after releasing everything): every release
- * answered, no handle left, no allocation left.
+ * a mutex's handle waiting for it (a third of its entry's life in the
+ * queue, its backoff's cap outside it; a semaphore's waiters are left
+ * out: with its holders' key lost, its weights may rightly keep it full,
+ * nobody holding, until they expire) - the live head of a free lock is
+ * served, and no waiter sleeps through a free lock waiting for a word;
+ * and a waiter that read a "g" the queue published has taken the lock
+ * handed to it once what it sent has run. While the client settles at the
+ * end, each time all it sent has run: no key holds the token of a lease
+ * whose acquire failed (unless Redis refused that delete, or the key was
+ * handed to it by a queue and its drop never ran, the link having been
+ * down when it failed or broken since: a drop is given up after the
+ * lease's TTL, an entry lives max(ttl, 1 s)), no queue holds a live entry
+ * of it (same exemptions), and no semaphore a live holder of it (unless
+ * Redis refused that delete, or it ran with the kind key lost: the script
+ * then answers 0 and leaves the holder to its deadline); and at the end
+ * (after releasing everything): every release answered, no handle left,
+ * no allocation left.
  *
  * The liveness checks hold only in the quiet phase: while faults go on, a
  * waiter may rightly wait for ever (a holder that renews, words lost, a
@@ -104,7 +145,8 @@
  *
  * This file has the driver's choices, the leases, the checks, the client's
  * end, the callbacks, the steps and the quiet phase; the model's Redis (its
- * keys, queues, the commands it runs, keys lost, other clients' waiters) is
+ * keys, queues, semaphores, the commands it runs, keys lost, other
+ * clients' waiters) is
  * in model_redis.c, the client's subscriber link in model_pubsub.c;
  * model_internal.h is what they share. */
 #include "model.h"
@@ -129,6 +171,7 @@ static uint32_t rng_fn(void *arg)
 }
 
 fake F;
+int64_t command_timeout; /* the client's command_timeout_ms */
 static int bad;
 enum { RUNNING, CLOSING, FREED };
 static int ending; /* RUNNING, or how the client was ended */
@@ -172,33 +215,72 @@ lease *by_token_any(const char *token)
 
 /* ------------------------------------------------------------ the checks */
 
+/* Told it holds: its deadline ahead, nothing since that says it ended. */
+static int told_held(const lease *l)
+{
+    return l->deadline >= 0 && F.now < l->deadline && !l->release_called && !l->lost_ev &&
+           !l->saw_renew_zero && ending == RUNNING;
+}
+
+/* What the handles that believe they hold a resource hold (told so, or
+ * held()), but those excused by a key lost. */
+typedef struct tally {
+    int holders, mutexes, weight, limit; /* limit: the least of the semaphores' */
+} tally;
+
+static void count_believer(tally *t, const lease *l)
+{
+    t->holders++;
+    t->mutexes += !l->limit;
+    t->weight += l->weight;
+    if (l->limit && (!t->limit || l->limit < t->limit)) t->limit = l->limit;
+}
+
+/* A resource is believed held by one mutex's handle, or by a semaphore's
+ * whose weights stay within its limit (the least, should two meet). */
+static void check_permits(const tally *t, int r)
+{
+    if (t->mutexes ? t->holders > 1 : t->weight > t->limit)
+        violation("lock:{r%d} believed held by %d handles (%d of them mutexes), weight %d of %d (t=%lld)", r,
+                  t->holders, t->mutexes, t->weight, t->limit, (long long)F.now);
+}
+
 static void check_held(void)
 {
+    tally believed[2] = {{0}};
     for (int i = 0; F.c && i < NL; i++) {
         lease *l = &L[i];
         if (!l->alive || !l->lk) continue;
-        /* told held (its deadline ahead, nothing since that says it ended):
-         * the key is ours or gone, never another's */
-        if (l->deadline >= 0 && F.now < l->deadline && !l->release_called && !l->lost_ev &&
-            !l->saw_renew_zero && ending == RUNNING) {
-            kv *e = find(l->key, F.now);
-            if (e && strcmp(e->val, l->token) != 0 && F.now >= l->exempt_until)
+        int told = told_held(l), held = redlease_lock_held(l->lk), excused = F.now < l->exempt_until;
+        if ((told || held) && !excused) count_believer(&believed[l->res], l);
+        /* told held: a mutex's key is ours or gone, never another's; a
+         * semaphore's holder is counted by the server (its deadline there
+         * has not come: on_lost comes first) */
+        if (told && !excused) {
+            kv *e = l->limit ? NULL : find(l->key, F.now);
+            if (e && strcmp(e->val, l->token) != 0)
                 violation("lease %d told held until %lld, but %s holds %s (t=%lld)", i,
                           (long long)l->deadline, l->key, e->val, (long long)F.now);
+            if (l->limit && !sem_counts(l))
+                violation("lease %d told held until %lld, but the semaphore %s does not count it (t=%lld)", i,
+                          (long long)l->deadline, l->key, (long long)F.now);
         }
-        if (!redlease_lock_held(l->lk)) continue;
+        if (!held) continue;
         if (!F.connected)
             violation("%s held with the link down (t=%lld)", l->key, (long long)F.now);
         if (l->deadline < 0 || F.now >= l->deadline)
             violation("%s held at t=%lld, its deadline %lld", l->key, (long long)F.now,
                       (long long)l->deadline);
         kv *e = find(l->key, F.now);
-        if (e && strcmp(e->val, l->token) == 0) continue;
-        if (F.now < l->exempt_until && l->exempt_link == links)
+        if (l->limit ? sem_counts(l) : e && strcmp(e->val, l->token) == 0) continue;
+        if (F.now < l->exempt_until && l->exempt_link == links) {
             model_reached.held_on_wiped++;
-        else
+            if (l->limit) model_reached.sem_excused++;
+        } else {
             violation("held but %s is not ours (t=%lld)", l->key, (long long)F.now);
+        }
     }
+    for (int r = 0; r < 2; r++) check_permits(&believed[r], r);
 }
 /* The timer has run at this moment: a held lease past its deadline must
  * have heard on_lost by now (unless its release was asked for). */
@@ -223,6 +305,13 @@ static void check_event(lease *l, const redlease_event *ev)
             violation("%s acquired with no validity left (t=%lld)", l->key, now);
         l->deadline = F.now + ev->remaining_ms;
         l->acq_done = 1;
+        break;
+    case REDLEASE_EV_ATTEMPT:
+        l->attempt_at = F.now;
+        l->attempt_failed = 0;
+        break;
+    case REDLEASE_EV_ATTEMPT_FAILED:
+        l->attempt_failed = 1;
         break;
     case REDLEASE_EV_ACQUIRE_FAILED: /* its drop, if it sends one, was queued first */
         l->acq_done = l->failed_ev = 1;
@@ -328,6 +417,26 @@ static void call_from_freeing(lease *l)
 
 /* ------------------------------------------------------- the callbacks */
 
+static uint64_t last_fence[2]; /* the last fence each resource's acquisitions reported */
+
+/* Fences strictly increase over a resource's acquisitions, of either
+ * kind (man 3 redlease, KINDS): each on_acquire(OK) is read from the
+ * reply of one command that minted it, and one link reads its replies in
+ * the order the commands ran. */
+static void check_fence(const lease *l)
+{
+    uint64_t f = redlease_lock_fence(l->lk);
+    if (!l->fenced) {
+        if (f) violation("lease %s was given fence %llu it did not ask for", l->token, (unsigned long long)f);
+        return;
+    }
+    if (f <= last_fence[l->res])
+        violation("%s acquired with fence %llu after fence %llu", l->key, (unsigned long long)f,
+                  (unsigned long long)last_fence[l->res]);
+    last_fence[l->res] = f;
+    model_reached.fences_checked++;
+}
+
 static int acquire_explained(const lease *l, int st)
 {
     switch (st) {
@@ -337,7 +446,8 @@ static int acquire_explained(const lease *l, int st)
     case REDLEASE_EBUSY: return l->saw_busy;
     case REDLEASE_EREDIS: return l->saw_acquire_error;
     case REDLEASE_ECANCELED: return l->release_called || ending;
-    default: return 0; /* the model's Redis never answers a wrong type */
+    case REDLEASE_EKIND: return l->saw_kind; /* never a wrong type: the other kind only */
+    default: return 0;
     }
 }
 
@@ -349,7 +459,11 @@ static void cb_acq(redlease_lock *lk, int st, void *arg)
     if (l->in_call && ending != FREED) violation("on_acquire inside the call");
     if (!l->alive || l->acq || l->rel) violation("on_acquire out of order");
     if (!acquire_explained(l, st)) violation("on_acquire(%d) unexplained", st);
+    if (l->kind_ends && st != REDLEASE_EKIND && st != REDLEASE_ECANCELED)
+        violation("lease %d: its live attempt was answered KIND, and its acquire ended %d", (int)(l - L), st);
     if (st == REDLEASE_EREDIS) model_reached.acquire_eredis++;
+    if (st == REDLEASE_EKIND) model_reached.acquire_ekind++;
+    if (st == REDLEASE_OK) check_fence(l);
     l->acq = 1;
     l->acq_ok = st == REDLEASE_OK;
     if (ending == FREED) call_from_freeing(l);
@@ -412,13 +526,22 @@ static void hook(redlease_client *c, const redlease_event *ev, void *arg)
     }
 }
 
+static int sem_limit[2]; /* the run's kind of each resource: 0 a mutex, else a semaphore's limit */
+
 static void start_one(lease *l)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
     static const int modes[] = {REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_QUEUE, REDLEASE_WAIT_POLL,
                                 REDLEASE_WAIT_WAKE};
-    o.wait_mode = modes[R(4)];
+    int res = calm && R(4) ? 0 : R(2); /* calm: contended */
+    int limit = sem_limit[res];
+    if (R(16) == 0) /* now and then the other kind, or another limit: refused, or the resource changes kind */
+        limit = limit ? (R(2) ? 0 : limit % 3 + 1) : 1 + R(3);
+    /* a semaphore waits in its queue (by default or by name) or polls; WAKE is not a semaphore's */
+    o.wait_mode = modes[R(limit ? 3 : 4)];
+    o.limit = limit;
+    o.weight = limit ? R(limit + 1) : 0; /* 0: 1 */
     o.ttl_ms = 100 + R(2000);
     int rr = R(4);
     o.renew_interval_ms = rr == 0 ? REDLEASE_RENEW_OFF : rr == 1 ? 0 : R((int)o.ttl_ms - 1) + 1;
@@ -442,9 +565,13 @@ static void start_one(lease *l)
     l->in_call = 1;
     l->ttl = o.ttl_ms;
     l->deadline = -1;
-    char res[8];
-    snprintf(res, sizeof res, "r%d", calm && R(4) ? 0 : R(2)); /* calm: contended */
-    int rc = redlease_acquire(F.c, res, &o, cb_acq, cb_lost, l, &l->lk);
+    l->limit = limit;
+    l->weight = !limit ? 0 : o.weight ? o.weight : 1;
+    l->fenced = o.fencing;
+    l->res = res;
+    char name[8];
+    snprintf(name, sizeof name, "r%d", res);
+    int rc = redlease_acquire(F.c, name, &o, cb_acq, cb_lost, l, &l->lk);
     l->in_call = 0;
     if (rc) {
         if (rc != REDLEASE_ECANCELED || !ending) violation("acquire returned %d", rc);
@@ -466,17 +593,16 @@ static void settle(void)
 }
 
 /* Time passes to now + ms: the timer fires at each deadline on the way,
- * and held() is checked at every moment a key expires or an exemption
- * ends (where it could first be wrong), before any timer due then. */
+ * and held() is checked at every moment a key expires, a semaphore's
+ * holder reaches its deadline or an exemption ends (where it could first
+ * be wrong), before any timer due then. */
 static void advance(int64_t ms)
 {
     int64_t end = F.now + ms;
     fake_run(&F);
     while (F.now < end) {
-        int64_t next = end;
+        int64_t next = next_change(end);
         if (F.c && F.timer_at >= 0 && F.timer_at < next) next = F.timer_at;
-        for (int i = 0; i < 16; i++)
-            if (db[i].used && db[i].exp > F.now && db[i].exp < next) next = db[i].exp;
         for (int i = 0; i < NL; i++)
             if (L[i].alive && L[i].exempt_until > F.now && L[i].exempt_until < next)
                 next = L[i].exempt_until;
@@ -614,7 +740,7 @@ static void step(void)
     } else if (a < 135) {
         advance(1);
     } else if (a < 136) { /* the server's wall clock is stepped */
-        srv_skew += R(2001) - 1000;
+        step_server_clock(R(2001) - 1000);
     } else if (a < 137) {
         pub_refused = !pub_refused && R(2);
     } else {
@@ -632,8 +758,8 @@ static void step(void)
 }
 
 /* The quiet phase (see the top): a free lock, while the link is up and a
- * handle waits for it, is taken within the longest sleep of its waiters,
- * plus the phase's granularity. */
+ * mutex's handle waits for it, is taken within the longest sleep of its
+ * waiters, plus the phase's granularity. */
 #define QUIET_MS 1500
 #define QUIET_TICK 10
 static int64_t free_since[2];
@@ -647,7 +773,7 @@ static void check_served(void)
         int who = -1;
         for (int i = 0; i < NL; i++) {
             const lease *l = &L[i];
-            if (l->alive && l->lk && !l->acq_done && !l->release_called && strcmp(l->key, k) == 0 &&
+            if (l->alive && l->lk && !l->limit && !l->acq_done && !l->release_called && l->res == r &&
                 l->sleep_max > bound)
                 bound = l->sleep_max, who = i;
         }
@@ -715,12 +841,15 @@ static void quiet(void)
 
 /* An acquire that ended without a lease deleted whatever its attempts set
  * and left the queue (its drop, behind them on the wire): once all it sent
- * has run, no key holds its token and no queue a live entry of it, unless
- * Redis refused that delete; or the queue handed the key to it, or kept
- * its entry, while its drop never ran and could have been lost: the link
- * was down when the acquire ended or broke since (the library gives a drop
- * up after the lease's TTL, and an entry can live longer, max(ttl, 1 s):
- * its hand-over then costs the queue one claim, docs/design.md, 11.4). */
+ * has run, no key holds its token, no queue a live entry of it and no
+ * semaphore a holder, unless Redis refused that delete, or a semaphore's
+ * release ran with the kind key lost (it answers 0 before it looks); or
+ * the queue handed the key to it, kept its entry, or a semaphore its
+ * holder, while its drop never ran and could have been lost: the link was
+ * down when the acquire ended or broke since (the library gives a drop up
+ * after the lease's TTL, and an entry can live longer, max(ttl, 1 s): its
+ * hand-over then costs the queue one claim, docs/design.md, 11.4; a
+ * holder too, by our clock, when the server's was stepped back). */
 static void check_no_orphan_keys(void)
 {
     for (int i = 0; i < NL; i++) {
@@ -738,6 +867,10 @@ static void check_no_orphan_keys(void)
                 violation("lease %d: its acquire failed and left a live entry in lock:{r%d}:queue", i, r);
                 return;
             }
+        if (l->limit && !l->release_kindless && !excused && sem_holder_live(l->res, l->token)) {
+            violation("lease %d: its acquire failed and left it a holder of %s", i, l->key);
+            return;
+        }
     }
 }
 
@@ -749,6 +882,8 @@ static void reset(void)
     memset(Q, 0, sizeof Q);
     qexpire(&Q[0]);
     qexpire(&Q[1]);
+    memset(S, 0, sizeof S);
+    memset(last_fence, 0, sizeof last_fence);
     srv_skew = 0;
     strangers = 0;
     nfifo = sub_on = sub_link = pub_refused = 0;
@@ -770,11 +905,13 @@ int model_run(const model_driver *d)
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.command_timeout_ms = 50 + R(300);
+    command_timeout = co.command_timeout_ms;
     fast_server = R(2);
     fake_start(&F, &co);
     redlease_client_set_rng(F.c, rng_fn, NULL);
     hook_acts = R(2);
     calm = R(4) == 0;
+    for (int r = 0; r < 2; r++) sem_limit[r] = R(4) ? 0 : 1 + R(3);
     redlease_client_set_event_cb(F.c, hook, NULL);
     for (int st = 0; st < d->max_steps && F.c && (!d->more || d->more(d->ctx)); st++) {
         step();

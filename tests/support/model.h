@@ -63,6 +63,19 @@ typedef struct model_reach {
     long subscribe_refused; /* SUBSCRIBEs an ACL refused */
     long quiet_served;    /* free locks taken with a handle waiting, in the quiet phase */
     long quiet_granted;   /* "g" read by a waiting handle in the quiet phase */
+    /* the semaphore (docs/design.md, section 12) */
+    long sem_admitted;    /* holders admitted (or admitted again: reclaimed) */
+    long sem_reclaimed;   /* ...that found their own token: an earlier attempt was admitted */
+    long sem_full;        /* acquires answered full */
+    long sem_pruned;      /* holders dropped at their deadline by a script */
+    long sem_released;    /* holders that gave their weight back */
+    long sem_behind;      /* acquires not admitted for a live waiter ahead (strict order) */
+    long sem_wakes;       /* queue heads woken by a release or an admission (docs 12.5) */
+    long fences_checked;  /* fences of acquisitions checked for order (either kind) */
+    long kind_refused[2]; /* acquires answered KIND: [0] a mutex's, [1] a semaphore's */
+    long acquire_ekind;   /* on_acquire(REDLEASE_EKIND) */
+    long sem_excused;     /* a semaphore's holder held with its count gone (a key lost, the
+                             server's clock stepped forward): excused, as held_on_wiped */
 } model_reach;
 extern model_reach model_reached;
 

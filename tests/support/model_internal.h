@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the model check (model.h) share: model.c (the
  * driver's choices, the leases, the checks, the steps), model_redis.c (the
- * model's Redis: its keys, queues and the commands it runs) and
+ * model's Redis: its keys, queues, semaphores and the commands it runs) and
  * model_pubsub.c (the client's subscriber link). Each name is said at its
  * definition. They keep the short names they had when the model was one
  * file: only the model's own programs (test_model, replay_model,
@@ -21,6 +21,8 @@ typedef struct lease {
     int alive, acq, acq_ok, lost, rel, release_called, in_call;
     int saw_busy, saw_acquire_error, saw_renew_zero; /* replies delivered to it */
     int delete_failed;    /* a compare-and-delete of its token was answered an error */
+    int release_kindless; /* a semaphore's release of it ran with the kind key gone (lost): the
+                           * script answers 0 before it looks, its holder stays to its deadline */
     int acq_done;         /* its acquire ended (ACQUIRED or ACQUIRE_FAILED): it waits no more */
     int failed_ev;        /* ACQUIRE_FAILED: its drop (if any) is behind its attempts */
     int drop_ran;         /* a compare-and-delete of its token ran after that */
@@ -29,6 +31,13 @@ typedef struct lease {
     int fail_up;          /* ...and whether the link was up then */
     int lost_ev;          /* EV_LOST came */
     int joined;           /* its token has been placed in a queue */
+    int limit, weight;    /* a semaphore's permits and its share of them; limit 0: a mutex */
+    int fenced;           /* it asked for a fence */
+    int saw_kind;         /* an acquire of it was answered KIND (the resource is another kind) */
+    int kind_ends;        /* ...to its live attempt: definite, the acquire ends EKIND */
+    int64_t attempt_at;   /* its latest attempt started (EV_ATTEMPT), and is timed from */
+    int attempt_failed;   /* ...and has failed (EV_ATTEMPT_FAILED) */
+    int res;              /* its resource: lock:{r0} or lock:{r1} */
     int64_t sleep_max;    /* the longest a waiting attempt of it sleeps (the quiet phase) */
     int64_t ttl;
     int64_t deadline;     /* the local deadline its events reported, or -1 */
@@ -41,6 +50,7 @@ typedef struct lease {
 
 int R(int n);
 extern fake F;
+extern int64_t command_timeout;
 void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t contract_drift(int64_t ttl);
 int64_t contract_until(int64_t t0, int64_t ttl);
@@ -60,7 +70,9 @@ typedef struct kv {
 /* A resource's queue: the sorted set KEYS[2] (members in score order,
  * scores counting up) and the hash KEYS[3] (token -> deadline claim
  * channel), each a key of its own, gone when empty, with a TTL (expiry by
- * our clock, or -1) that the joins raise to the entry's life. */
+ * our clock, or -1) that the joins raise to the entry's life. Its
+ * elements, as a semaphore's, start with their token: tok_idx() in
+ * model_redis.c finds them by it. */
 #define NQ 24
 typedef struct qmember {
     char tok[40];
@@ -96,6 +108,35 @@ extern int64_t srv_skew;
 extern int strangers;
 void qexpire(queue *q);
 int live_entry(queue *q, const char *tok);
+/* A resource's semaphore (docs/design.md, section 12): its kind is the
+ * lock key's value ("semaphore N", in db); beside it the sorted set
+ * KEYS[2] (token -> deadline, the server's TIME) and the hash KEYS[3]
+ * (token -> weight, and "used"), each a key of its own with a TTL (expiry
+ * by our clock, or -1 for none), gone when empty. */
+typedef struct sem_holder {
+    char tok[40];
+    int64_t deadline;
+} sem_holder;
+typedef struct sem_weight {
+    char tok[40];
+    int weight;
+} sem_weight;
+typedef struct sem {
+    sem_holder h[NL];
+    int nh;
+    int64_t hexp;
+    sem_weight w[NL];
+    int nw;
+    int has_used; /* the hash has its "used" field */
+    long long used;
+    int64_t wexp;
+} sem;
+extern sem S[2];
+void excuse(lease *l);
+int sem_counts(const lease *l);
+int sem_holder_live(int res, const char *tok);
+void step_server_clock(int64_t d);
+int64_t next_change(int64_t until);
 extern int xh;
 extern int next_error;
 int pending_exec(void);

@@ -98,19 +98,17 @@ void qexpire(queue *q)
     if (!q->nw) q->wexp = -1;
 }
 
-static int z_idx(const queue *q, const char *tok)
+/* The index of tok among n elements of size bytes, each of which starts
+ * with its token (qmember, qentry, sem_holder, sem_weight), or -1. */
+static int tok_idx(const void *elems, int n, size_t size, const char *tok)
 {
-    for (int i = 0; i < q->nz; i++)
-        if (strcmp(q->z[i].tok, tok) == 0) return i;
+    for (int i = 0; i < n; i++)
+        if (strcmp((const char *)elems + (size_t)i * size, tok) == 0) return i;
     return -1;
 }
 
-static int w_idx(const queue *q, const char *tok)
-{
-    for (int i = 0; i < q->nw; i++)
-        if (strcmp(q->w[i].tok, tok) == 0) return i;
-    return -1;
-}
+static int z_idx(const queue *q, const char *tok) { return tok_idx(q->z, q->nz, sizeof q->z[0], tok); }
+static int w_idx(const queue *q, const char *tok) { return tok_idx(q->w, q->nw, sizeof q->w[0], tok); }
 
 /* ZREM and HDEL */
 static void leave(queue *q, const char *tok)
@@ -137,14 +135,15 @@ static int head(queue *q)
     }
 }
 
-/* The first k members are told to check once i claims ended. */
-static void tell_first(queue *q, int k, int64_t ms)
+/* The k members from rank `from` on are told to check once i claims
+ * ended (i from 1). */
+static void tell_first(queue *q, int k, int64_t ms, int from)
 {
     char text[128];
-    for (int i = 0; i < k && i < q->nz; i++) {
-        int e = w_idx(q, q->z[i].tok);
+    for (int i = 0; i < k && from + i < q->nz; i++) {
+        int e = w_idx(q, q->z[from + i].tok);
         if (e < 0) continue;
-        snprintf(text, sizeof text, "c %s %lld", q->z[i].tok, (long long)(ms * (i + 1)));
+        snprintf(text, sizeof text, "c %s %lld", q->z[from + i].tok, (long long)(ms * (i + 1)));
         publish(q->w[e].ch, text);
     }
 }
@@ -160,7 +159,7 @@ static void hand_over(queue *q, const char *key)
     char text[128];
     snprintf(text, sizeof text, "g %s", he.tok);
     int heard = publish(he.ch, text);
-    tell_first(q, heard ? 1 : 3, he.claim); /* one insurance word when the head heard */
+    tell_first(q, heard ? 1 : 3, he.claim, 0); /* one insurance word when the head heard */
     model_reached.handovers++;
     model_reached.handovers_heard += heard;
 }
@@ -193,12 +192,233 @@ static void join(queue *q, const char *tok, int64_t life, int64_t claim, const c
     if (q->wexp < 0 || q->wexp - F.now < life) q->wexp = expiry_ms(life);
 }
 
+/* A semaphore's queue (LUA_WAKE): the live head told to check now, its
+ * entry cut to one claim; the next one (three when nobody heard the head)
+ * told to check once one, two, three claims end. */
+static void wake(queue *q)
+{
+    int h = head(q);
+    if (h < 0) return;
+    q->w[h].deadline = srv_now() + q->w[h].claim;
+    char text[128];
+    snprintf(text, sizeof text, "c %s 0", q->w[h].tok);
+    int heard = publish(q->w[h].ch, text);
+    tell_first(q, heard ? 1 : 3, q->w[h].claim, 1);
+    model_reached.sem_wakes++;
+}
+
 /* An entry that a hand-over could reach: placed, and alive. */
 int live_entry(queue *q, const char *tok)
 {
     qexpire(q);
     int e = w_idx(q, tok);
     return z_idx(q, tok) >= 0 && e >= 0 && q->w[e].deadline > srv_now();
+}
+
+/* ------------------------------------------------------ the semaphores */
+
+sem S[2];
+
+/* The N of a kind "semaphore N", or 0 for any other value (a token). */
+static int kind_limit(const char *val)
+{
+    const char *n = val + 10;
+    if (strncmp(val, "semaphore ", 10) != 0 || !*n || strspn(n, "0123456789") != strlen(n)) return 0;
+    return atoi(n);
+}
+
+/* A deadline the scripts set, TIME + ttl: by the server's clock, so it
+ * moves with the server's TIME steps, and on a server whose clock runs
+ * fast it comes as early as a key's PX does (expiry_ms). */
+static int64_t srv_deadline(const char *ttl) { return expiry(ttl) + srv_skew; }
+
+/* The keys' TTLs, as qexpire() does for a queue's. */
+static void sem_expire(sem *s)
+{
+    if (s->nh && s->hexp >= 0 && s->hexp <= F.now) s->nh = 0;
+    if (!s->nh) s->hexp = -1;
+    if ((s->nw || s->has_used) && s->wexp >= 0 && s->wexp <= F.now) s->nw = s->has_used = 0;
+    if (!s->nw && !s->has_used) {
+        s->wexp = -1;
+        s->used = 0;
+    }
+}
+
+static int holder_idx(const sem *s, const char *tok) { return tok_idx(s->h, s->nh, sizeof s->h[0], tok); }
+static int weight_idx(const sem *s, const char *tok) { return tok_idx(s->w, s->nw, sizeof s->w[0], tok); }
+
+/* HGET weights tok, a missing one 0 (the scripts' "or 0") */
+static int weight_of(const sem *s, const char *tok)
+{
+    int i = weight_idx(s, tok);
+    return i < 0 ? 0 : s->w[i].weight;
+}
+
+/* HDEL weights tok; the last field gone, the key goes with its TTL */
+static void hdel(sem *s, const char *tok)
+{
+    int i = weight_idx(s, tok);
+    if (i >= 0) memmove(&s->w[i], &s->w[i + 1], (size_t)(--s->nw - i) * sizeof s->w[0]);
+    if (!s->nw && !s->has_used) s->wexp = -1;
+}
+
+/* HSET weights tok w: a missing hash is made, with no TTL */
+static void hset(sem *s, const char *tok, int w)
+{
+    int i = weight_idx(s, tok);
+    if (i < 0) {
+        if (s->nw == NL) abort(); /* one field a lease */
+        if (!s->nw && !s->has_used) s->wexp = -1;
+        i = s->nw++;
+        snprintf(s->w[i].tok, sizeof s->w[i].tok, "%s", tok);
+    }
+    s->w[i].weight = w;
+}
+
+/* HINCRBY weights used d: the same */
+static void hincr_used(sem *s, long long d)
+{
+    if (!s->nw && !s->has_used) s->wexp = -1;
+    s->has_used = 1;
+    s->used += d;
+}
+
+/* ZADD holders deadline tok: a missing set is made, with no TTL */
+static void zadd(sem *s, const char *tok, int64_t deadline)
+{
+    int i = holder_idx(s, tok);
+    if (i < 0) {
+        if (s->nh == NL) abort();
+        if (!s->nh) s->hexp = -1;
+        i = s->nh++;
+        snprintf(s->h[i].tok, sizeof s->h[i].tok, "%s", tok);
+    }
+    s->h[i].deadline = deadline;
+}
+
+/* ZREM holders tok; the last member gone, the key goes with its TTL */
+static void zrem(sem *s, const char *tok)
+{
+    int i = holder_idx(s, tok);
+    if (i >= 0) memmove(&s->h[i], &s->h[i + 1], (size_t)(--s->nh - i) * sizeof s->h[0]);
+    if (!s->nh) s->hexp = -1;
+}
+
+/* prune(): the holders whose deadline has come give their weight back. */
+static void prune(sem *s)
+{
+    long long sum = 0;
+    int live = 0, dead = 0;
+    for (int i = 0; i < s->nh; i++) {
+        if (s->h[i].deadline > srv_now()) {
+            s->h[live++] = s->h[i];
+            continue;
+        }
+        sum += weight_of(s, s->h[i].tok);
+        hdel(s, s->h[i].tok);
+        dead++;
+    }
+    if (!dead) return;
+    hincr_used(s, -sum);
+    s->nh = live;
+    if (!s->nh) s->hexp = -1;
+    model_reached.sem_pruned += dead;
+}
+
+/* keep(kind): the three keys live as long as the last deadline, or go
+ * with the last holder. The deadline has the fast server's drift in it
+ * already: the life is not shortened again. */
+static void keep(sem *s, const char *key, const char *kind)
+{
+    if (!s->nh) {
+        kv *e = find(key, F.now);
+        if (e) e->used = 0;
+        s->nw = s->has_used = 0;
+        sem_expire(s);
+        return;
+    }
+    int64_t last = s->h[0].deadline;
+    for (int i = 1; i < s->nh; i++)
+        if (s->h[i].deadline > last) last = s->h[i].deadline;
+    int64_t life = last - srv_now() < 1 ? 1 : last - srv_now();
+    char value[64];
+    snprintf(value, sizeof value, "%s", kind); /* kind may be the key's own value */
+    set_key(key, value, F.now + life);
+    s->hexp = F.now + life;
+    if (s->nw || s->has_used) s->wexp = F.now + life;
+}
+
+/* A lease that held on a semaphore's count (a key of it lost, the
+ * server's clock stepped forward) may still be held until what its
+ * confirmations executed before could give (a single Redis cannot do
+ * better), on the link those were confirmed on. */
+void excuse(lease *l)
+{
+    if (l->exec_until <= l->exempt_until) return;
+    l->exempt_until = l->exec_until;
+    l->exempt_link = links;
+}
+
+/* The model's server counts l's weight now: the lock key is its kind, its
+ * token a holder whose deadline has not come, its weight in the hash. */
+int sem_counts(const lease *l)
+{
+    kv *e = find(l->key, F.now);
+    sem *s = &S[l->res];
+    sem_expire(s);
+    int h = holder_idx(s, l->token);
+    return e && kind_limit(e->val) == l->limit && h >= 0 && s->h[h].deadline > srv_now() &&
+           weight_of(s, l->token) == l->weight;
+}
+
+/* tok holds a permit of resource res that the server has not let go. */
+int sem_holder_live(int res, const char *tok)
+{
+    sem *s = &S[res];
+    sem_expire(s);
+    int h = holder_idx(s, tok);
+    return h >= 0 && s->h[h].deadline > srv_now();
+}
+
+/* The server's TIME is stepped by d ms (a wall clock). The queues'
+ * entries and the semaphores' holders are timed by it, and so are a
+ * semaphore's three keys, whose PX keep() set to the last holder's
+ * deadline (on a server PX and TIME are one clock: the kind never goes
+ * while a holder lives). The mutex's keys keep our clock, as they always
+ * have here: the contract (man 3 redlease, TIMING) assumes a server clock
+ * that is not stepped. Stepped forward, holders go early: what was
+ * confirmed before the step is excused, as after a key lost. */
+void step_server_clock(int64_t d)
+{
+    srv_skew += d;
+    for (int r = 0; r < 2; r++) {
+        char k[16];
+        snprintf(k, sizeof k, "lock:{r%d}", r);
+        kv *e = find(k, F.now);
+        if (e && kind_limit(e->val)) e->exp -= d;
+        sem *s = &S[r];
+        sem_expire(s);
+        if (s->nh && s->hexp >= 0) s->hexp -= d;
+        if ((s->nw || s->has_used) && s->wexp >= 0) s->wexp -= d;
+    }
+    for (int i = 0; d > 0 && i < NL; i++)
+        if (L[i].alive && L[i].limit) excuse(&L[i]);
+}
+
+/* The first moment after now, and before until, at which a key expires
+ * or a semaphore's holder reaches its deadline: where what held() says
+ * could first be wrong. */
+int64_t next_change(int64_t until)
+{
+    int64_t next = until;
+    for (int i = 0; i < 16; i++)
+        if (db[i].used && db[i].exp > F.now && db[i].exp < next) next = db[i].exp;
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < S[r].nh; i++) {
+            int64_t at = S[r].h[i].deadline - srv_skew;
+            if (at > F.now && at < next) next = at;
+        }
+    return next;
 }
 
 /* ------------------------------------------------------- commands run */
@@ -212,6 +432,7 @@ typedef struct reply {
     const char *err;
 } reply;
 static reply rep[FAKE_MAX_CMDS];
+static char kind_text[FAKE_MAX_CMDS][48]; /* rep[i].err when it says what a resource is */
 int xh;
 
 const char *const errors[] = {
@@ -260,6 +481,7 @@ typedef struct view {
     int native;
     const char *key, *token, *px;
     const char *life, *claim, *ch, *order; /* the queue's (order also the release's) */
+    const char *weight, *limit;            /* a semaphore's acquire (limit also its renewal) */
     int fenced;
     int probe; /* the release's two-key form: -1 when there is a queue */
 } view;
@@ -267,6 +489,14 @@ typedef struct view {
 static int arg_is(const fake_cmd *c, int i, const char *s)
 {
     return i < c->argc && strcmp(c->argv[i], s) == 0;
+}
+
+/* argv[i] is the key of that name beside the lock key argv[3]. */
+static int beside(const fake_cmd *c, int i, const char *name)
+{
+    char k[80];
+    snprintf(k, sizeof k, "%s:%s", c->argv[3], name);
+    return i < c->argc && strcmp(c->argv[i], k) == 0;
 }
 
 /* The queue's scripts: EVALSHA sha numkeys key queue waiters [fence]
@@ -277,17 +507,14 @@ static view queue_view(const fake_cmd *c, int s)
 {
     int acq = s == RDL_SCRIPT_QUEUE_ACQUIRE;
     int nk = atoi(c->argv[2]);
-    char qk[80], wk[80];
-    snprintf(qk, sizeof qk, "%s:queue", c->argv[3]);
-    snprintf(wk, sizeof wk, "%s:waiters", c->argv[3]);
     if (!acq && nk == 2 && c->argc == 6) {
-        if (strcmp(c->argv[4], qk) != 0) abort();
+        if (!beside(c, 4, "queue")) abort();
         model_reached.release_probes++;
         return (view){.s = s, .key = c->argv[3], .token = c->argv[5], .probe = 1};
     }
     if (acq ? !((nk == 3 && c->argc == 12) || (nk == 4 && c->argc == 14)) : !(nk == 3 && c->argc == 8))
         abort(); /* not the layout this model knows */
-    if (strcmp(c->argv[4], qk) != 0 || strcmp(c->argv[5], wk) != 0) abort();
+    if (!beside(c, 4, "queue") || !beside(c, 5, "waiters")) abort();
     view v = {.s = s, .key = c->argv[3], .token = c->argv[3 + nk], .fenced = nk == 4};
     if (acq) {
         v.px = c->argv[4 + nk];
@@ -300,6 +527,41 @@ static view queue_view(const fake_cmd *c, int s)
     }
     if (strcmp(v.order, "1") != 0 && strcmp(v.order, "0") != 0) abort();
     return v;
+}
+
+/* A semaphore's scripts: EVALSHA sha numkeys kind holders weights, then
+ * the queue's two keys but for the renewal [fence] token, then the
+ * acquire's weight limit ttl life claim channel [counter_ttl], the
+ * renewal's limit ttl, nothing more for the release. */
+static view sem_view(const fake_cmd *c, int s)
+{
+    int nk = atoi(c->argv[2]);
+    int want = s == RDL_SCRIPT_SEM_RENEW ? 3 : 5;
+    int fenced = s == RDL_SCRIPT_SEM_ACQUIRE && nk == 6;
+    int nargs = s == RDL_SCRIPT_SEM_ACQUIRE ? 6 + fenced : s == RDL_SCRIPT_SEM_RENEW ? 2 : 0;
+    if (nk != want + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
+    if (!beside(c, 4, "holders") || !beside(c, 5, "weights")) abort();
+    if (want == 5 && (!beside(c, 6, "queue") || !beside(c, 7, "waiters"))) abort();
+    if (fenced && !beside(c, 8, "fence")) abort();
+    view v = {.s = s, .key = c->argv[3], .token = c->argv[3 + nk], .fenced = fenced};
+    if (s == RDL_SCRIPT_SEM_ACQUIRE) {
+        v.weight = c->argv[4 + nk];
+        v.limit = c->argv[5 + nk];
+        v.px = c->argv[6 + nk];
+        v.life = c->argv[7 + nk];
+        v.claim = c->argv[8 + nk];
+        v.ch = c->argv[9 + nk];
+        if (atoi(v.weight) < 1 || atoi(v.weight) > atoi(v.limit)) abort();
+    } else if (s == RDL_SCRIPT_SEM_RENEW) {
+        v.limit = c->argv[4 + nk];
+        v.px = c->argv[5 + nk];
+    }
+    return v;
+}
+
+static int is_sem(int s)
+{
+    return s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SEM_RENEW || s == RDL_SCRIPT_SEM_RELEASE;
 }
 
 static view view_of(const fake_cmd *c)
@@ -320,11 +582,34 @@ static view view_of(const fake_cmd *c)
         return (view){.s = -1, .key = c->argv[1], .token = c->argv[2], .px = c->argv[5]};
     }
     if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) return queue_view(c, s);
+    if (is_sem(s)) return sem_view(c, s);
     return (view){.s = s, .key = c->argv[3], .token = token_of(c, s),
                   .px = s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
 }
 
-static int is_delete(int s) { return s == RDL_SCRIPT_RELEASE || s == RDL_SCRIPT_QUEUE_RELEASE; }
+static int is_delete(int s)
+{
+    return s == RDL_SCRIPT_RELEASE || s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE;
+}
+
+static int is_acquire(int s)
+{
+    return s < 0 || s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED || s == RDL_SCRIPT_QUEUE_ACQUIRE ||
+           s == RDL_SCRIPT_SEM_ACQUIRE;
+}
+
+/* The error an acquire answers when the lock key holds val, another kind
+ * than it asks for: the mutex's scripts (LUA_KIND) name a semaphore, a
+ * semaphore's names what it found. */
+static void kind_error(reply *r, const char *val)
+{
+    char *text = kind_text[r - rep];
+    if (kind_limit(val))
+        snprintf(text, sizeof kind_text[0], "KIND a semaphore of %d permits", kind_limit(val));
+    else
+        snprintf(text, sizeof kind_text[0], "KIND a mutex");
+    *r = (reply){REP_ERR, 0, text};
+}
 
 /* RDL_SCRIPT_QUEUE_ACQUIRE */
 static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
@@ -335,6 +620,9 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
     int take = 0;
     if (e && strcmp(e->val, tok) == 0) {
         take = 1;
+    } else if (e && kind_limit(e->val)) {
+        kind_error(r, e->val);
+        return;
     } else if (!e) {
         int h;
         if (strcmp(v->order, "1") != 0 || (h = head(q)) < 0 || strcmp(q->w[h].tok, tok) == 0)
@@ -401,6 +689,105 @@ static void queue_release(const view *v, reply *r)
     *r = (reply){REP_INT, e ? 1 : 0, NULL};
 }
 
+/* RDL_SCRIPT_SEM_ACQUIRE: the kind first, before anything is written;
+ * then admitted while the weights held, its own counted once (a token
+ * of its own with no weight is a newcomer), stay within the limit; full:
+ * -(ms until the first holder's deadline + 1). */
+static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
+{
+    sem *s = &S[res_of(v->key)];
+    const char *tok = v->token;
+    char kind[32];
+    snprintf(kind, sizeof kind, "semaphore %s", v->limit);
+    kv *e = find(v->key, F.now);
+    if (e && strcmp(e->val, kind) != 0) {
+        kind_error(r, e->val);
+        return;
+    }
+    sem_expire(s);
+    prune(s);
+    int weight = atoi(v->weight);
+    if (holder_idx(s, tok) < 0 || weight_idx(s, tok) < 0) {
+        long long used = s->has_used ? s->used : 0;
+        queue *q = &Q[res_of(v->key)];
+        int h = head(q); /* strictly in order: nobody past a live waiter ahead */
+        int ahead = h >= 0 && strcmp(q->w[h].tok, tok) != 0;
+        if (ahead || used + weight > atoi(v->limit)) {
+            if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
+            if (ahead) model_reached.sem_behind++;
+            int64_t first = 0;
+            for (int i = 0; i < s->nh; i++)
+                if (i == 0 || s->h[i].deadline < first) first = s->h[i].deadline;
+            int64_t left = first - srv_now() > 0 ? first - srv_now() : 0;
+            model_reached.sem_full++;
+            *r = (reply){REP_INT, -(left + 1), NULL};
+            return;
+        }
+        hset(s, tok, weight);
+        hincr_used(s, weight);
+        if (h >= 0) { /* it was the head */
+            leave(q, tok);
+            if (used + weight < atoi(v->limit)) wake(q);
+        }
+    } else {
+        model_reached.sem_reclaimed++; /* an earlier attempt of it was admitted */
+    }
+    long long fence = v->fenced ? ++fence_ctr : 1;
+    zadd(s, tok, srv_deadline(v->px));
+    keep(s, v->key, kind);
+    confirmed(tok, c->sent_at);
+    model_reached.sem_admitted++;
+    *r = (reply){REP_INT, fence, NULL};
+}
+
+/* RDL_SCRIPT_SEM_RENEW, strict: a token that is no holder any more, has
+ * no weight, or holds a semaphore of another limit now, is never put
+ * back. */
+static void sem_renew(const fake_cmd *c, const view *v, reply *r)
+{
+    sem *s = &S[res_of(v->key)];
+    kv *e = find(v->key, F.now);
+    *r = (reply){REP_INT, 0, NULL};
+    if (!e || kind_limit(e->val) != atoi(v->limit)) return;
+    sem_expire(s);
+    prune(s);
+    if (holder_idx(s, v->token) < 0 || weight_idx(s, v->token) < 0) return;
+    zadd(s, v->token, srv_deadline(v->px)); /* XX: it is there */
+    keep(s, v->key, e->val);
+    confirmed(v->token, c->sent_at);
+    r->v = 1;
+}
+
+/* RDL_SCRIPT_SEM_RELEASE: out of the queue, the holder's weight given
+ * back, the queue's head woken. */
+static void sem_release(const view *v, reply *r)
+{
+    sem *s = &S[res_of(v->key)];
+    queue *q = &Q[res_of(v->key)];
+    qexpire(q);
+    int queued = q->nz > 0; /* EXISTS of the queue's order */
+    if (queued) leave(q, v->token);
+    kv *e = find(v->key, F.now);
+    *r = (reply){REP_INT, 0, NULL};
+    if (!e || !kind_limit(e->val)) {
+        lease *l = by_token_any(v->token);
+        if (l) l->release_kindless = 1;
+    } else {
+        sem_expire(s);
+        prune(s);
+        if (holder_idx(s, v->token) >= 0) {
+            zrem(s, v->token);
+            int w = weight_of(s, v->token);
+            hdel(s, v->token);
+            hincr_used(s, -w);
+            model_reached.sem_released++;
+            r->v = 1;
+        }
+        keep(s, v->key, e->val);
+    }
+    if (queued) wake(q);
+}
+
 /* Redis runs the oldest command not run yet, now. */
 void execute(void)
 {
@@ -408,19 +795,21 @@ void execute(void)
     const fake_cmd *c = &F.cmds[xh];
     reply *r = &rep[xh++];
     int sha = strcmp(c->argv[0], "EVALSHA") == 0;
+    view v = view_of(c);
+    const lease *sender = by_token_any(v.token);
+    if (sender && !sender->limit != !is_sem(v.s))
+        violation("lease %s (limit %d) sent a command of the other kind", sender->token, sender->limit);
     if (next_error) {
         int e = next_error - 1;
         next_error = 0;
         if (e == N_ERRORS - 1 && !sha) e = 0;
         *r = (reply){REP_ERR, 0, errors[e]};
-        view v = view_of(c);
         if (is_delete(v.s)) /* a delete refused: the key (and an entry) may stay */
             for (int i = 0; i < NL; i++)
                 if (strcmp(L[i].token, v.token) == 0) L[i].delete_failed = 1;
         model_reached.error_replies++;
         return;
     }
-    view v = view_of(c);
     if (v.native && native_refused) { /* not run: the library sends the script */
         *r = (reply){REP_ERR, 0, "ERR unknown command 'DELIFEQ', with args beginning with: "};
         model_reached.native_refused++;
@@ -451,8 +840,16 @@ void execute(void)
         queue_acquire(c, &v, r);
         return;
     }
-    if (s == RDL_SCRIPT_QUEUE_RELEASE) {
-        queue_release(&v, r);
+    if (s == RDL_SCRIPT_SEM_ACQUIRE) {
+        sem_acquire(c, &v, r);
+        return;
+    }
+    if (s == RDL_SCRIPT_SEM_RENEW) {
+        sem_renew(c, &v, r);
+        return;
+    }
+    if (s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE) {
+        (s == RDL_SCRIPT_QUEUE_RELEASE ? queue_release : sem_release)(&v, r);
         lease *l = by_token_any(token);
         if (l && r->type == REP_INT && r->v == 1) l->deleted = 1;
         return;
@@ -473,6 +870,8 @@ void execute(void)
         *r = (reply){REP_INT, ours, NULL};
         lease *l = by_token_any(token);
         if (l && ours) l->deleted = 1;
+    } else if (e && kind_limit(e->val)) { /* an acquire script, on a semaphore (LUA_KIND) */
+        kind_error(r, e->val);
     } else if (e && !ours) { /* an acquire script, held by another */
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
@@ -490,11 +889,22 @@ static void note_delivery(const fake_cmd *c, const reply *r)
     lease *l = by_token(v.token);
     if (!l) return;
     int ok = r->type == REP_OK || (r->type == REP_INT && r->v > 0);
-    if (s < 0 || s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED || s == RDL_SCRIPT_QUEUE_ACQUIRE) {
-        if (r->type == REP_ERR) l->saw_acquire_error = 1;
+    if (is_acquire(s)) {
+        if (r->type == REP_ERR && strncmp(r->err, "KIND", 4) == 0) {
+            l->saw_kind = 1;
+            /* to its latest attempt, not failed, not timed out (timed from
+             * the attempt's start); an EVAL is left out: the NOSCRIPT
+             * re-send of whichever request, an old attempt's too */
+            if (!l->acq_done && !l->attempt_failed && strcmp(c->argv[0], "EVAL") != 0 &&
+                c->sent_at >= l->attempt_at && F.now < l->attempt_at + command_timeout)
+                l->kind_ends = 1;
+            model_reached.kind_refused[l->limit != 0]++;
+        } else if (r->type == REP_ERR) {
+            l->saw_acquire_error = 1;
+        }
         if (r->type == REP_NIL || (r->type == REP_INT && r->v <= 0)) l->saw_busy = 1;
         if (ok && F.now >= contract_until(c->sent_at, l->ttl)) model_reached.late_acquire_ok++;
-    } else if (s == RDL_SCRIPT_RENEW) {
+    } else if (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_SEM_RENEW) {
         if ((r->type == REP_INT && r->v == 0) || r->type == REP_NIL) {
             l->saw_renew_zero = 1;
             l->exempt_until = 0; /* told the key is not ours: no excuse left */
@@ -547,37 +957,46 @@ void reconnect(void)
 }
 
 /* Keys lost: a restart without persistence (all keys, the script cache,
- * maybe the links) or the eviction of one key: a lock key, a queue's
- * order or its entries. A lease whose key goes may still be held until
- * what its confirmations executed before could give. */
+ * maybe the links) or the eviction of one key: a lock key (a mutex's, or
+ * a semaphore's kind), a queue's order or its entries, a semaphore's
+ * holders or their weights. A lease whose key or count goes may still be
+ * held until what its confirmations executed before could give. */
 void wipe(void)
 {
-    int which = R(7); /* 0: restart; 1/2: lock:{r0}/{r1}; 3/4: their :queue; 5/6: their :waiters */
-    if (which >= 3) {
-        queue *q = &Q[(which - 3) % 2];
+    /* 0: restart; 1/2: lock:{r0}/{r1}; 3/4: their :queue; 5/6: their :waiters;
+     * 7/8: their :holders; 9/10: their :weights */
+    int which = R(11);
+    int res = (which - 1) % 2;
+    model_reached.wipes++;
+    if (which >= 3 && which < 7) {
+        queue *q = &Q[res];
         if (which < 5)
             q->nz = 0;
         else
             q->nw = 0;
         qexpire(q);
-        model_reached.wipes++;
         return;
     }
-    char k[24];
-    snprintf(k, sizeof k, "lock:{r%d}", which - 1);
-    for (int i = 0; i < 16; i++)
-        if (db[i].used && (which == 0 || strcmp(db[i].key, k) == 0)) db[i].used = 0;
+    if (which >= 7) {
+        sem *s = &S[res];
+        sem_expire(s);
+        if (which < 9 ? !s->nh : !s->nw && !s->has_used) return;
+        if (which < 9)
+            s->nh = 0;
+        else
+            s->nw = s->has_used = 0;
+        sem_expire(s);
+    } else {
+        for (int i = 0; i < 16; i++)
+            if (db[i].used && (which == 0 || res_of(db[i].key) == res)) db[i].used = 0;
+    }
     for (int i = 0; i < NL; i++)
-        if (L[i].alive && (which == 0 || strcmp(L[i].key, k) == 0) &&
-            L[i].exec_until > L[i].exempt_until) {
-            L[i].exempt_until = L[i].exec_until;
-            L[i].exempt_link = links;
-        }
-    model_reached.wipes++;
+        if (L[i].alive && (which == 0 || L[i].res == res)) excuse(&L[i]);
     if (which == 0) {
         memset(Q, 0, sizeof Q);
         qexpire(&Q[0]);
         qexpire(&Q[1]);
+        memset(S, 0, sizeof S);
         noscript_mode = 1;
         if (R(2)) link_break(); /* the restart also cut the subscriber */
         if (F.c && F.connected && R(2)) fake_break(&F); /* and the client's link */

@@ -8,8 +8,11 @@
  * prints what the seeds reached (late replies, losses by reason, error
  * replies, wipes, closes, frees; the queue's takes, hand-overs, wake-ups,
  * dead entries, waiters placed again, words read, found, lost and forged,
- * refused subscriptions, free locks served in the quiet phase) and fails if
- * any of it was never reached (with 500 seeds or more). */
+ * refused subscriptions, free locks served in the quiet phase; the
+ * semaphore's admissions, reclaims, full answers, pruned holders,
+ * releases and holders excused after their count went; acquires refused
+ * as the other kind both ways; fences checked) and fails if any of it was
+ * never reached (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -118,6 +121,13 @@ static void test_model_reaches(void)
            m->words_delivered, m->words_found, m->words_lost, m->forged_words, m->subscribe_refused);
     printf("# quiet phase: %ld free locks taken with a handle waiting, %ld \"g\" read by a waiter\n",
            m->quiet_served, m->quiet_granted);
+    printf("# semaphore: %ld admitted (%ld reclaimed), %ld full, %ld behind a waiter, %ld heads woken, "
+           "%ld pruned, %ld released; %ld held with their count gone (excused)\n",
+           m->sem_admitted, m->sem_reclaimed, m->sem_full, m->sem_behind, m->sem_wakes, m->sem_pruned,
+           m->sem_released, m->sem_excused);
+    printf("# kinds: %ld mutex and %ld semaphore acquires answered KIND, %ld on_acquire(EKIND); %ld fences "
+           "in order\n",
+           m->kind_refused[0], m->kind_refused[1], m->acquire_ekind, m->fences_checked);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -147,6 +157,17 @@ static void test_model_reaches(void)
     CHECK(m->subscribe_refused > 0);
     CHECK(m->quiet_served > 0);
     CHECK(m->quiet_granted > 0);
+    CHECK(m->sem_admitted > 0);
+    CHECK(m->sem_reclaimed > 0);
+    CHECK(m->sem_full > 0);
+    CHECK(m->sem_pruned > 0);
+    CHECK(m->sem_released > 0);
+    CHECK(m->sem_behind > 0);
+    CHECK(m->sem_wakes > 0);
+    CHECK(m->sem_excused > 0);
+    CHECK(m->kind_refused[0] > 0 && m->kind_refused[1] > 0); /* both ways */
+    CHECK(m->acquire_ekind > 0);
+    CHECK(m->fences_checked > 0);
 }
 
 int main(int argc, char **argv)
