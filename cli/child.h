@@ -14,6 +14,7 @@ typedef struct cli_child_env {
     uint64_t fence;
     int64_t limit;     /* a semaphore's: REDLEASE_LIMIT and REDLEASE_WEIGHT set when */
     int64_t weight;    /* limit is nonzero, else unset */
+    int shared;        /* REDLEASE_SHARED=1 when nonzero, else unset */
 } cli_child_env;
 
 /* 1 if redlease is in the foreground process group of its controlling

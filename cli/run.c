@@ -43,6 +43,7 @@ typedef struct run {
     int fencing;
     int64_t replica_acks, replica_timeout_ms; /* 0: none; 0: the library's default */
     int64_t limit, weight; /* 0: a mutex; a semaphore of limit permits, weight of them ours */
+    int shared;            /* a shared holder of a shared/exclusive resource (0: exclusive) */
 
     struct ev_loop *loop;
     redlease_client *client;
@@ -68,7 +69,8 @@ typedef struct run {
 /* ------------------------------------------------------------ options */
 
 enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
-       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_QUIET, OPT_VERBOSE, OPT_HELP };
+       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_QUIET, OPT_VERBOSE,
+       OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -81,6 +83,9 @@ static const cli_opt run_opts[] = {
     {"replica-timeout", 0, 1, OPT_REPLICA_TIMEOUT},
     {"limit", 0, 1, OPT_LIMIT},
     {"weight", 0, 1, OPT_WEIGHT},
+    /* flock(1)'s -s and -x are not ours: -s is --socket */
+    {"shared", 0, 0, OPT_SHARED},
+    {"exclusive", 0, 0, OPT_EXCLUSIVE},
     {"quiet", 'q', 0, OPT_QUIET},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"help", 'h', 0, OPT_HELP},
@@ -93,7 +98,7 @@ static int parse(run *r, int argc, char **argv)
     static const cli_opt *const tables[] = {run_opts, cli_server_opts, NULL};
     cli_args a;
     cli_args_init(&a, argc, argv, tables);
-    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, id, rc_server;
+    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, exclusive = 0, id, rc_server;
     while ((id = cli_args_next(&a)) != CLI_ARG_DONE) {
         int rc = 0;
         switch (id) {
@@ -118,6 +123,8 @@ static int parse(run *r, int argc, char **argv)
             break;
         case OPT_LIMIT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->limit); break;
         case OPT_WEIGHT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->weight); break;
+        case OPT_SHARED: r->shared = 1; break;
+        case OPT_EXCLUSIVE: exclusive = 1; break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_HELP: cli_help(stdout); return -1;
@@ -136,6 +143,12 @@ static int parse(run *r, int argc, char **argv)
     if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
     if (r->replica_timeout_ms && !r->replica_acks)
         return cli_usage_error("--replica-timeout needs --min-replicas");
+    if (r->shared && exclusive) return cli_usage_error("--shared and --exclusive exclude each other");
+    /* a resource is one kind at a time (man 3, KINDS) */
+    if ((r->shared || exclusive) && (r->limit || r->weight))
+        return cli_usage_error("--%s and --%s exclude each other: a semaphore's holders are "
+                               "neither shared nor exclusive",
+                               r->shared ? "shared" : "exclusive", r->limit ? "limit" : "weight");
     if (r->weight && !r->limit)
         return cli_usage_error("--weight needs --limit (a mutex's holder holds it all)");
     if (r->weight > r->limit)
@@ -151,6 +164,9 @@ static int parse(run *r, int argc, char **argv)
         return cli_usage_error("--quorum and --limit exclude each other: each server would count "
                                "the semaphore's holders apart, and more than --limit holders "
                                "could each have a majority");
+    if (r->server.quorum && r->shared)
+        return cli_usage_error("--quorum and --shared exclude each other: this version's quorum "
+                               "takes exclusive holders only");
     /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
     if (2 * r->replica_timeout_ms >= r->server.timeout_ms)
         return cli_usage_error("--replica-timeout must be below half --timeout (%" PRId64 " ms)",
@@ -255,7 +271,7 @@ static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
 static void start_command(run *r, redlease_lock *lk)
 {
     cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
-                         redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1};
+                         redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1, r->shared};
     r->own_group = !cli_in_terminal_foreground();
     pid_t pid = cli_child_spawn(r->command, &env, r->own_group, &r->start_status);
     if (pid < 0) {
@@ -279,9 +295,12 @@ static void start_command(run *r, redlease_lock *lk)
 /* ------------------------------------------------------------ the lease */
 
 /* What an attempt that was not admitted found, after key: another holder
- * of a mutex, or too few free permits of a semaphore. */
+ * of a mutex (which shared holders are too), too few free permits of a
+ * semaphore, or for a shared holder an exclusive holder or an exclusive
+ * waiter queued ahead of it (the script says busy for both). */
 static const char *busy_text(const run *r, char *buf, size_t size)
 {
+    if (r->shared) return "is held by an exclusive holder, or an exclusive waiter is queued ahead";
     if (!r->limit) return "is held by another holder";
     if (r->weight > 1)
         snprintf(buf, size, "has fewer than %" PRId64 " permits free (a semaphore of %" PRId64 ")",
@@ -304,7 +323,7 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_EKIND: /* the resource is another kind: waiting would never end */
         if (r->limit)
             snprintf(text, sizeof text, "a semaphore of %" PRId64 " permits", r->limit);
-        cli_error("%s: not %s: %s", key, r->limit ? text : "a mutex",
+        cli_error("%s: not %s: %s", key, r->limit ? text : r->shared ? "shared/exclusive" : "a mutex",
                   detail[0] ? detail : redlease_strerror(status));
         return CLI_EXIT_UNAVAILABLE;
     case REDLEASE_ECONN:
@@ -372,6 +391,8 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     /* a semaphore's wait_mode is left to the library: its queue (man 1, --wait) */
     lo->limit = (int)r->limit;
     lo->weight = (int)r->weight;
+    /* a shared holder's wait_mode too: it polls, in this version */
+    lo->shared = r->shared;
 }
 
 /* What a failed redlease_client_new, acquire or attach means; why: the

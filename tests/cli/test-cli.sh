@@ -163,6 +163,13 @@ usage_cases=(
     "--weight above --limit|run --limit 2 --weight 3 res -- touch $tmp/ran"
     "--limit with --quorum|run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- touch $tmp/ran"
     "--limit for status|status --limit 2 res"
+    "--shared with --limit|run --shared --limit 2 res -- touch $tmp/ran"
+    "--shared with --weight|run --shared --weight 1 res -- touch $tmp/ran"
+    "--exclusive with --limit|run --limit 2 --exclusive res -- touch $tmp/ran"
+    "--shared with --exclusive|run --shared --exclusive res -- touch $tmp/ran"
+    "--shared with --quorum|run --shared --quorum 127.0.0.1:1,127.0.0.1:2 res -- touch $tmp/ran"
+    "--shared with a value|run --shared=1 res -- touch $tmp/ran"
+    "--shared for status|status --shared res"
 )
 usage_error() {
     check "usage error: $1 => 64, a message and the hint, nothing run" \
@@ -185,6 +192,12 @@ check "--weight above --limit: the message names both" \
 rl run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- true
 check "--limit with --quorum: the message says why (each server counts apart)" \
     eval 'grep -q "each server would count" <<<"$err"'
+rl run --shared --quorum 127.0.0.1:1,127.0.0.1:2 res -- true
+check "--shared with --quorum: the message says why (exclusive holders only)" \
+    eval 'grep -q "quorum takes exclusive holders only" <<<"$err"'
+rl run --shared --limit 2 res -- true
+check "--shared with --limit: the message names both" \
+    eval 'grep -q -- "--shared and --limit exclude each other" <<<"$err"'
 rl run --password secret res -- true
 check "the refused password is not echoed; REDLEASE_PORT is named when bad" \
     eval '! grep -q secret <<<"$err" &&
@@ -519,16 +532,16 @@ check "status --quiet, no answer => 69 and nothing printed" eval '[ "$st" -eq 69
 rcli CLIENT UNPAUSE >/dev/null
 
 # ------------------------------------------------------------ semaphore
-# Holders of sem1 (--limit 2) that stay: hold NAME ARG... starts one in
-# the background (its pid in holder_pid[NAME]) whose COMMAND writes
-# "TOKEN LIMIT WEIGHT" to $tmp/sem-NAME, then waits for $tmp/sem-NAME.go.
+# Holders that stay: hold NAME ARG... starts one in the background (its
+# pid in holder_pid[NAME]) whose COMMAND writes "TOKEN LIMIT WEIGHT
+# SHARED" to $tmp/sem-NAME, then waits for $tmp/sem-NAME.go.
 declare -A holder_pid
 hold() {
     local name=$1
     shift
     rm -f "$tmp/sem-$name" "$tmp/sem-$name.go"
     timeout -s KILL $((60 * slow)) "${RL[@]}" run "$@" -- sh -c '
-        echo "$REDLEASE_TOKEN ${REDLEASE_LIMIT-unset} ${REDLEASE_WEIGHT-unset}" >"$1.tmp"
+        echo "$REDLEASE_TOKEN ${REDLEASE_LIMIT-unset} ${REDLEASE_WEIGHT-unset} ${REDLEASE_SHARED-unset}" >"$1.tmp"
         mv "$1.tmp" "$1"; while [ ! -e "$1.go" ]; do sleep 0.05; done' sh "$tmp/sem-$name" \
         >/dev/null 2>"$tmp/sem-$name.err" &
     holder_pid[$name]=$!
@@ -539,7 +552,7 @@ unhold() { touch "$tmp/sem-$1.go"; wait_bounded "${holder_pid[$1]}"; }
 hold a --limit 2 sem1
 hold b --limit 2 sem1
 wait_for_file "$tmp/sem-a" && wait_for_file "$tmp/sem-b"
-read -r tok_a limit_a weight_a <"$tmp/sem-a"
+read -r tok_a limit_a weight_a _ <"$tmp/sem-a"
 read -r tok_b _ _ <"$tmp/sem-b"
 check "two --limit 2 holders at once; COMMAND gets REDLEASE_LIMIT 2 and REDLEASE_WEIGHT 1" \
     eval '[ "$limit_a" = 2 ] && [ "$weight_a" = 1 ] && [ ${#tok_a} -eq 32 ] && [ ${#tok_b} -eq 32 ] &&
@@ -602,7 +615,7 @@ check "status once the last holder left ($st_b): 1, 'free', no key of the semaph
 # --weight 2 of 2 leaves no room for anyone.
 hold w --limit 2 --weight 2 --fence sem2
 wait_for_file "$tmp/sem-w"
-read -r _ _ weight_w <"$tmp/sem-w"
+read -r _ _ weight_w _ <"$tmp/sem-w"
 rm -f "$tmp/ran"
 rl run --limit 2 --no-wait sem2 -- touch "$tmp/ran"
 check "--weight 2 --limit 2 holds both permits: another holder => 75 (REDLEASE_WEIGHT $weight_w)" \
@@ -639,7 +652,7 @@ rcli DEL lock:{sem3} lock:{sem3}:holders lock:{sem3}:weights >/dev/null
 # REDLEASE_WEIGHT never reach a mutex's COMMAND.
 REDLEASE_LIMIT=stale REDLEASE_WEIGHT=stale hold m sem4
 wait_for_file "$tmp/sem-m"
-read -r _ limit_m weight_m <"$tmp/sem-m"
+read -r _ limit_m weight_m _ <"$tmp/sem-m"
 rl run --limit 2 --no-wait sem4 -- touch "$tmp/ran"
 check "a semaphore on a mutex's resource, even --no-wait => 69 'KIND a mutex', nothing run" \
     eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] &&
@@ -647,6 +660,92 @@ check "a semaphore on a mutex's resource, even --no-wait => 69 'KIND a mutex', n
 unhold m
 check "a mutex's COMMAND gets no REDLEASE_LIMIT or REDLEASE_WEIGHT ($limit_m $weight_m)" \
     eval '[ "$st" -eq 0 ] && [ "$limit_m" = unset ] && [ "$weight_m" = unset ]'
+
+# ------------------------------------------------------------ shared
+# Two --shared holders of shr1 at once: each COMMAND has written its file
+# and waits for its .go, so both run at the same time.
+hold s1 --shared shr1
+hold s2 --shared shr1
+wait_for_file "$tmp/sem-s1" && wait_for_file "$tmp/sem-s2"
+read -r tok_s1 limit_s1 _ shared_s1 <"$tmp/sem-s1"
+read -r tok_s2 _ _ shared_s2 <"$tmp/sem-s2"
+check "two --shared runs at once, both COMMANDs running; REDLEASE_SHARED=1, no REDLEASE_LIMIT" \
+    eval '[ "$shared_s1" = 1 ] && [ "$shared_s2" = 1 ] && [ "$limit_s1" = unset ] &&
+          [ ${#tok_s1} -eq 32 ] && [ ${#tok_s2} -eq 32 ] && [ "$tok_s1" != "$tok_s2" ] &&
+          kill -0 "${holder_pid[s1]}" && kill -0 "${holder_pid[s2]}" &&
+          [ ! -e "$tmp/sem-s1.go" ] && [ ! -e "$tmp/sem-s2.go" ] &&
+          [ "$(rcli GET lock:{shr1})" = shared ] && [ "$(rcli ZCARD lock:{shr1}:holders)" -eq 2 ]'
+rm -f "$tmp/ran"
+rl run --no-wait shr1 -- touch "$tmp/ran"
+check "an exclusive --no-wait beside shared holders => 75 in ${ms} ms, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -lt $((1000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{shr1} is held by another holder" <<<"$err"'
+st_default=$st err_default=$err
+rl run --exclusive --no-wait shr1 -- touch "$tmp/ran"
+check "--exclusive written out does what the default does (75, the same message)" \
+    eval '[ "$st" -eq "$st_default" ] && [ "$err" = "$err_default" ] && [ ! -e "$tmp/ran" ]'
+rl run --exclusive --wait 300 shr1 -- touch "$tmp/ran"
+check "an exclusive --wait 300 beside shared holders => 75 after ${ms} ms, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ]'
+rl run --shared --no-wait shr1 -- touch "$tmp/ran"
+check "... it left the queue: a third --shared run enters at once (0)" \
+    eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ]'
+rm -f "$tmp/ran"
+rl run --limit 2 shr1 -- touch "$tmp/ran"
+check "a semaphore on shared holders (waiting for ever) => 69 in ${ms} ms, 'KIND shared and exclusive holders'" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((2000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{shr1}: not a semaphore of 2 permits: KIND shared and exclusive holders" <<<"$err" &&
+          [ "$(rcli ZCARD lock:{shr1}:holders)" -eq 2 ] && [ "$(rcli GET lock:{shr1})" = shared ]'
+
+# An exclusive run waits in the queue for the shared holders to leave, and
+# a --shared run that comes meanwhile is kept out: it is busy.
+rm -f "$tmp/excl"
+"${RL[@]}" run -v --wait $((20000 * slow)) shr1 -- sh -c '
+    [ -e "$1.go" ] && [ -e "$2.go" ] && echo after-shared >"$3"' sh "$tmp/sem-s1" "$tmp/sem-s2" "$tmp/excl" \
+    >/dev/null 2>"$tmp/shr-excl.err" &
+excl=$!
+wait_until eval '[ "$(rcli ZCARD lock:{shr1}:queue)" -ge 1 ]' || true
+rl run --shared --no-wait shr1 -- touch "$tmp/ran"
+check "a --shared run behind a queued exclusive one => 75, saying so, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{shr1} is held by an exclusive holder, or an exclusive waiter is queued ahead" <<<"$err"'
+unhold s1
+st_s1=$st
+unhold s2
+st_s2=$st
+wait_bounded "$excl"
+check "the queued exclusive run runs once both shared holders left ($st_s1 $st_s2 => $st)" \
+    eval '[ "$st_s1" -eq 0 ] && [ "$st_s2" -eq 0 ] && [ "$st" -eq 0 ] &&
+          [ "$(cat "$tmp/excl" 2>/dev/null)" = after-shared ]'
+
+# A --shared run waits (polling) for an exclusive holder, and runs once it
+# left; REDLEASE_SHARED inherited never reaches an exclusive COMMAND.
+REDLEASE_SHARED=stale hold x --exclusive shr2
+wait_for_file "$tmp/sem-x"
+read -r tok_x _ _ shared_x <"$tmp/sem-x"
+rm -f "$tmp/ran"
+"${RL[@]}" run -v --shared --wait $((20000 * slow)) shr2 -- sh -c '
+    if [ -e "$1.go" ]; then "$2" -s "$3" GET "$REDLEASE_KEY"; else echo early; fi >"$4"' sh "$tmp/sem-x" \
+    "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET" "$tmp/ran" >/dev/null 2>"$tmp/shr-wait.err" &
+waiter=$!
+wait_for_text "$tmp/shr-wait.err" "held by an exclusive holder" || true
+unhold x
+st_x=$st
+wait_bounded "$waiter"
+check "a --shared run waits for an exclusive holder (its key: a token), then runs as shared ($st_x => $st)" \
+    eval '[ "$st_x" -eq 0 ] && [ "$st" -eq 0 ] &&
+          [ "$(cat "$tmp/ran")" = shared ] && [ ${#tok_x} -eq 32 ] && [ "$shared_x" = unset ] &&
+          grep -q "held by an exclusive holder" "$tmp/shr-wait.err"'
+
+# A --shared run on a semaphore: another kind, at once.
+hold p --limit 2 shr3
+wait_for_file "$tmp/sem-p"
+rm -f "$tmp/ran"
+rl run --shared shr3 -- touch "$tmp/ran"
+check "a --shared run on a semaphore (waiting for ever) => 69 in ${ms} ms, 'not shared/exclusive'" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((2000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "lock:{shr3}: not shared/exclusive: KIND a semaphore of 2 permits" <<<"$err"'
+unhold p
 
 # ------------------------------------------------------------ installed
 # The command is linked with the library statically: it runs straight after
