@@ -2,8 +2,8 @@
 /* redlease status: is RESOURCE held, and for how much longer? The library
  * has no inspect call, so this asks Redis itself with hiredis's
  * synchronous API, for the keys the library uses: redlease_key() names
- * the lock, its fencing counter, and a semaphore's holders and weights
- * (man 3 redlease, KEYS and KINDS). */
+ * the lock, its fencing counter, and the holders and weights of a
+ * semaphore or of shared holders (man 3 redlease, KEYS and KINDS). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +43,16 @@ typedef struct status_query {
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
     /* --quorum: the server being asked ("HOST:PORT: " before its lines),
      * and what it answered: the key's PTTL and value (owned), or that it
-     * holds a semaphore (which no quorum lease is) */
+     * holds a set of holders (which no quorum lease is): a kind */
     const char *member;
     long long member_ms;
     char *member_token;
     size_t member_token_len;
-    int member_semaphore;
+    int member_kind;
 } status_query;
+
+/* The kinds of resource whose holders are a set (member_kind): none is 0. */
+enum { KIND_SEMAPHORE = 1, KIND_SHARED, KIND_COUNT };
 
 /* How many redirects a status follows (a Cluster moving a slot twice). */
 #define MAX_REDIRECTS 5
@@ -252,7 +255,7 @@ static long long semaphore_limit(const redisReply *v)
     return n;
 }
 
-/* A field of the semaphore's hash (a holder's token, or "used") and its
+/* A field of the holders' weights hash (a holder's token, or "used") and its
  * value, the holder's weight. */
 typedef struct weight {
     const redisReply *token, *value;
@@ -275,22 +278,26 @@ static long long whole(const redisReply *r)
     return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
 }
 
-/* A semaphore of limit permits: its holders (token -> deadline in the
- * server's clock, soonest first) and their weights, read with the
- * server's TIME. The holders past their deadline, which the next script
- * drops, are neither counted nor shown; a weight that is missing counts
- * 0, as the scripts count it. A holder's fence is kept nowhere in Redis:
- * the resource's counter (the last one minted) is shown, as for a mutex.
- * CLI_EXIT_HELD when a permit is held, CLI_EXIT_FREE, or a failure (said). */
-static int show_semaphore(const status_query *q, const char *key, long long limit,
-                          redisReply *const *got)
+/* A set of holders: a semaphore's of limit permits, or shared holders'
+ * (limit 0). The holders (token -> deadline in the server's clock,
+ * soonest first) and their weights, read with the server's TIME. The
+ * holders past their deadline, which the next script drops, are neither
+ * counted nor shown. A semaphore's holder holds its weight (one that is
+ * missing counts 0, as the scripts count it); a shared holder is one
+ * holder (its weight, 1, is not read). A holder's fence is kept nowhere
+ * in Redis: the resource's counter (the last one minted) is shown, as for
+ * a mutex. CLI_EXIT_HELD when a live holder holds, CLI_EXIT_FREE, or a
+ * failure (said). */
+static int show_holders(const status_query *q, const char *key, long long limit,
+                        redisReply *const *got)
 {
     const redisReply *time = got[R_TIME], *holders = got[R_HOLDERS], *hash = got[R_WEIGHTS];
     const redisReply *counter = got[R_FENCE];
     if (time->type != REDIS_REPLY_ARRAY || time->elements != 2 || whole(time->element[0]) < 0 ||
         whole(time->element[1]) < 0 || holders->type != REDIS_REPLY_ARRAY ||
         holders->elements % 2 || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
-        return unavailable(q, "", "the semaphore's keys hold unexpected values");
+        return unavailable(q, "", limit ? "the semaphore's keys hold unexpected values"
+                                        : "the shared holders' keys hold unexpected values");
     /* ms, as the scripts' clock() reads TIME */
     long long now = whole(time->element[0]) * 1000 + whole(time->element[1]) / 1000;
     size_t nw = hash->elements / 2, nh = holders->elements / 2;
@@ -304,25 +311,33 @@ static int show_semaphore(const status_query *q, const char *key, long long limi
     }
     for (size_t i = 0; i < nw; i++) w[i] = (weight){hash->element[2 * i], hash->element[2 * i + 1]};
     qsort(w, nw, sizeof *w, by_token);
-    long long held = 0;
+    long long held = 0; /* permits, or shared holders */
     for (size_t i = 0; i < nh; i++) {
-        weight token = {holders->element[2 * i], NULL};
-        const weight *found = bsearch(&token, w, nw, sizeof *w, by_token);
-        of[i] = whole(holders->element[2 * i + 1]) > now && found && whole(found->value) > 0
-                    ? whole(found->value)
-                    : 0;
+        long long permits = 1; /* a shared holder */
+        if (limit) {
+            weight token = {holders->element[2 * i], NULL};
+            const weight *found = bsearch(&token, w, nw, sizeof *w, by_token);
+            permits = found && whole(found->value) > 0 ? whole(found->value) : 0;
+        }
+        of[i] = whole(holders->element[2 * i + 1]) > now ? permits : 0;
         held += of[i];
     }
     if (cli_verbosity >= CLI_NORMAL) {
         line_start(q, key);
-        printf("semaphore: %lld of %lld permits held", held, limit);
+        if (limit)
+            printf("semaphore: %lld of %lld permits held", held, limit);
+        else
+            printf("shared: %lld holder%s", held, held == 1 ? "" : "s");
         if (counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
         printf("\n");
         for (size_t i = 0; i < nh; i++) {
             if (!of[i]) continue;
             line_start(q, key);
-            printf("holder: %lld permit%s, %lld ms left", of[i], of[i] == 1 ? "" : "s",
-                   whole(holders->element[2 * i + 1]) - now);
+            if (limit)
+                printf("holder: %lld permit%s, ", of[i], of[i] == 1 ? "" : "s");
+            else
+                printf("holder: shared, ");
+            printf("%lld ms left", whole(holders->element[2 * i + 1]) - now);
             if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
             printf("\n");
         }
@@ -333,15 +348,21 @@ static int show_semaphore(const status_query *q, const char *key, long long limi
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
+/* 1 when v is the kind of shared holders, "shared" (man 3 redlease, KINDS). */
+static int is_shared(const redisReply *v)
+{
+    return v && v->type == REDIS_REPLY_STRING && v->len == 6 && memcmp(v->str, "shared", 6) == 0;
+}
+
 /* What the replies say (got: in the order of ask()'s cmds), printed
  * unless --quiet: CLI_EXIT_HELD, CLI_EXIT_FREE, or a failure (said). */
 static int report(status_query *q, const char *key, redisReply *const *got)
 {
     const redisReply *value = got[R_VALUE];
     long long limit = q->legacy ? 0 : semaphore_limit(value);
-    if (limit) {
-        q->member_semaphore = 1; /* for query_quorum */
-        return show_semaphore(q, key, limit, got);
+    if (limit || (!q->legacy && is_shared(value))) {
+        q->member_kind = limit ? KIND_SEMAPHORE : KIND_SHARED; /* for query_quorum */
+        return show_holders(q, key, limit, got);
     }
     long long ms = got[R_PTTL]->integer;
     const redisReply *counter = q->legacy ? NULL : got[R_FENCE];
@@ -376,8 +397,8 @@ static int report(status_query *q, const char *key, redisReply *const *got)
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
-/* The lock key's PTTL and value, the fence counter, and a semaphore's
- * holders and weights with the server's clock, read at one instant in a
+/* The lock key's PTTL and value, the fence counter, and the holders and
+ * weights (a semaphore's, or shared holders') with the server's clock, read at one instant in a
  * MULTI/EXEC (every key of a resource is in one Cluster slot); behind an
  * ASK, one by one (ASKING counts for the one command after it, which MULTI
  * would be). REDIRECTED when a Cluster node sends us elsewhere. */
@@ -468,7 +489,8 @@ static int query_quorum(status_query *q, const status_keys *keys)
         cli_error("out of memory");
         return CLI_EXIT_FAILED;
     }
-    int need = n / 2 + 1, unreachable = 0, best = 0, best_i = -1, failed = 0, semaphores = 0;
+    int need = n / 2 + 1, unreachable = 0, best = 0, best_i = -1, failed = 0;
+    int kinds[KIND_COUNT] = {0}; /* how many members hold a set of holders, by kind */
     char *token[REDLEASE_MAX_QUORUM];
     size_t token_len[REDLEASE_MAX_QUORUM];
     long long ms[REDLEASE_MAX_QUORUM];
@@ -488,9 +510,9 @@ static int query_quorum(status_query *q, const status_keys *keys)
         q->member_token = NULL;
         q->member_token_len = 0;
         q->member_ms = 0;
-        q->member_semaphore = 0;
+        q->member_kind = 0;
         int rc = query(q, keys);
-        semaphores += q->member_semaphore;
+        kinds[q->member_kind]++;
         token[i] = q->member_token;
         token_len[i] = q->member_token_len;
         ms[i] = q->member_ms;
@@ -537,12 +559,17 @@ static int query_quorum(status_query *q, const status_keys *keys)
     char also[64] = "";
     if (unreachable)
         snprintf(also, sizeof also, ", %d not answering", unreachable);
-    /* A semaphore's holders count on one server (run refuses --limit
-     * under --quorum): it is there by a run without --quorum, and holds
-     * no token toward the majority. */
-    if (semaphores && cli_verbosity >= CLI_NORMAL)
-        printf("%s: a semaphore on %d of %d servers (taken there without --quorum: no lease of "
-               "the quorum's)\n", key, semaphores, n);
+    /* A semaphore's holders, and shared ones, count on one server (run
+     * refuses --limit and --shared under --quorum): they are there by a
+     * run without --quorum, and hold no token toward the majority. */
+    static const char *const kind_name[KIND_COUNT] = {
+        [KIND_SEMAPHORE] = "a semaphore",
+        [KIND_SHARED] = "shared holders",
+    };
+    for (int i = KIND_SEMAPHORE; i < KIND_COUNT; i++)
+        if (kinds[i] && cli_verbosity >= CLI_NORMAL)
+            printf("%s: %s on %d of %d servers (taken there without --quorum: no lease of the "
+                   "quorum's)\n", key, kind_name[i], kinds[i], n);
     if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
         printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
         if (left < 0)

@@ -6,8 +6,8 @@
 # second run with --wait 0 finds it busy (75); status asks every server
 # and says held only when a majority holds one token (also with one server
 # stopped), free when no token can have a majority, and cannot tell (69)
-# when too few answer; a semaphore on one server (no quorum's lease) is
-# shown there and counted apart; --quorum with --cluster, --sentinel, --socket,
+# when too few answer; a semaphore on one server, or shared holders on two
+# (no quorum's lease), are shown there and counted apart; --quorum with --cluster, --sentinel, --socket,
 # --host or --min-replicas, or a list of one server or the same server
 # twice, is a usage error; no server reachable exits 69. (The quorum's
 # logic itself: tests/unit/test_quorum.c.)
@@ -29,7 +29,7 @@ on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # the values of KEY on the three servers, one line each ("" when none)
 values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
 
-echo "1..15"
+echo "1..16"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
     "$cli" "${ports[@]}"
@@ -91,6 +91,21 @@ check "status: a semaphore on one server => 1, its lines there, counted apart, n
           grep -q "^127.0.0.1:${ports[0]}: lock:{q-sem}: holder: 1 permit, [0-9]* ms left$" <<<"$out" &&
           grep -q "^lock:{q-sem}: a semaphore on 1 of 3 servers" <<<"$out" &&
           grep -q "^lock:{q-sem}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
+
+# Shared holders on two servers, taken there without --quorum (run refuses
+# --shared with it): a majority of servers, but no token toward one.
+for i in 0 1; do
+    server_ms=$(on_server $i TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+    on_server $i SET 'lock:{q-shr}' shared PX 60000 >/dev/null
+    on_server $i ZADD 'lock:{q-shr}:holders' $((server_ms + 50000)) "$tok1" >/dev/null
+    on_server $i HSET 'lock:{q-shr}:weights' "$tok1" 1 used 1 >/dev/null
+done
+rl status "${t[@]}" --quorum "$quorum" q-shr
+check "status: shared holders on two servers => 1, their lines there, counted apart, no majority" \
+    eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:${ports[1]}: lock:{q-shr}: shared: 1 holder$" <<<"$out" &&
+          grep -q "^127.0.0.1:${ports[0]}: lock:{q-shr}: holder: shared, [0-9]* ms left$" <<<"$out" &&
+          grep -q "^lock:{q-shr}: shared holders on 2 of 3 servers" <<<"$out" &&
+          grep -q "^lock:{q-shr}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
 
 # One server stopped (by its pid).
 on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null

@@ -665,7 +665,7 @@ check "a mutex's COMMAND gets no REDLEASE_LIMIT or REDLEASE_WEIGHT ($limit_m $we
 # Two --shared holders of shr1 at once: each COMMAND has written its file
 # and waits for its .go, so both run at the same time.
 hold s1 --shared shr1
-hold s2 --shared shr1
+hold s2 --shared --fence shr1
 wait_for_file "$tmp/sem-s1" && wait_for_file "$tmp/sem-s2"
 read -r tok_s1 limit_s1 _ shared_s1 <"$tmp/sem-s1"
 read -r tok_s2 _ _ shared_s2 <"$tmp/sem-s2"
@@ -675,6 +675,21 @@ check "two --shared runs at once, both COMMANDs running; REDLEASE_SHARED=1, no R
           kill -0 "${holder_pid[s1]}" && kill -0 "${holder_pid[s2]}" &&
           [ ! -e "$tmp/sem-s1.go" ] && [ ! -e "$tmp/sem-s2.go" ] &&
           [ "$(rcli GET lock:{shr1})" = shared ] && [ "$(rcli ZCARD lock:{shr1}:holders)" -eq 2 ]'
+rl status shr1
+check "status of shared holders: 0, 'shared: 2 holders', fence counter, a line per holder" \
+    eval '[ "$st" -eq 0 ] &&
+          [[ "$(sed -n 1p <<<"$out")" =~ ^lock:\{shr1\}:\ shared:\ 2\ holders,\ fence\ counter\ [0-9]+$ ]] &&
+          [ "$(grep -cE "^lock:\{shr1\}: holder: shared, [0-9]+ ms left$" <<<"$out")" -eq 2 ] &&
+          [ "$(wc -l <<<"$out")" -eq 3 ] && ! grep -qF "$tok_s1" <<<"$out"'
+left1=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left/\1/p' <<<"$out" | sed -n 1p)
+left2=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left/\1/p' <<<"$out" | sed -n 2p)
+check "each shared holder's time left is within its TTL, soonest first ($left1, $left2 of 30000 ms)" \
+    eval '[ -n "$left1" ] && [ -n "$left2" ] && [ "$left1" -gt 0 ] && [ "$left1" -le "$left2" ] &&
+          [ "$left2" -le 30000 ]'
+rl status --show-token shr1
+check "status --show-token: each shared holder's token" \
+    eval '[ "$st" -eq 0 ] && grep -qF "holder: shared, " <<<"$out" &&
+          grep -qF "token $tok_s1" <<<"$out" && grep -qF "token $tok_s2" <<<"$out"'
 rm -f "$tmp/ran"
 rl run --no-wait shr1 -- touch "$tmp/ran"
 check "an exclusive --no-wait beside shared holders => 75 in ${ms} ms, nothing run" \
@@ -717,6 +732,10 @@ wait_bounded "$excl"
 check "the queued exclusive run runs once both shared holders left ($st_s1 $st_s2 => $st)" \
     eval '[ "$st_s1" -eq 0 ] && [ "$st_s2" -eq 0 ] && [ "$st" -eq 0 ] &&
           [ "$(cat "$tmp/excl" 2>/dev/null)" = after-shared ]'
+rl status shr1
+check "status once all have left: 1, free, no key of the shared holders left" \
+    eval '[ "$st" -eq 1 ] && [[ "$out" =~ ^lock:\{shr1\}:\ free,\ fence\ counter\ [0-9]+$ ]] &&
+          [ "$(rcli EXISTS lock:{shr1} lock:{shr1}:holders lock:{shr1}:weights)" = 0 ]'
 
 # A --shared run waits (polling) for an exclusive holder, and runs once it
 # left; REDLEASE_SHARED inherited never reaches an exclusive COMMAND.
@@ -736,6 +755,24 @@ check "a --shared run waits for an exclusive holder (its key: a token), then run
     eval '[ "$st_x" -eq 0 ] && [ "$st" -eq 0 ] &&
           [ "$(cat "$tmp/ran")" = shared ] && [ ${#tok_x} -eq 32 ] && [ "$shared_x" = unset ] &&
           grep -q "held by an exclusive holder" "$tmp/shr-wait.err"'
+
+# Shared holders past their deadline that no script has dropped yet: not
+# counted, not listed. Made by hand, the deadlines from the server's clock.
+server_ms=$(rcli TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+rcli SET lock:{shr4} shared PX 60000 >/dev/null
+rcli ZADD lock:{shr4}:holders $((server_ms - 1000)) "$dead" $((server_ms + 50000)) "$live" >/dev/null
+rcli HSET lock:{shr4}:weights "$dead" 1 "$live" 1 used 2 >/dev/null
+rl status --show-token shr4
+left=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left.*/\1/p' <<<"$out")
+check "status: a shared holder past its deadline is not counted ('1 holder'), the live one has ${left} ms of 50000" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{shr4}: shared: 1 holder$" <<<"$out" &&
+          ! grep -q "$dead" <<<"$out" && grep -q "token $live" <<<"$out" &&
+          [ "$left" -gt $((50000 - 10000 * slow)) ] && [ "$left" -le 50000 ]'
+rcli ZREM lock:{shr4}:holders "$live" >/dev/null
+rl status shr4
+check "status: only shared holders past their deadline => 1, 'shared: 0 holders', no holder line" \
+    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{shr4}: shared: 0 holders" ]'
+rcli DEL lock:{shr4} lock:{shr4}:holders lock:{shr4}:weights >/dev/null
 
 # A --shared run on a semaphore: another kind, at once.
 hold p --limit 2 shr3
