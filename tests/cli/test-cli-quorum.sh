@@ -79,33 +79,32 @@ check "status: two tokens on one server each => 1, no majority" \
     eval '[ "$st" -eq 1 ] && grep -q "^lock:{q-split}: free (held by 1 of 3 servers; a majority is 2)$" <<<"$out" &&
           [ "$(grep -c ": lock:{q-split}: held" <<<"$out")" -eq 2 ]'
 
-# A semaphore on one server, taken there without --quorum (run refuses
-# --limit with it): its lines, and no token toward a majority.
-server_ms=$(on_server 0 TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
-on_server 0 SET 'lock:{q-sem}' "semaphore 2" PX 60000 >/dev/null
-on_server 0 ZADD 'lock:{q-sem}:holders' $((server_ms + 50000)) "$tok1" >/dev/null
-on_server 0 HSET 'lock:{q-sem}:weights' "$tok1" 1 used 1 >/dev/null
-rl status "${t[@]}" --quorum "$quorum" q-sem
-check "status: a semaphore on one server => 1, its lines there, counted apart, no majority" \
-    eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:${ports[0]}: lock:{q-sem}: semaphore: 1 of 2 permits held$" <<<"$out" &&
-          grep -q "^127.0.0.1:${ports[0]}: lock:{q-sem}: holder: 1 permit, [0-9]* ms left$" <<<"$out" &&
-          grep -q "^lock:{q-sem}: a semaphore on 1 of 3 servers" <<<"$out" &&
-          grep -q "^lock:{q-sem}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
-
-# Shared holders on two servers, taken there without --quorum (run refuses
-# --shared with it): a majority of servers, but no token toward one.
-for i in 0 1; do
-    server_ms=$(on_server $i TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
-    on_server $i SET 'lock:{q-shr}' shared PX 60000 >/dev/null
-    on_server $i ZADD 'lock:{q-shr}:holders' $((server_ms + 50000)) "$tok1" >/dev/null
-    on_server $i HSET 'lock:{q-shr}:weights' "$tok1" 1 used 1 >/dev/null
-done
-rl status "${t[@]}" --quorum "$quorum" q-shr
-check "status: shared holders on two servers => 1, their lines there, counted apart, no majority" \
-    eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:${ports[1]}: lock:{q-shr}: shared: 1 holder$" <<<"$out" &&
-          grep -q "^127.0.0.1:${ports[0]}: lock:{q-shr}: holder: shared, [0-9]* ms left$" <<<"$out" &&
-          grep -q "^lock:{q-shr}: shared holders on 2 of 3 servers" <<<"$out" &&
-          grep -q "^lock:{q-shr}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
+# holders_apart RES KIND HEAD HOLDER COUNTED SERVER...: a set of holders
+# (the lock key KIND, one live holder) on those servers, taken there
+# without --quorum (run refuses --limit and --shared with it): status
+# prints their lines there (HEAD, then HOLDER's), counts them apart
+# (COUNTED), and they hold no token toward a majority: free (1).
+holders_apart() {
+    local res=$1 kind=$2 head=$3 holder=$4 counted=$5 i server_ms first
+    shift 5
+    first=${ports[$1]}
+    for i in "$@"; do
+        server_ms=$(on_server "$i" TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+        on_server "$i" SET "lock:{$res}" "$kind" PX 60000 >/dev/null
+        on_server "$i" ZADD "lock:{$res}:holders" $((server_ms + 50000)) "$tok1" >/dev/null
+        on_server "$i" HSET "lock:{$res}:weights" "$tok1" 1 used 1 >/dev/null
+    done
+    rl status "${t[@]}" --quorum "$quorum" "$res"
+    check "status: $counted => 1, their lines there, counted apart, no majority" \
+        eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:$first: lock:{$res}: $head$" <<<"$out" &&
+              grep -q "^127.0.0.1:$first: lock:{$res}: $holder, [0-9]* ms left$" <<<"$out" &&
+              grep -q "^lock:{$res}: $counted" <<<"$out" &&
+              grep -q "^lock:{$res}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
+}
+holders_apart q-sem "semaphore 2" "semaphore: 1 of 2 permits held" "holder: 1 permit" \
+    "a semaphore on 1 of 3 servers" 0
+# two servers: a majority of them, but no token toward one
+holders_apart q-shr shared "shared: 1 holder" "holder: shared" "shared holders on 2 of 3 servers" 0 1
 
 # One server stopped (by its pid).
 on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null

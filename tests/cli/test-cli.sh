@@ -629,24 +629,32 @@ check "status: '2 of 2 permits held', fence counter, one holder of 2 permits" \
           grep -qE "^lock:\{sem2\}: holder: 2 permits, [0-9]+ ms left$" <<<"$out" && [ "$(wc -l <<<"$out")" -eq 2 ]'
 unhold w
 
-# A holder past its deadline that no script has dropped yet: not counted,
-# not listed. Made by hand, the deadlines from the server's clock.
-server_ms=$(rcli TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+# past_deadline RES KIND DEAD_WEIGHT HOLDER HEAD HEAD_NONE: a holder past
+# its deadline that no script has dropped yet (of DEAD_WEIGHT), beside a
+# live one: the dead one is not counted (HEAD), not listed (the live one's
+# line is HOLDER's); alone, it leaves HEAD_NONE and status 1. Made by hand
+# with the lock key KIND, the deadlines from the server's clock.
 dead=0123456789abcdef0123456789abcdef live=fedcba9876543210fedcba9876543210
-rcli SET lock:{sem3} "semaphore 3" PX 60000 >/dev/null
-rcli ZADD lock:{sem3}:holders $((server_ms - 1000)) "$dead" $((server_ms + 50000)) "$live" >/dev/null
-rcli HSET lock:{sem3}:weights "$dead" 2 "$live" 1 used 3 >/dev/null
-rl status --show-token sem3
-left=$(sed -n 's/.*holder: 1 permit, \([0-9]*\) ms left.*/\1/p' <<<"$out")
-check "status: a holder past its deadline is not counted ('1 of 3'), the live one has ${left} ms of 50000" \
-    eval '[ "$st" -eq 0 ] && grep -q "^lock:{sem3}: semaphore: 1 of 3 permits held$" <<<"$out" &&
-          ! grep -q "$dead" <<<"$out" && grep -q "token $live" <<<"$out" &&
-          [ "$left" -gt $((50000 - 10000 * slow)) ] && [ "$left" -le 50000 ]'
-rcli ZREM lock:{sem3}:holders "$live" >/dev/null
-rl status sem3
-check "status: only holders past their deadline => 1, '0 of 3 permits held', no holder line" \
-    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{sem3}: semaphore: 0 of 3 permits held" ]'
-rcli DEL lock:{sem3} lock:{sem3}:holders lock:{sem3}:weights >/dev/null
+past_deadline() {
+    local res=$1 kind=$2 dead_weight=$3 holder=$4 head=$5 head_none=$6 server_ms left
+    server_ms=$(rcli TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+    rcli SET "lock:{$res}" "$kind" PX 60000 >/dev/null
+    rcli ZADD "lock:{$res}:holders" $((server_ms - 1000)) "$dead" $((server_ms + 50000)) "$live" >/dev/null
+    rcli HSET "lock:{$res}:weights" "$dead" "$dead_weight" "$live" 1 used $((dead_weight + 1)) >/dev/null
+    rl status --show-token "$res"
+    left=$(sed -n "s/.*$holder, \([0-9]*\) ms left.*/\1/p" <<<"$out")
+    check "status ($kind): a holder past its deadline is not counted ('$head'), the live one has ${left} ms of 50000" \
+        eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "lock:{$res}: $head" ] &&
+              ! grep -q "$dead" <<<"$out" && grep -q "token $live" <<<"$out" &&
+              [ "$left" -gt $((50000 - 10000 * slow)) ] && [ "$left" -le 50000 ]'
+    rcli ZREM "lock:{$res}:holders" "$live" >/dev/null
+    rl status "$res"
+    check "status ($kind): only holders past their deadline => 1, '$head_none', no holder line" \
+        eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{$res}: $head_none" ]'
+    rcli DEL "lock:{$res}" "lock:{$res}:holders" "lock:{$res}:weights" >/dev/null
+}
+past_deadline sem3 "semaphore 3" 2 "holder: 1 permit" "semaphore: 1 of 3 permits held" \
+    "semaphore: 0 of 3 permits held"
 
 # A semaphore on a mutex's resource; a stale REDLEASE_LIMIT and
 # REDLEASE_WEIGHT never reach a mutex's COMMAND.
@@ -756,23 +764,7 @@ check "a --shared run waits for an exclusive holder (its key: a token), then run
           [ "$(cat "$tmp/ran")" = shared ] && [ ${#tok_x} -eq 32 ] && [ "$shared_x" = unset ] &&
           grep -q "held by an exclusive holder" "$tmp/shr-wait.err"'
 
-# Shared holders past their deadline that no script has dropped yet: not
-# counted, not listed. Made by hand, the deadlines from the server's clock.
-server_ms=$(rcli TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
-rcli SET lock:{shr4} shared PX 60000 >/dev/null
-rcli ZADD lock:{shr4}:holders $((server_ms - 1000)) "$dead" $((server_ms + 50000)) "$live" >/dev/null
-rcli HSET lock:{shr4}:weights "$dead" 1 "$live" 1 used 2 >/dev/null
-rl status --show-token shr4
-left=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left.*/\1/p' <<<"$out")
-check "status: a shared holder past its deadline is not counted ('1 holder'), the live one has ${left} ms of 50000" \
-    eval '[ "$st" -eq 0 ] && grep -q "^lock:{shr4}: shared: 1 holder$" <<<"$out" &&
-          ! grep -q "$dead" <<<"$out" && grep -q "token $live" <<<"$out" &&
-          [ "$left" -gt $((50000 - 10000 * slow)) ] && [ "$left" -le 50000 ]'
-rcli ZREM lock:{shr4}:holders "$live" >/dev/null
-rl status shr4
-check "status: only shared holders past their deadline => 1, 'shared: 0 holders', no holder line" \
-    eval '[ "$st" -eq 1 ] && [ "$out" = "lock:{shr4}: shared: 0 holders" ]'
-rcli DEL lock:{shr4} lock:{shr4}:holders lock:{shr4}:weights >/dev/null
+past_deadline shr4 shared 1 "holder: shared" "shared: 1 holder" "shared: 0 holders"
 
 # A --shared run on a semaphore: another kind, at once.
 hold p --limit 2 shr3
