@@ -583,6 +583,78 @@ static void test_shared_and_exclusive(void)
     finish_all(c, o, N);
 }
 
+/* A stream of shared holders that never leaves the resource free (three
+ * clients, each holding 300 ms and taking it again at once, staggered) and
+ * an exclusive waiter queued meanwhile: no shared holder enters after it
+ * joined, so it waits only for those in when it came (design 12.4: the
+ * bound), far below the stream's length, and the stream goes on after it.
+ * Without the gate it would wait for the stream to end (5 s). */
+static void test_shared_stream_does_not_starve_exclusive(void)
+{
+    enum { R = 3, HOLD = 300, STREAM = 5000, TURNS = 64 };
+    static obs so[R][TURNS];
+    static char started[R][TURNS], asked[R][TURNS], called_after[R][TURNS];
+    memset(so, 0, sizeof so);
+    memset(called_after, 0, sizeof called_after);
+    memset(started, 0, sizeof started);
+    memset(asked, 0, sizeof asked);
+    obs co[R + 1], xo = {0};
+    memset(co, 0, sizeof co);
+    redlease_client *c[R + 1];
+    for (int i = 0; i <= R; i++) c[i] = real_client(&co[i], NULL);
+    int turn[R] = {0};
+    int64_t since[R] = {0}, t0 = mono_ms(), tx = -1, got = -1;
+    int entered_after = 0;
+    for (int i = 0; i < R; i++) { /* staggered: the resource is never free */
+        acquire(c[i], &so[i][0], "rw-stream", shopts(5000, 10000));
+        run_until(&so[i][0].acq, 2000, NULL);
+        CHECK_EQ(so[i][0].acq_st, REDLEASE_OK);
+        started[i][0] = 1;
+        since[i] = mono_ms();
+        if (i + 1 < R) run_for(HOLD / R, NULL);
+    }
+    while (mono_ms() - t0 < STREAM * S && got < 0) {
+        testloop_run_once(5);
+        for (int i = 0; i < R; i++) {
+            int k = turn[i];
+            obs *o = &so[i][k];
+            if (o->acq && o->acq_st == REDLEASE_OK && !started[i][k]) { /* in: its hold starts */
+                started[i][k] = 1;
+                since[i] = mono_ms();
+                if (called_after[i][k]) entered_after++;
+            }
+            if (started[i][k] && !asked[i][k] && mono_ms() - since[i] >= HOLD * S) {
+                asked[i][k] = 1;
+                CHECK_EQ(redlease_release(o->lk, o_rel, o), REDLEASE_OK);
+            } else if (o->rel && k + 1 < TURNS) { /* and at once again */
+                turn[i] = k + 1;
+                called_after[i][k + 1] = tx >= 0; /* its attempts all meet the queued waiter */
+                acquire(c[i], &so[i][k + 1], "rw-stream", shopts(5000, 10000));
+            }
+        }
+        if (!xo.lk && mono_ms() - t0 >= 1000 * S) /* the stream runs: the exclusive one comes */
+            acquire(c[R], &xo, "rw-stream", xopts(5000, 10000));
+        if (xo.lk && tx < 0 && admin_int("ZCARD %s", "lock:{rw-stream}:queue") == 1)
+            tx = mono_ms(); /* it waits in the queue from now */
+        if (tx >= 0 && xo.acq) got = mono_ms();
+    }
+    printf("# the exclusive waiter held after %lld ms (shared holds of %d ms, %d of them at once); "
+           "shared holders entered after it queued: %d\n",
+           got >= 0 ? (long long)(got - tx) : -1LL, HOLD, R, entered_after);
+    CHECK_EQ(xo.acq_st, REDLEASE_OK);
+    CHECK(got >= 0 && got - tx < (STREAM - 1000) * S); /* before the stream ends */
+    CHECK_EQ(entered_after, 0);
+    release(&xo, NULL);
+    for (int i = 0; i < R; i++) {
+        int k = turn[i];
+        if (!asked[i][k] && !so[i][k].rel) {
+            CHECK_EQ(redlease_release(so[i][k].lk, o_rel, &so[i][k]), REDLEASE_OK);
+        }
+        run_until(&so[i][k].rel, 2000, NULL);
+    }
+    finish_all(c, co, R + 1);
+}
+
 /* Kinds: a semaphore on a shared resource and a shared holder on a
  * semaphore are refused at once, naming what it is; a shared holder taken
  * out of the set is lost; fences increase across shared and exclusive
@@ -637,6 +709,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_queue_in_order),
         TEST_CASE(test_sem_queue_waiter_gives_up),
         TEST_CASE(test_shared_and_exclusive),
+        TEST_CASE(test_shared_stream_does_not_starve_exclusive),
         TEST_CASE(test_shared_kinds_loss_and_fences),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
