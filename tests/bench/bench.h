@@ -30,7 +30,9 @@ extern int bench_port;
 
 /* Acquire -> release cycles: `chains` keys, each cycled on its own, all on
  * one connection, for `seconds`. redlease's with the lock option limit:
- * 0 a mutex, N a semaphore of N permits (weight 1). */
+ * 0 a mutex, N a semaphore of N permits (weight 1), BENCH_SHARED a shared
+ * holder (lock option shared). */
+#define BENCH_SHARED (-1)
 typedef struct bench_cycles {
     long cycles;
     double seconds;

@@ -16,7 +16,7 @@ static struct {
     double end_us;
     long cycles, failed;
     int active;
-    int limit; /* the cycles' lock option limit: 0, a mutex */
+    int limit; /* the cycles' lock option limit: 0, a mutex; BENCH_SHARED */
 } L;
 
 static int64_t lib_clock(void *arg)
@@ -89,8 +89,10 @@ static void chain_start(chain *ch)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    /* A semaphore waits in its queue, its default (wake: ENOTSUP). */
-    o.limit = L.limit;
+    /* A semaphore waits in its queue, its default (wake: ENOTSUP); a
+     * shared holder polls, its default in this version. */
+    o.limit = L.limit > 0 ? L.limit : 0;
+    o.shared = L.limit == BENCH_SHARED;
     o.wait_mode = L.limit ? REDLEASE_WAIT_DEFAULT : wait_mode();
     redlease_lock *lk;
     if (redlease_acquire(L.c, ch->name, &o, on_acquired, NULL, ch, &lk) != REDLEASE_OK)

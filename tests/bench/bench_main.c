@@ -3,16 +3,16 @@
  * (bench_lib.c) in the same run against the same private server, prints
  * one JSON line per measurement, then a table of ratios and goals;
  * contended has no floor (bench_contended.c: N processes on one key).
- * a also runs redlease's semaphore (limit 4, weight 1) in each round, its
- * ratio to the mutex's cycles beside the floor's; contended has a
- * semaphore mode (limit 3).
+ * a also runs redlease's semaphore (limit 4, weight 1) and a shared holder
+ * in each round, their ratios to the mutex's cycles beside the floor's;
+ * contended has a semaphore mode (limit 3).
  *
  *   bench [a] [b] [d] [lost] [million] [contended]   (default: all of them)
  *
  * Environment (run-bench.sh passes the server's port):
  *   REDLEASE_TEST_PORT      the private redis-server, 127.0.0.1
  *   BENCH_ROUNDS   5        a, b: rounds, floor and redlease (and a's
- *                           semaphore) in turn
+ *                           semaphore and shared holder) in turn
  *   BENCH_SECONDS  2        a, b: seconds per implementation and round
  *   BENCH_HELD     100000   d: leases held at once
  *   BENCH_HOLD_SECONDS 30   d: seconds held (renewed every 10 s)
@@ -21,7 +21,8 @@
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
  *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
  *                           a profiler; no ratio; d runs it in this process);
- *                           "sem" a's semaphore alone
+ *                           "sem", "shared" a's semaphore, shared
+ *                           holder alone
  *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
  *                           window did (renewals, commands, timer wakeups);
  *                           a, b: loop iterations per cycle (both sides),
@@ -31,8 +32,8 @@
  *                           Under valgrind --tool=callgrind
  *                           --collect-atstart=no only that window counts.
  *   BENCH_WAIT_MODE queue   a, b: the mutex's wait_mode: queue (the default),
- *                           wake or poll (a's semaphore polls, its only
- *                           mode). Only a release in queue mode must also
+ *                           wake or poll (a's semaphore and shared holder
+ *                           keep their defaults). Only a release in queue mode must also
  *                           look for waiters (docs/design.md, 11.2): poll
  *                           shows the engine against the floor without
  *                           that cost.
@@ -94,17 +95,18 @@ static const char *fmt(char *buf, const char *f, double v)
 
 /* ------------------------------------------------ a, b */
 /* The sides of a round: the floor, redlease's mutex and, in a, redlease's
- * semaphore of SEM_LIMIT permits held with weight 1 (issue 27 compares its
- * uncontended cycle with the mutex's). BENCH_ONLY names one of them. */
-enum { RAW, LIB, SEM, N_SIDES };
-static const char *const side_name[N_SIDES] = {"raw", "lib", "sem"};
+ * other kinds: a semaphore of SEM_LIMIT permits held with weight 1 and a
+ * shared holder (issue 27 compares their uncontended cycles with the
+ * mutex's). BENCH_ONLY names one of them. */
+enum { RAW, LIB, SEM, SHR, N_SIDES };
+static const char *const side_name[N_SIDES] = {"raw", "lib", "sem", "shared"};
 #define SEM_LIMIT 4
-#define SEM_GOAL 0.80 /* the issue's: of the mutex's cycles/s */
+#define KIND_GOAL 0.80 /* the issue's: of the mutex's cycles/s */
 
 static int run_side(int side, int chains, double secs, bench_cycles *out)
 {
     if (side == RAW) return bench_raw_cycles(chains, secs, out);
-    return bench_lib_cycles(chains, side == SEM ? SEM_LIMIT : 0, secs, out);
+    return bench_lib_cycles(chains, side == SEM ? SEM_LIMIT : side == SHR ? BENCH_SHARED : 0, secs, out);
 }
 
 /* Sorts v and returns its median. */
@@ -114,11 +116,11 @@ static double median(double *v, int n)
     return bench_quantile(v, n, 0.5);
 }
 
-static void cycles(const char *name, int chains, const char *label, double goal, int with_sem)
+static void cycles(const char *name, int chains, const char *label, double goal, int with_kinds)
 {
-    int rounds = (int)env_num("BENCH_ROUNDS", 5), sides = with_sem ? N_SIDES : SEM;
+    int rounds = (int)env_num("BENCH_ROUNDS", 5), sides = with_kinds ? N_SIDES : SEM;
     double secs = env_num("BENCH_SECONDS", 2);
-    double ratio[64], sem_ratio[64], rate[N_SIDES][64], cpu[N_SIDES][64];
+    double ratio[64], kind_ratio[N_SIDES][64], rate[N_SIDES][64], cpu[N_SIDES][64];
     const char *only = getenv("BENCH_ONLY");
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; r++) {
@@ -138,15 +140,17 @@ static void cycles(const char *name, int chains, const char *label, double goal,
             cpu[i][r] = c[i].redis_cpu_us / c[i].cycles;
         }
         ratio[r] = rate[LIB][r] / rate[RAW][r];
-        sem_ratio[r] = rate[SEM][r] / rate[LIB][r];
+        for (int k = SEM; k < N_SIDES; k++) kind_ratio[k][r] = rate[k][r] / rate[LIB][r];
         printf("{\"scenario\":\"%s\",\"round\":%d,\"chains\":%d,\"raw_cycles_per_s\":%.0f,"
                "\"lib_cycles_per_s\":%.0f,\"ratio\":%.3f,\"raw_redis_cpu_us_per_cycle\":%.2f,"
                "\"lib_redis_cpu_us_per_cycle\":%.2f,",
                name, r + 1, chains, rate[RAW][r], rate[LIB][r], ratio[r], cpu[RAW][r], cpu[LIB][r]);
-        if (with_sem)
-            printf("\"sem_limit\":%d,\"sem_cycles_per_s\":%.0f,\"sem_to_mutex\":%.3f,"
-                   "\"sem_redis_cpu_us_per_cycle\":%.2f,",
-                   SEM_LIMIT, rate[SEM][r], sem_ratio[r], cpu[SEM][r]);
+        if (with_kinds) {
+            printf("\"sem_limit\":%d,", SEM_LIMIT);
+            for (int k = SEM; k < N_SIDES; k++)
+                printf("\"%s_cycles_per_s\":%.0f,\"%s_to_mutex\":%.3f,\"%s_redis_cpu_us_per_cycle\":%.2f,",
+                       side_name[k], rate[k][r], side_name[k], kind_ratio[k][r], side_name[k], cpu[k][r]);
+        }
         printf("\"failed\":%d}\n", rc != 0);
         fflush(stdout);
     }
@@ -155,13 +159,15 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     printf("{\"scenario\":\"%s\",\"summary\":true,\"raw_cycles_per_s\":%.0f,\"lib_cycles_per_s\":%.0f,"
            "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f",
            name, raw_m, lib_m, m, ratio[0], ratio[rounds - 1], goal);
-    double sem_m = 0, sem_rate = 0;
-    if (with_sem) {
-        sem_m = median(sem_ratio, rounds), sem_rate = median(rate[SEM], rounds);
-        printf(",\"sem_cycles_per_s\":%.0f,\"median_sem_to_mutex\":%.3f,\"min_sem_to_mutex\":%.3f,"
-               "\"max_sem_to_mutex\":%.3f,\"sem_goal\":%.2f",
-               sem_rate, sem_m, sem_ratio[0], sem_ratio[rounds - 1], SEM_GOAL);
+    double kind_m[N_SIDES] = {0}, kind_rate[N_SIDES] = {0};
+    for (int k = SEM; with_kinds && k < N_SIDES; k++) {
+        kind_m[k] = median(kind_ratio[k], rounds), kind_rate[k] = median(rate[k], rounds);
+        printf(",\"%s_cycles_per_s\":%.0f,\"median_%s_to_mutex\":%.3f,\"min_%s_to_mutex\":%.3f,"
+               "\"max_%s_to_mutex\":%.3f",
+               side_name[k], kind_rate[k], side_name[k], kind_m[k], side_name[k], kind_ratio[k][0],
+               side_name[k], kind_ratio[k][rounds - 1]);
     }
+    if (with_kinds) printf(",\"kind_goal\":%.2f", KIND_GOAL);
     printf("}\n");
     char b1[24], b2[24], b3[24], b4[24], what[64];
     snprintf(what, sizeof what, "%s (cycles/s)", label);
@@ -170,14 +176,19 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     snprintf(what, sizeof what, "%s: Redis CPU us/cycle", name);
     double rc_ = median(cpu[RAW], rounds), lc = median(cpu[LIB], rounds);
     row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "-");
-    if (!with_sem) return;
-    /* The semaphore's rows: its ratio is to the mutex, not the floor. */
-    snprintf(what, sizeof what, "%s. semaphore of %d (cycles/s, ratio / mutex)", name, SEM_LIMIT);
-    snprintf(b4, sizeof b4, ">= %.2f", SEM_GOAL);
-    row(what, "-", fmt(b2, "%.0f", sem_rate), fmt(b3, "%.2f", sem_m), b4);
-    snprintf(what, sizeof what, "%s: semaphore Redis CPU us/cycle (/ mutex)", name);
-    double sc = median(cpu[SEM], rounds);
-    row(what, "-", fmt(b2, "%.2f", sc), fmt(b3, "%.2f", sc / lc), "-");
+    /* The other kinds' rows: their ratio is to the mutex, not the floor. */
+    for (int k = SEM; with_kinds && k < N_SIDES; k++) {
+        if (k == SEM)
+            snprintf(what, sizeof what, "%s. semaphore of %d (cycles/s, ratio / mutex)", name, SEM_LIMIT);
+        else
+            snprintf(what, sizeof what, "%s. shared holder (cycles/s, ratio / mutex)", name);
+        snprintf(b4, sizeof b4, ">= %.2f", KIND_GOAL);
+        row(what, "-", fmt(b2, "%.0f", kind_rate[k]), fmt(b3, "%.2f", kind_m[k]), b4);
+        snprintf(what, sizeof what, "%s: %s Redis CPU us/cycle (/ mutex)", name,
+                 k == SEM ? "semaphore" : "shared");
+        double kc = median(cpu[k], rounds);
+        row(what, "-", fmt(b2, "%.2f", kc), fmt(b3, "%.2f", kc / lc), "-");
+    }
 }
 
 /* ------------------------------------------------ held leases, in children */
