@@ -34,7 +34,7 @@ static const char *const help_text[] = {
     "                      (waits in its queue, in order; not with --quorum)\n"
     "      --weight K      hold K of the --limit permits (default 1)\n"
     "      --shared        hold it shared, with other --shared runs, while no\n"
-    "                      exclusive run holds or queues (polls; not with --quorum)\n"
+    "                      exclusive run holds or queues ahead (not with --quorum)\n"
     "      --exclusive     hold it exclusively, as a mutex (the default)\n"
     "  -q, --quiet         print errors only (not busy, lost, signals)\n"
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"

@@ -391,7 +391,7 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     /* a semaphore's wait_mode is left to the library: its queue (man 1, --wait) */
     lo->limit = (int)r->limit;
     lo->weight = (int)r->weight;
-    /* a shared holder's wait_mode too: it polls, in this version */
+    /* a shared holder's wait_mode too: the queue, phase-fair (man 1, --wait) */
     lo->shared = r->shared;
 }
 

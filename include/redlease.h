@@ -319,8 +319,7 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
 enum redlease_wait_mode {
     REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: in this version REDLEASE_WAIT_QUEUE,
-                                  REDLEASE_WAIT_WAKE under a quorum, and
-                                  REDLEASE_WAIT_POLL for a shared holder */
+                                  and REDLEASE_WAIT_WAKE under a quorum */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it; REDLEASE_EINVAL under
                                   a quorum (N queues have no one order) */
@@ -386,10 +385,9 @@ typedef struct redlease_lock_options {
      * weight. Each holder of any kind has its own token, TTL, renewals,
      * local deadline and fence. A resource is one kind at a time: an
      * acquire of another kind or limit fails at once with REDLEASE_EKIND.
-     * A semaphore waits in its queue, admitted in order (WAKE is
-     * REDLEASE_ENOTSUP); in this version shared holders wait by polling
-     * (QUEUE and WAKE are REDLEASE_ENOTSUP). Both are REDLEASE_EINVAL
-     * under a quorum. */
+     * Both wait in the resource's queue, admitted in order (shared holders
+     * phase-fair beside exclusive ones), or poll; WAKE is REDLEASE_ENOTSUP.
+     * Both are REDLEASE_EINVAL under a quorum. */
     int limit;                  /* 0: not a semaphore; 1 to REDLEASE_MAX_PERMITS */
     int weight;                 /* 0: 1; with a limit only, at most it */
     int shared;                 /* nonzero: a shared holder; not with a limit */

@@ -145,7 +145,10 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
     } else if (s->script == RDL_SCRIPT_SHARED_ACQUIRE || s->script == RDL_SCRIPT_SHARED_RELEASE) {
         int acq = s->script == RDL_SCRIPT_SHARED_ACQUIRE;
         script_keys(c, s, shared_keys, 4, acq && s->fence_key);
-        if (acq) ARG(c, c->ttl, ttl_len);
+        if (acq) {
+            ARG(c, c->ttl, ttl_len);
+            waiting_args(c, s);
+        }
         if (acq && s->fence_key) counter_ttl(c, s);
     } else if (s->script == RDL_SCRIPT_FENCE_RAISE) {
         script_head(c, s, "1");

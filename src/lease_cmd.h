@@ -36,7 +36,7 @@ typedef struct rdl_cmd_spec {
     const char *fence_key; /* a fenced acquire's or a fence raise's, or NULL */
     size_t fence_keylen;
     int64_t ttl;           /* ms */
-    /* RDL_SCRIPT_QUEUE_ACQUIRE, _SEM_ACQUIRE: the entry's life and claim
+    /* RDL_SCRIPT_QUEUE_ACQUIRE, _SEM_ACQUIRE, _SHARED_ACQUIRE: the entry's life and claim
      * time (ms) and the channel words reach the waiter on ("": it does not
      * queue) */
     int64_t life, claim;

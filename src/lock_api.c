@@ -70,13 +70,11 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * no one order to wait in (design 11.5); the default wakes instead */
     if (o->wait_mode == REDLEASE_WAIT_QUEUE && !ls->target.ordered_queue) return REDLEASE_EINVAL;
     /* A semaphore or a shared holder needs one server to keep its holders
-     * (design 12). A semaphore waits in its queue in order (12.5), or
-     * polls; a shared holder polls in this version */
+     * (design 12); each waits in the queue in order (12.4, 12.5), or
+     * polls: in no order is no order at all for them */
     int holders = o->limit || o->shared;
     if (holders && !ls->target.counts_holders) return REDLEASE_EINVAL;
-    if ((o->shared && o->wait_mode != REDLEASE_WAIT_DEFAULT && o->wait_mode != REDLEASE_WAIT_POLL) ||
-        (o->limit && o->wait_mode == REDLEASE_WAIT_WAKE))
-        return REDLEASE_ENOTSUP;
+    if (holders && o->wait_mode == REDLEASE_WAIT_WAKE) return REDLEASE_ENOTSUP;
     if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
@@ -132,7 +130,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
-    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker && !o->shared;
+    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker;
     /* with no one order to wait in the default is REDLEASE_WAIT_WAKE (above) */
     lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || !ls->target.ordered_queue;
     acq->joins = lk->queued && o->wait_ms != 0;

@@ -142,7 +142,8 @@ int rdl_lock_req_submit(rdl_req *req)
         spec.limit = lk->opts->limit;
         spec.weight = lk->opts->weight;
     }
-    if ((s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_SEM_ACQUIRE) && !req->probe) {
+    if ((s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE) &&
+        !req->probe) {
         spec.life = queue_life(lk);
         spec.claim = queue_claim(lk);
         spec.channel = queue_channel(lk, &spec.channel_len);
@@ -175,7 +176,7 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
     req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe &&
-                 !rdl_lock_limit(lk); /* the mutex's two-key form (scripts.c) */
+                 !rdl_lock_limit(lk) && !rdl_lock_shared(lk); /* the mutex's two-key form (scripts.c) */
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
     int rc = rdl_lock_req_submit(req);
     if (rc) {

@@ -37,9 +37,13 @@
  * they are among its KEYS; LUA_QUEUE: KEYS[2] and KEYS[3]), "deadline
  * claim channel": until when it is alive (server ms), how long it may
  * take to confirm a lock handed to it, and where it is told. head() is
- * the first live waiter (the dead met on the way are dropped); enqueue()
+ * the first live waiter (the dead met on the way are dropped), and whether
+ * it waits to share the resource (its channel written with "{" in front,
+ * which no channel starts with: a key prefix has no brace); enqueue()
  * puts a waiter at the tail, or keeps its place with a new deadline;
- * hand_over()
+ * remind() tells a waiter to check now and gives its entry one claim to
+ * do it (the next ones, as below, check once claims end); hand_over()
+ * reminds a shared head (a shared waiter admits itself, design 12.4), and
  * gives a free lock to it for its claim time and tells it ("g TOKEN"),
  * and tells the next waiters to check once one, two, three such claims
  * end ("c TOKEN MS", tell_first()): the next three when nobody heard the
@@ -65,7 +69,11 @@
     "    local e = redis.call('HGET', EK, h)\n" \
     "    if e then\n" \
     "      local d, c, ch = string.match(e, '^(%d+) (%d+) (.*)$')\n" \
-    "      if d and tonumber(d) > clock() then return h, c, ch end\n" \
+    "      if d and tonumber(d) > clock() then\n" \
+    "        local shared = string.sub(ch, 1, 1) == '{'\n" \
+    "        if shared then ch = string.sub(ch, 2) end\n" \
+    "        return h, c, ch, shared\n" \
+    "      end\n" \
     "    end\n" \
     "    leave(h)\n" \
     "  end\n" \
@@ -74,7 +82,7 @@
     "  from = from or 0\n" \
     "  for i, n in ipairs(redis.call('ZRANGE', QK, from, from + k - 1)) do\n" \
     "    local e = redis.call('HGET', EK, n)\n" \
-    "    local ch = e and string.match(e, '^%d+ %d+ (.*)$')\n" \
+    "    local ch = e and string.match(e, '^%d+ %d+ {?(.*)$')\n" \
     "    if ch then redis.pcall('PUBLISH', ch, 'c ' .. n .. ' ' .. ms * i) end\n" \
     "  end\n" \
     "end\n" \
@@ -89,9 +97,16 @@
     "    if redis.call('PTTL', k) < life then redis.call('PEXPIRE', k, life) end\n" \
     "  end\n" \
     "end\n" \
+    "local function remind(h, c, ch)\n" \
+    "  local e = redis.call('HGET', EK, h)\n" \
+    "  redis.call('HSET', EK, h, (string.gsub(e, '^%d+', string.format('%.0f', clock() + tonumber(c)))))\n" \
+    "  local heard = redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0')\n" \
+    "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
+    "end\n" \
     "local function hand_over()\n" \
-    "  local h, c, ch = head()\n" \
+    "  local h, c, ch, shared = head()\n" \
     "  if not h then return end\n" \
+    "  if shared then return remind(h, c, ch) end\n" \
     "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
     "  leave(h)\n" \
     "  local heard = redis.pcall('PUBLISH', ch, 'g ' .. h)\n" \
@@ -158,10 +173,7 @@
 #define LUA_WAKE \
     "local function wake()\n" \
     "  local h, c, ch = head()\n" \
-    "  if not h then return end\n" \
-    "  redis.call('HSET', EK, h, string.format('%.0f %s %s', clock() + tonumber(c), c, ch))\n" \
-    "  local heard = redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0')\n" \
-    "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
+    "  if h then remind(h, c, ch) end\n" \
     "end\n"
 
 /* What a mutex's or a shared holder's acquire says when the lock key is
@@ -386,42 +398,57 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "return 0\n",
     /* A shared holder's acquire (docs/design.md, 12.4): admitted beside
      * other shared holders, never beside an exclusive one (a mutex's
-     * token: busy, its TTL left) nor ahead of an exclusive waiter alive in
-     * the resource's queue (the mutex's: exclusive waiters come first, so
-     * a stream of shared holders cannot starve them). A resource left free
-     * with such a waiter at the head is handed to it, as the queue's
-     * acquire does. A semaphore is refused (KIND). Our own token is ours,
-     * its deadline restarted. */
+     * token), and strictly in the order of the resource's queue, which
+     * both kinds share: nobody is admitted past a live waiter ahead, so
+     * an exclusive waiter keeps later shared ones out (a stream of shared
+     * holders cannot starve it), and the shared waiters queued behind an
+     * exclusive one enter after it, together: each admitted from the head
+     * reminds the next when that one is shared too. One that may not
+     * enter joins the queue as a shared waiter (a channel of "": it does
+     * not). A resource left free with an exclusive waiter at the head is
+     * handed to it, as the queue's acquire does. A semaphore is refused
+     * (KIND). Our own token is ours, its deadline restarted. */
     [RDL_SCRIPT_SHARED_ACQUIRE] =
         LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND LUA_HOLDERS("4", "5")
         "local tok = ARGV[1]\n"
-        "local function busy()\n"
+        "local function wait()\n"
+        "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], '{' .. ARGV[5]) end\n"
         "  return -(math.max(redis.call('PTTL', KEYS[1]), 0) + 1)\n"
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v and v ~= 'shared' then return other_kind(v) or busy() end\n"
+        "if v and v ~= 'shared' then return other_kind(v) or wait() end\n"
         "prune()\n"
         "if not redis.call('ZSCORE', HK, tok) then\n"
-        "  if head() then\n"
+        "  local h = head()\n"
+        "  if h and h ~= tok then\n"
         "    if redis.call('ZCARD', HK) == 0 then hand_over() end\n"
-        "    return busy()\n"
+        "    return wait()\n"
         "  end\n"
         "  admit(tok, 1)\n"
+        "  if h then\n"
+        "    leave(tok)\n"
+        "    local n, c, ch, shared = head()\n"
+        "    if n and shared then remind(n, c, ch) end\n"
+        "  end\n"
         "end\n"
         "local fence = 1\n"
-        "if KEYS[6] then fence = mint(KEYS[6], ARGV[3]) end\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[2]), tok)\n"
         "keep('shared')\n"
         "return fence\n",
-    /* A shared holder's release: 0 when it was no longer a holder. The
+    /* A shared holder's release, or a shared waiter's drop: out of the
+     * queue, out of the holders; 0 when it was no longer a holder. The
      * last one out (or the release that finds the others gone) hands the
-     * resource to the exclusive waiter at the head of the queue. */
+     * resource to the head of the queue. */
     [RDL_SCRIPT_SHARED_RELEASE] =
         LUA_CLOCK LUA_QUEUE LUA_HOLDERS("4", "5")
-        "if redis.call('GET', KEYS[1]) ~= 'shared' then return 0 end\n"
-        "prune()\n"
-        "local mine = drop(ARGV[1])\n"
-        "keep('shared')\n"
+        "if redis.call('EXISTS', QK) == 1 then leave(ARGV[1]) end\n"
+        "local mine = false\n"
+        "if redis.call('GET', KEYS[1]) == 'shared' then\n"
+        "  prune()\n"
+        "  mine = drop(ARGV[1])\n"
+        "  keep('shared')\n"
+        "end\n"
         "if redis.call('EXISTS', KEYS[1]) == 0 then hand_over() end\n"
         "if mine then return 1 end\n"
         "return 0\n",
@@ -437,13 +464,13 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "21290df9ae4e516a75df1790bd49062935b3c231",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "f837bad41ab65b00954c14871247abf8c28c5f54",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "1561a8db1b208bd2ba72ecc62a60709734c37ade",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "07e93f1ea488a1947cdc838be15c09f87f579e81",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "70f522c7e7e9915d3209655deecf856aee18b46d",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "b19d1ef4babc13bba3df83c1465754b0856d0167",
     [RDL_SCRIPT_SEM_RENEW] = "358071f2ba35c26c4c9cb4d84875b9fa8f4a7f76",
-    [RDL_SCRIPT_SEM_RELEASE] = "db9294e0d9e067145509d3b54b74134e475ed523",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "f37b889db4251e7d528dc871c85658340d52d3ad",
-    [RDL_SCRIPT_SHARED_RELEASE] = "d10c88944673da89d04743c1e5957903f005fc00",
+    [RDL_SCRIPT_SEM_RELEASE] = "c5c94a03e90f64e59f47dee28f500e85ebe51a42",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "dc5ce7e8d7a9a4fe442ec42b2afb8c0ef950b6b7",
+    [RDL_SCRIPT_SHARED_RELEASE] = "a0e7ad238d7041daa3301e232d5225a222ffd7e7",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -89,8 +89,8 @@ static void chain_start(chain *ch)
 {
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    /* A semaphore waits in its queue, its default (wake: ENOTSUP); a
-     * shared holder polls, its default in this version. */
+    /* A semaphore and a shared holder wait in the queue, their default
+     * (wake: ENOTSUP). */
     o.limit = L.limit > 0 ? L.limit : 0;
     o.shared = L.limit == BENCH_SHARED;
     o.wait_mode = L.limit ? REDLEASE_WAIT_DEFAULT : wait_mode();

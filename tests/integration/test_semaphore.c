@@ -655,6 +655,55 @@ static void test_shared_stream_does_not_starve_exclusive(void)
     finish_all(c, co, R + 1);
 }
 
+/* Phase-fair, in the queue both kinds share (design 12.4): behind an
+ * exclusive holder wait S1, S2, X2, S3. Its release lets S1 and S2 in
+ * together (the first admitted reminds the next), not X2 nor S3; their
+ * releases hand the resource to X2; its release lets S3 in. Each at once
+ * (every waiter's own checks are seconds away), none past another. */
+static void test_shared_phase_fair_queue(void)
+{
+    enum { N = 5 };
+    obs o[N] = {{0}};
+    redlease_client *c[N];
+    for (int i = 0; i < N; i++) c[i] = real_client(&o[i], NULL);
+    redlease_lock_options x = xopts(10000, 10000), sh = shopts(10000, 10000);
+    sh.wait_mode = REDLEASE_WAIT_QUEUE;
+    sh.wait_retry_base_ms = sh.wait_retry_max_ms = 5000 * S; /* polling would be seen */
+    hold_real(c[0], &o[0], "rw-phase", x);
+    static const int shared[N] = {0, 1, 1, 0, 1}; /* X1 holds; S1 S2 X2 S3 wait */
+    for (int i = 1; i < N; i++) {
+        acquire(c[i], &o[i], "rw-phase", shared[i] ? sh : x);
+        wait_rank(&o[i], "rw-phase", i - 1);
+    }
+    int64_t t0 = mono_ms();
+    release(&o[0], NULL);
+    run_until(&o[1].acq, 2000, NULL);
+    run_until(&o[2].acq, 2000, NULL);
+    printf("# S1 and S2 in %lld ms after X1's release\n", (long long)(mono_ms() - t0));
+    CHECK(o[1].acq_st == REDLEASE_OK && o[2].acq_st == REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    run_for(200, o[3].lk);
+    CHECK_EQ(o[3].acq + o[4].acq, 0);
+    release(&o[1], NULL);
+    CHECK_EQ(o[3].acq, 0); /* S2 still holds */
+    t0 = mono_ms();
+    release(&o[2], NULL);
+    run_until(&o[3].acq, 2000, NULL);
+    printf("# X2 in %lld ms after the last shared release\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(o[3].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    CHECK_EQ(o[4].acq, 0);
+    t0 = mono_ms();
+    release(&o[3], NULL);
+    run_until(&o[4].acq, 2000, NULL);
+    printf("# S3 in %lld ms after X2's release\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(o[4].acq_st, REDLEASE_OK);
+    CHECK(mono_ms() - t0 < 2000 * S);
+    release(&o[4], NULL);
+    CHECK_EQ(admin_int("EXISTS %s", "lock:{rw-phase}:queue"), 0);
+    finish_all(c, o, N);
+}
+
 /* Kinds: a semaphore on a shared resource and a shared holder on a
  * semaphore are refused at once, naming what it is; a shared holder taken
  * out of the set is lost; fences increase across shared and exclusive
@@ -710,6 +759,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_queue_waiter_gives_up),
         TEST_CASE(test_shared_and_exclusive),
         TEST_CASE(test_shared_stream_does_not_starve_exclusive),
+        TEST_CASE(test_shared_phase_fair_queue),
         TEST_CASE(test_shared_kinds_loss_and_fences),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -380,14 +380,15 @@ static void test_shared_options_checked(void)
     o.limit = 2; /* one kind at a time */
     CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
     o = shared_opts(3000);
-    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    o.wait_mode = REDLEASE_WAIT_WAKE; /* in no order is no order for a shared holder */
     CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_ENOTSUP);
-    o.wait_mode = REDLEASE_WAIT_WAKE;
-    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_ENOTSUP);
-    o.wait_mode = REDLEASE_WAIT_POLL;
-    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
-    release(&r);
-    fake_run(&f);
+    static const int fine[] = {REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_QUEUE, REDLEASE_WAIT_POLL};
+    for (int i = 0; i < 3; i++) {
+        o.wait_mode = fine[i];
+        CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
+        release(&r);
+        fake_run(&f);
+    }
     end(&f);
 
     redlease_client_options co;
@@ -416,12 +417,15 @@ static void test_shared_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 12);
+    CHECK_EQ(c->argc, 15);
     CHECK_STR(c->argv[2], "6");
     CHECK_STR(c->argv[8], "lock:{s}:fence");
     CHECK_STR(c->argv[9], redlease_lock_token(r.lk));
     CHECK_STR(c->argv[10], "3000");
-    CHECK_STR(c->argv[11], "603000");
+    CHECK_STR(c->argv[11], "3000"); /* the entry's life */
+    CHECK_STR(c->argv[12], "2000"); /* its claim */
+    CHECK_STR(c->argv[13], "");     /* a single attempt does not queue */
+    CHECK_STR(c->argv[14], "603000");
     fake_reply_int(&f, 99);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
