@@ -11,7 +11,8 @@
 # live waiter must be served in time: the invariant live-waiters-served;
 # else its numbers are figures), limit (0: the workers hold a mutex; N: a
 # counting semaphore of N permits, each worker the weight its start line
-# says).
+# says), shared (1: shared and exclusive holders, limit the workers' count
+# and an exclusive holder's weight all of it).
 # Prints "figure: ..." lines and one "invariant: NAME ok|FAIL ..." line per
 # invariant; exits 1 if any failed.
 
@@ -372,7 +373,8 @@ END {
     printf "figure: waits checked in %d stretches between resets (a fault of the waiter's own or everyone's); longest %.0f ms (bound %.0f: %s); closest to its bound %.0f ms %s\n", npieces, longest, longest_bound, longest_ex, worst_margin < 0 ? -worst_margin : worst_margin, worst_margin < 0 ? "under" : "over"
 
     verdict("critical-sections-ran", cs > 0 && store_accepted > 0, cs " critical sections")
-    if (limit > 0) verdict("within-limit-outside-restarts", overlaps == 0, overlaps + 0 " times past the limit of " limit overlap_ex)
+    if (shared) verdict("exclusive-alone-outside-restarts", overlaps == 0, overlaps + 0 " times an exclusive holder was not alone (capacity " limit ")" overlap_ex)
+    else if (limit > 0) verdict("within-limit-outside-restarts", overlaps == 0, overlaps + 0 " times past the limit of " limit overlap_ex)
     else verdict("no-overlap-outside-restarts", overlaps == 0, overlaps + 0 " overlaps" overlap_ex)
     verdict("no-lost-update", counter == store_accepted && store_accepted == worker_accepted && lost_updates == 0, "counter " counter ", accepted " store_accepted "/" worker_accepted ", lost " lost_updates + 0)
     verdict("stale-writes-refused", store_bad == 0, store_bad + 0 " store operations against the fence rule")

@@ -27,13 +27,15 @@
  *   default (the library's default, as before this option),
  *   CHAOS_LIMIT, CHAOS_WEIGHT (default 0: a mutex): the lock options limit
  *   and weight, a counting semaphore of CHAOS_LIMIT permits of which this
- *   worker holds CHAOS_WEIGHT (0: 1)
+ *   worker holds CHAOS_WEIGHT (0: 1); CHAOS_SHARED 1: the lock option
+ *   shared; CHAOS_HOLDS: the weight its start line says (the checker's:
+ *   chaos.sh gives an exclusive holder all of the capacity)
  *
  * Every line it prints starts with the CLOCK_MONOTONIC time in ms (with us)
  * and the worker id; the clock is the one the library and every other
  * process on the machine read, so chaos-check.awk can line up all logs:
  *   T W acquired fence=F send=S confirm=C     S: the confirming request's send
- *   T W start ttl=TTL wait=W mode=queue|poll|default limit=L weight=N
+ *   T W start ttl=TTL wait=W mode=queue|poll|default limit=L weight=N shared=S
  *                                             the process began (L 0: a
  *                                             mutex; N: the weight it holds)
  *   T W acquiring                             a cycle's acquire was asked
@@ -406,6 +408,11 @@ int main(int argc, char **argv)
     lock_options.replica_acks = (int)env_ms("CHAOS_MIN_REPLICAS", 0);
     lock_options.limit = (int)env_ms("CHAOS_LIMIT", 0);
     lock_options.weight = (int)env_ms("CHAOS_WEIGHT", 0);
+    lock_options.shared = (int)env_ms("CHAOS_SHARED", 0);
+    /* the weight its start line says it holds, for the checker: a shared or
+     * exclusive holder's is the script's choice (CHAOS_HOLDS) */
+    int holds = (int)env_ms("CHAOS_HOLDS", 0);
+    if (!holds) holds = lock_options.weight ? lock_options.weight : 1;
     const char *mode = getenv("CHAOS_WAIT_MODE");
     if (!mode || !*mode || strcmp(mode, "default") == 0) {
         mode = "default";
@@ -458,8 +465,8 @@ int main(int argc, char **argv)
     ev_signal_start(loop, &sigterm_watcher);
     ev_signal_start(loop, &sigint_watcher);
     ev_timer_start(loop, &idle_timer);
-    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64 " mode=%s limit=%d weight=%d", lock_options.ttl_ms,
-        lock_options.wait_ms, mode, lock_options.limit, lock_options.weight ? lock_options.weight : 1);
+    say(now_us(), "start ttl=%" PRId64 " wait=%" PRId64 " mode=%s limit=%d weight=%d shared=%d", lock_options.ttl_ms,
+        lock_options.wait_ms, mode, lock_options.limit, holds, lock_options.shared);
 
     ev_run(loop, 0); /* returns once the client is closed and the watchers stopped */
 

@@ -40,6 +40,14 @@
 #                     weights of the holders at any instant add up to N at
 #                     most) instead of no-overlap. A semaphore is refused
 #                     under a quorum: not with CHAOS_TOPOLOGY=quorum
+#   CHAOS_SHARED      1: shared and exclusive holders (the lock option
+#                     shared, docs/design.md 12.4): odd slots shared, even
+#                     ones exclusive (a mutex's handle); the checker's
+#                     capacity is then the workers' count, an exclusive
+#                     holder weighing all of it: the first invariant,
+#                     exclusive-alone-outside-restarts, is that no one
+#                     holds beside an exclusive holder. Not with
+#                     CHAOS_LIMIT nor CHAOS_TOPOLOGY=quorum
 #   CHAOS_CS_MS       the longest sleep in a critical section (default 1.5
 #                     TTL), for the workers and the checker's bound
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
@@ -184,6 +192,14 @@ wait_mode=${CHAOS_WAIT_MODE:-default}
 case $wait_mode in default | poll | queue) ;; *) echo "chaos: CHAOS_WAIT_MODE: default, poll or queue" >&2; exit 1 ;; esac
 limit=${CHAOS_LIMIT:-0}
 [[ $limit =~ ^[0-9]+$ ]] || { echo "chaos: CHAOS_LIMIT: a number of permits (0: a mutex)" >&2; exit 1; }
+shared=${CHAOS_SHARED:-0}
+[[ $shared =~ ^[01]$ ]] || { echo "chaos: CHAOS_SHARED: 0 or 1" >&2; exit 1; }
+[ "$shared" = 0 ] || [ "$limit" = 0 ] || { echo "chaos: CHAOS_SHARED and CHAOS_LIMIT: one kind at a time" >&2; exit 1; }
+# The checker's capacity: a semaphore's limit; with shared holders the
+# workers' count, an exclusive holder weighing all of it and a shared one 1,
+# so "within the capacity" is "an exclusive holder alone".
+capacity=$limit
+[ "$shared" = 0 ] || capacity=$nworkers
 # The wait budget: the worker's default (4 TTL) unless set; in queue mode
 # about three times the checker's bound for a wait (chaos-check.awk,
 # live-waiters-served), so that a waiter gives up only after faults of its
@@ -196,7 +212,7 @@ if [ "$wait_mode" = queue ] && [ -z "$wait_ms" ]; then
     wait_ms=$(( 3 * (nworkers > 1 ? nworkers - 1 : 1) * (cs_ms + ttl * 3 / 2) ))
 fi
 RANDOM=$seed
-echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms, wait mode $wait_mode${wait_ms:+, wait budget $wait_ms ms}$([ "$limit" = 0 ] || echo ", a semaphore of $limit permits")${wrapper:+, under $wrapper}"
+echo "chaos: seed $seed (CHAOS_SEED=$seed replays the schedule), $nworkers workers, ${duration} s, TTL $ttl ms, wait mode $wait_mode${wait_ms:+, wait budget $wait_ms ms}$([ "$limit" = 0 ] || echo ", a semaphore of $limit permits")$([ "$shared" = 0 ] || echo ", shared (odd slots) and exclusive (even) holders")${wrapper:+, under $wrapper}"
 
 now_ms() { "$worker_bin" --now; }
 # rand_between LO HI: an integer in [LO, HI] from the seeded RANDOM.
@@ -221,8 +237,8 @@ if [ "$wait_mode" = queue ] && [ "$topology" = quorum ]; then
     exit 1
 fi
 # Each member would count its holders apart (docs/design.md, 12.3).
-if [ "$limit" -gt 0 ] && [ "$topology" = quorum ]; then
-    echo "chaos: CHAOS_LIMIT with CHAOS_TOPOLOGY=quorum: a quorum holds no semaphore (REDLEASE_EINVAL)" >&2
+if [ "$limit" -gt 0 ] || [ "$shared" = 1 ] && [ "$topology" = quorum ]; then
+    echo "chaos: CHAOS_LIMIT or CHAOS_SHARED with CHAOS_TOPOLOGY=quorum: a quorum holds neither (REDLEASE_EINVAL)" >&2
     exit 1
 fi
 
@@ -542,12 +558,15 @@ declare -a wid
 next_wid=1
 # start_worker W: a new worker process in slot W. On a semaphore, even
 # slots hold weight 2 (when the limit allows it), odd ones 1; a mutex has
-# no weight (0: the lock option's default).
+# no weight (0: the lock option's default). With shared holders, odd slots
+# are shared (weight 1 to the checker), even ones exclusive (the capacity).
 start_worker() {
-    local w=$1 id=$next_wid seeds=() addrs=() i weight=0
+    local w=$1 id=$next_wid seeds=() addrs=() i weight=0 holds=0 sh=0
     next_wid=$((next_wid + 1))
     if [ "$limit" -gt 0 ]; then
         if [ "$limit" -ge 2 ] && [ $((w % 2)) = 0 ]; then weight=2; else weight=1; fi
+    elif [ "$shared" = 1 ]; then
+        if [ $((w % 2)) = 1 ]; then sh=1 holds=1; else holds=$capacity; fi
     fi
     if [ "$topology" = cluster ]; then # odd slots one node, even ones two
         seeds=(CHAOS_CLUSTER="127.0.0.1:${node_port[(w - 1) % 6 + 1]}")
@@ -557,7 +576,7 @@ start_worker() {
         seeds=(CHAOS_QUORUM="$(IFS=,; echo "${addrs[*]}")")
     fi
     env CHAOS_SEED=$seed CHAOS_TTL_MS=$ttl CHAOS_CS_MS=$cs_ms CHAOS_WAIT_MODE=$wait_mode \
-        CHAOS_LIMIT="$limit" CHAOS_WEIGHT="$weight" ${wait_ms:+CHAOS_WAIT_MS=$wait_ms} "${reach[@]}" "${seeds[@]}" \
+        CHAOS_LIMIT="$limit" CHAOS_WEIGHT="$weight" CHAOS_SHARED="$sh" CHAOS_HOLDS="$holds" ${wait_ms:+CHAOS_WAIT_MS=$wait_ms} "${reach[@]}" "${seeds[@]}" \
         $wrapper "$worker_bin" "$id" "$store" >"$out/worker$id.log" 2>"$out/worker$id.err" {proxy_ctl}>&- &
     pids[w]=$!
     wid[w]=$id
@@ -944,7 +963,7 @@ rc=0
 # 200).
 queue_checked=
 [ "$wait_mode" != queue ] || [ "$topology" = cluster ] || queue_checked=1
-awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" -v limit="$limit" \
+awk -v ttl="$ttl" -v counter="$(cut -d' ' -f1 "$store")" -v fences_partial="$([ "$topology" != quorum ] || echo 1)" -v limit="$capacity" -v shared="$shared" \
     -v nslots="$nworkers" -v cs_ms="$cs_ms" -v reconnect_ms=200 -v queue="$queue_checked" \
     -v tmp="$out/sort.tmp" -f "$here/chaos-check.awk" "$faults" "$store.log" "$out/exits.log" "$out"/worker*.log || rc=1
 if [ "$topology" = single ]; then
