@@ -383,8 +383,9 @@ typedef struct redlease_lock_options {
      * (shared), many at once and never beside an exclusive one; or a
      * counting semaphore of limit permits, of which this handle holds
      * weight. Each holder of any kind has its own token, TTL, renewals,
-     * local deadline and fence. A resource is one kind at a time: an
-     * acquire of another kind or limit fails at once with REDLEASE_EKIND.
+     * local deadline and fence. A resource is one kind at a time: while it
+     * has holders, an acquire of another kind or limit fails at once with
+     * REDLEASE_EKIND.
      * Both wait in the resource's queue, admitted in order (shared holders
      * phase-fair beside exclusive ones), or poll; WAKE is REDLEASE_ENOTSUP.
      * Both are REDLEASE_EINVAL under a quorum. */

@@ -41,8 +41,9 @@
  * it waits to share the resource (its channel written with "{" in front,
  * which no channel starts with: a key prefix has no brace); enqueue()
  * puts a waiter at the tail, or keeps its place with a new deadline;
- * remind() tells a waiter to check now and gives its entry one claim to
- * do it (the next ones, as below, check once claims end); hand_over()
+ * remind() tells a waiter to check now and gives its entry at most one
+ * claim to do it (never more: a dead head is reminded at every check of
+ * the waiters behind it) (the next ones, as below, check once claims end); hand_over()
  * reminds a shared head (a shared waiter admits itself, design 12.4), and
  * gives a free lock to it for its claim time and tells it ("g TOKEN"),
  * and tells the next waiters to check once one, two, three such claims
@@ -99,7 +100,10 @@
     "end\n" \
     "local function remind(h, c, ch)\n" \
     "  local e = redis.call('HGET', EK, h)\n" \
-    "  redis.call('HSET', EK, h, (string.gsub(e, '^%d+', string.format('%.0f', clock() + tonumber(c)))))\n" \
+    "  local soon = clock() + tonumber(c)\n" \
+    "  if tonumber(string.match(e, '^%d+')) > soon then\n" \
+    "    redis.call('HSET', EK, h, (string.gsub(e, '^%d+', string.format('%.0f', soon))))\n" \
+    "  end\n" \
     "  local heard = redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0')\n" \
     "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
     "end\n" \
@@ -136,7 +140,7 @@
     "    local sum = 0\n" \
     "    for _, w in ipairs(redis.call('HMGET', WK, unpack(dead))) do sum = sum + (tonumber(w) or 0) end\n" \
     "    redis.call('HDEL', WK, unpack(dead))\n" \
-    "    redis.call('HINCRBY', WK, 'used', -sum)\n" \
+    "    if sum ~= 0 then redis.call('HINCRBY', WK, 'used', -sum) end\n" \
     "    redis.call('ZREM', HK, unpack(dead))\n" \
     "  end\n" \
     "end\n" \
@@ -166,7 +170,7 @@
 
 /* A semaphore's queue (docs/design.md, 12.5): nothing is handed over (a
  * permit is no key to give); wake() tells the live head to check now, and
- * gives its entry one claim to do it, so a head that died or froze loses
+ * gives its entry at most one claim to do it, so a head that died or froze loses
  * its place after a claim, not after its entry's life; the next waiters
  * (three when nobody heard the head) check once one, two, three claims
  * end. The head's own acquire admits it, strictly in order. */
@@ -305,6 +309,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "if not KEYS[3] then return -1 end\n"
         LUA_CLOCK LUA_QUEUE
         "leave(ARGV[1])\n"
+        "if v == 'shared' then\n"
+        "  local n, c, ch, shared = head()\n"
+        "  if n and shared then remind(n, c, ch) end\n"
+        "end\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
         "if ARGV[2] == '1' then\n"
@@ -340,22 +348,27 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', HK, tok) or redis.call('HEXISTS', WK, tok) == 0 then\n"
-        "  local h = head()\n"
-        "  local used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
+        "local newcomer = not redis.call('ZSCORE', HK, tok) or redis.call('HEXISTS', WK, tok) == 0\n"
+        "local h, used\n"
+        "if newcomer then\n"
+        "  h = head()\n"
+        "  used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
         "  if (h and h ~= tok) or used + weight > limit then\n"
         "    if ARGV[7] ~= '' then enqueue(tok, tonumber(ARGV[5]), ARGV[6], ARGV[7]) end\n"
         "    local first = redis.call('ZRANGE', HK, 0, 0, 'WITHSCORES')[2]\n"
-        "    return -(math.max(tonumber(first or 0) - clock(), 0) + 1)\n"
+        "    if not first then return 0 end\n"
+        "    return -(math.max(tonumber(first) - clock(), 0) + 1)\n"
         "  end\n"
+        "end\n"
+        "local fence = 1\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[8]) end\n"
+        "if newcomer then\n"
         "  admit(tok, weight)\n"
         "  if h then\n"
         "    leave(tok)\n"
         "    if used + weight < limit then wake() end\n"
         "  end\n"
         "end\n"
-        "local fence = 1\n"
-        "if KEYS[6] then fence = mint(KEYS[6], ARGV[8]) end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), tok)\n"
         "keep(kind)\n"
         "return fence\n",
@@ -384,9 +397,9 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * without a queue. */
     [RDL_SCRIPT_SEM_RELEASE] =
         LUA_CLOCK LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
+        "local v = redis.call('GET', KEYS[1])\n"
         "local queued = redis.call('EXISTS', QK) == 1\n"
         "if queued then leave(ARGV[1]) end\n"
-        "local v = redis.call('GET', KEYS[1])\n"
         "local mine = false\n"
         "if v and string.match(v, '^semaphore %d+$') then\n"
         "  prune()\n"
@@ -413,17 +426,25 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local tok = ARGV[1]\n"
         "local function wait()\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], '{' .. ARGV[5]) end\n"
-        "  return -(math.max(redis.call('PTTL', KEYS[1]), 0) + 1)\n"
+        "  local p = redis.call('PTTL', KEYS[1])\n"
+        "  if p >= 0 then return -(p + 1) end\n"
+        "  return 0\n"
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and v ~= 'shared' then return other_kind(v) or wait() end\n"
         "prune()\n"
-        "if not redis.call('ZSCORE', HK, tok) then\n"
-        "  local h = head()\n"
+        "local newcomer = not redis.call('ZSCORE', HK, tok)\n"
+        "local h\n"
+        "if newcomer then\n"
+        "  h = head()\n"
         "  if h and h ~= tok then\n"
         "    if redis.call('ZCARD', HK) == 0 then hand_over() end\n"
         "    return wait()\n"
         "  end\n"
+        "end\n"
+        "local fence = 1\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
+        "if newcomer then\n"
         "  admit(tok, 1)\n"
         "  if h then\n"
         "    leave(tok)\n"
@@ -431,8 +452,6 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "    if n and shared then remind(n, c, ch) end\n"
         "  end\n"
         "end\n"
-        "local fence = 1\n"
-        "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[2]), tok)\n"
         "keep('shared')\n"
         "return fence\n",
@@ -442,9 +461,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * resource to the head of the queue. */
     [RDL_SCRIPT_SHARED_RELEASE] =
         LUA_CLOCK LUA_QUEUE LUA_HOLDERS("4", "5")
+        "local v = redis.call('GET', KEYS[1])\n"
         "if redis.call('EXISTS', QK) == 1 then leave(ARGV[1]) end\n"
         "local mine = false\n"
-        "if redis.call('GET', KEYS[1]) == 'shared' then\n"
+        "if v == 'shared' then\n"
         "  prune()\n"
         "  mine = drop(ARGV[1])\n"
         "  keep('shared')\n"
@@ -464,13 +484,13 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "07e93f1ea488a1947cdc838be15c09f87f579e81",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "70f522c7e7e9915d3209655deecf856aee18b46d",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "b19d1ef4babc13bba3df83c1465754b0856d0167",
-    [RDL_SCRIPT_SEM_RENEW] = "358071f2ba35c26c4c9cb4d84875b9fa8f4a7f76",
-    [RDL_SCRIPT_SEM_RELEASE] = "c5c94a03e90f64e59f47dee28f500e85ebe51a42",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "dc5ce7e8d7a9a4fe442ec42b2afb8c0ef950b6b7",
-    [RDL_SCRIPT_SHARED_RELEASE] = "a0e7ad238d7041daa3301e232d5225a222ffd7e7",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "9ad6e74cb266d297b4a44ee0774742994fa0cb64",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "59966f2ed070f41dd0f80a9d2bd5f6706850ac58",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "ab4e95ed93d2c5c3ea448731a35a06d6cd14277e",
+    [RDL_SCRIPT_SEM_RENEW] = "36af71684451d228ea6273bdd7ed246bc47ee787",
+    [RDL_SCRIPT_SEM_RELEASE] = "aa846a5c356c4ebbe18d79367a6b8c0aba6b887f",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "85a0aee38bb0cd81980ad507a85617deab6a7668",
+    [RDL_SCRIPT_SHARED_RELEASE] = "6f89b4d4b94f6fc3a40cfbcf903775f8e9930389",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -218,6 +218,25 @@ static void test_sem_holder_of_another_limit_is_no_holder(void)
     CHECK_EQ(admin_int("EXISTS %s", KIND) + admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", WEIGHTS), 0);
 }
 
+/* A fence that cannot be minted (a foreign value at the counter) fails
+ * the acquire before anything of the holder is written: Redis does not
+ * undo a script's writes, and a weight counted for a token that never
+ * reached the holders' set would stay in "used" for good. */
+static void test_sem_failed_fence_leaves_nothing(void)
+{
+    clean();
+    char err[128] = "";
+    ADM("SET %s not-a-number", FENCE);
+    CHECK_EQ(acquire_w(0, "2", "2", "5000", 1, err, sizeof err), -99999999);
+    printf("# %s\n", err);
+    CHECK(err[0] != '\0');
+    CHECK_EQ(admin_int("EXISTS %s", WEIGHTS) + admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", KIND), 0);
+    ADM("DEL %s", FENCE);
+    CHECK_EQ(acquire_w(1, "2", "2", "5000", 0, NULL, 0), 1); /* all of it free */
+    CHECK_EQ(sem_release(1), 1);
+    clean();
+}
+
 /* Fences come from the resource's counter, only for an admitted holder,
  * and increase. */
 static void test_sem_fences_increase(void)
@@ -704,6 +723,47 @@ static void test_shared_phase_fair_queue(void)
     finish_all(c, o, N);
 }
 
+/* A shared waiter that joined and then died (its process frozen or gone,
+ * its entry alive), reminded when the resource came free: reminders never
+ * lengthen its entry past one claim, and an answer with nothing to wait
+ * for says 0 (unknown), never "1 ms" (which made the waiter behind it
+ * check every millisecond, each check reminding the dead head again: the
+ * queue stuck for good). The live waiter behind it gets in once the dead
+ * one's claim ends. */
+static void test_shared_dead_head_does_not_block(void)
+{
+    obs o[2] = {{0}};
+    redlease_client *c[2];
+    for (int i = 0; i < 2; i++) c[i] = real_client(&o[i], NULL);
+    hold_real(c[0], &o[0], "rw-dead", xopts(10000, 0));
+    char life[16], claim[16];
+    snprintf(life, sizeof life, "%lld", (long long)(20000 * S));
+    snprintf(claim, sizeof claim, "%lld", (long long)(300 * S));
+    const char *dead[] = {"lock:{rw-dead}", "lock:{rw-dead}:queue", "lock:{rw-dead}:waiters",
+                          "lock:{rw-dead}:holders", "lock:{rw-dead}:weights", tok(7), "5000", life, claim,
+                          "nobody-listens"};
+    redisReply *r = run(RDL_SCRIPT_SHARED_ACQUIRE, 5, 5, dead);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer < 0); /* queued behind the holder */
+    freeReplyObject(r);
+    redlease_lock_options sh = shopts(5000, 8000);
+    sh.wait_mode = REDLEASE_WAIT_QUEUE;
+    int64_t t0 = mono_ms();
+    release(&o[0], NULL); /* reminds the dead head: one claim to come */
+    /* the live one comes inside that claim: its checks remind the dead
+     * head again, which must not buy it another claim each time */
+    acquire(c[1], &o[1], "rw-dead", sh);
+    run_until(&o[1].acq, 7000, NULL);
+    printf("# the live shared waiter held %lld ms after the release (the dead head's claim %s ms)\n",
+           (long long)(mono_ms() - t0), claim);
+    CHECK_EQ(o[1].acq_st, REDLEASE_OK);
+    redlease_stats st;
+    redlease_client_stats(c[1], &st);
+    printf("# its attempts: %llu\n", (unsigned long long)st.attempts);
+    CHECK(st.attempts < 20); /* checks at its own pace, never a 1 ms loop */
+    release(&o[1], NULL);
+    finish_all(c, o, 2);
+}
+
 /* Kinds: a semaphore on a shared resource and a shared holder on a
  * semaphore are refused at once, naming what it is; a shared holder taken
  * out of the set is lost; fences increase across shared and exclusive
@@ -750,6 +810,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_holder_without_weight_is_no_holder),
         TEST_CASE(test_sem_holder_of_another_limit_is_no_holder),
         TEST_CASE(test_sem_fences_increase),
+        TEST_CASE(test_sem_failed_fence_leaves_nothing),
         TEST_CASE(test_sem_other_kinds_refused),
         TEST_CASE(test_sem_api_limit_and_waiting),
         TEST_CASE(test_sem_api_other_kinds_refused),
@@ -760,6 +821,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_shared_and_exclusive),
         TEST_CASE(test_shared_stream_does_not_starve_exclusive),
         TEST_CASE(test_shared_phase_fair_queue),
+        TEST_CASE(test_shared_dead_head_does_not_block),
         TEST_CASE(test_shared_kinds_loss_and_fences),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);

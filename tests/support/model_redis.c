@@ -193,13 +193,14 @@ static void join(queue *q, const char *tok, int64_t life, int64_t claim, const c
 }
 
 /* A semaphore's queue (LUA_WAKE): the live head told to check now, its
- * entry cut to one claim; the next one (three when nobody heard the head)
+ * entry cut to at most one claim; the next one (three when nobody heard the head)
  * told to check once one, two, three claims end. */
 static void wake(queue *q)
 {
     int h = head(q);
     if (h < 0) return;
-    q->w[h].deadline = srv_now() + q->w[h].claim;
+    int64_t soon = srv_now() + q->w[h].claim; /* a reminder never lengthens its life */
+    if (q->w[h].deadline > soon) q->w[h].deadline = soon;
     char text[128];
     snprintf(text, sizeof text, "c %s 0", q->w[h].tok);
     int heard = publish(q->w[h].ch, text);
@@ -319,7 +320,7 @@ static void prune(sem *s)
         dead++;
     }
     if (!dead) return;
-    hincr_used(s, -sum);
+    if (sum) hincr_used(s, -sum); /* nothing to give back creates no hash */
     s->nh = live;
     if (!s->nh) s->hexp = -1;
     model_reached.sem_pruned += dead;
@@ -720,7 +721,7 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
                 if (i == 0 || s->h[i].deadline < first) first = s->h[i].deadline;
             int64_t left = first - srv_now() > 0 ? first - srv_now() : 0;
             model_reached.sem_full++;
-            *r = (reply){REP_INT, -(left + 1), NULL};
+            *r = (reply){REP_INT, s->nh ? -(left + 1) : 0, NULL}; /* 0: no holder, nothing known */
             return;
         }
         hset(s, tok, weight);
