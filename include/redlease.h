@@ -86,8 +86,8 @@ enum redlease_status {
     REDLEASE_EKIND = -18      /* the resource is another kind than this lease asks for (a
                                  mutex or shared/exclusive, or a semaphore of another
                                  limit; the text says which), or its key holds a value
-                                 of another type
-                                 (Redis's WRONGTYPE): nothing held is touched */
+                                 of another type (Redis's WRONGTYPE): nothing held is
+                                 touched */
 };
 /* How each Redis error reply is treated (transient: retried; definite:
  * ends the operation at once) is one table: man 3 redlease, ERRORS FROM
@@ -385,10 +385,10 @@ typedef struct redlease_lock_options {
      * weight. Each holder of any kind has its own token, TTL, renewals,
      * local deadline and fence. A resource is one kind at a time: while it
      * has holders, an acquire of another kind or limit fails at once with
-     * REDLEASE_EKIND.
-     * Both wait in the resource's queue, admitted in order (shared holders
-     * phase-fair beside exclusive ones), or poll; WAKE is REDLEASE_ENOTSUP.
-     * Both are REDLEASE_EINVAL under a quorum. */
+     * REDLEASE_EKIND. Semaphore and shared holders wait in the resource's
+     * queue, admitted in order (shared ones phase-fair beside exclusive
+     * ones), or poll; WAKE is REDLEASE_ENOTSUP for them, and so is a
+     * quorum (REDLEASE_EINVAL). */
     int limit;                  /* 0: not a semaphore; 1 to REDLEASE_MAX_PERMITS */
     int weight;                 /* 0: 1; with a limit only, at most it */
     int shared;                 /* nonzero: a shared holder; not with a limit */
@@ -418,7 +418,8 @@ REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, 
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key, with
  * fencing one counter key, with queued waiters (REDLEASE_WAIT_QUEUE)
- * their order and their entries, and a semaphore's holders and weights,
+ * their order and their entries, and a semaphore's or shared holders'
+ * set and weights,
  * every key of a resource in one hash slot and no two resources sharing a
  * key:
  *   REDLEASE_KEY_LOCK     prefix "{" name "}"           e.g. lock:{job:42}

@@ -81,28 +81,28 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     if (fenced) counter_ttl(c, s);
 }
 
-/* A semaphore's scripts (and a shared holder's renewal): KEYS kind (the
- * lock key), holders, weights, and but for the renewal the queue's two[,
- * fence key]; ARGV token, then (an acquire) weight, limit, ttl, the
- * entry's life and claim and the channel[, counter ttl], (a renewal)
- * limit, ttl. */
+/* The scripts of a set of holders, a semaphore's or shared ones: KEYS the
+ * kind (the lock key), then a semaphore's holders, weights and (but for
+ * the renewal) the queue's two, or a shared holder's queue's two, holders
+ * and weights[, fence key]; ARGV token, then an acquire's weight and limit
+ * (a semaphore's), ttl and the entry's life, claim and channel[, counter
+ * ttl], or the renewal's limit (0: shared) and ttl. */
 static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
                                REDLEASE_KEY_WAITERS};
 
-static void sem_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
+static void holders_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 {
-    int acq = s->script == RDL_SCRIPT_SEM_ACQUIRE;
+    int sem = s->script != RDL_SCRIPT_SHARED_ACQUIRE && s->script != RDL_SCRIPT_SHARED_RELEASE;
+    int renew = s->script == RDL_SCRIPT_SEM_RENEW;
+    int acq = s->script == RDL_SCRIPT_SEM_ACQUIRE || s->script == RDL_SCRIPT_SHARED_ACQUIRE;
     int fenced = acq && s->fence_key;
-    script_keys(c, s, sem_keys, s->script == RDL_SCRIPT_SEM_RENEW ? 2 : 4, fenced);
-    if (acq) {
-        ARG(c, c->weight, rdl_decimal(c->weight, s->weight));
+    script_keys(c, s, sem ? sem_keys : shared_keys, renew ? 2 : 4, fenced);
+    if (renew || (acq && sem)) {
+        if (acq) ARG(c, c->weight, rdl_decimal(c->weight, s->weight));
         ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
-        ARG(c, c->ttl, ttl_len);
-        waiting_args(c, s);
-    } else if (s->script == RDL_SCRIPT_SEM_RENEW) { /* limit 0: a shared holder's */
-        ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
-        ARG(c, c->ttl, ttl_len);
     }
+    if (renew || acq) ARG(c, c->ttl, ttl_len);
+    if (acq) waiting_args(c, s);
     if (fenced) counter_ttl(c, s);
 }
 
@@ -139,17 +139,8 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
         script_keys(c, s, queue_keys, 1, 0);
     } else if (s->script == RDL_SCRIPT_QUEUE_ACQUIRE || s->script == RDL_SCRIPT_QUEUE_RELEASE) {
         queue_script(c, s, ttl_len);
-    } else if (s->script == RDL_SCRIPT_SEM_ACQUIRE || s->script == RDL_SCRIPT_SEM_RENEW ||
-               s->script == RDL_SCRIPT_SEM_RELEASE) {
-        sem_script(c, s, ttl_len);
-    } else if (s->script == RDL_SCRIPT_SHARED_ACQUIRE || s->script == RDL_SCRIPT_SHARED_RELEASE) {
-        int acq = s->script == RDL_SCRIPT_SHARED_ACQUIRE;
-        script_keys(c, s, shared_keys, 4, acq && s->fence_key);
-        if (acq) {
-            ARG(c, c->ttl, ttl_len);
-            waiting_args(c, s);
-        }
-        if (acq && s->fence_key) counter_ttl(c, s);
+    } else if (s->script >= RDL_SCRIPT_SEM_ACQUIRE && s->script <= RDL_SCRIPT_SHARED_RELEASE) {
+        holders_script(c, s, ttl_len);
     } else if (s->script == RDL_SCRIPT_FENCE_RAISE) {
         script_head(c, s, "1");
         ARG(c, s->fence_key, s->fence_keylen);

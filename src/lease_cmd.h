@@ -2,7 +2,8 @@
 /* The commands of a lease, built in one place (src/lease_cmd.c): the
  * acquire (SET NX PX, or a script), the renewal and the compare-and-delete
  * (a script, or the server's own conditional command), the queue's
- * scripts, a semaphore's, and a quorum's fence raise. The lock layer (lock_send.c)
+ * scripts, a semaphore's and a shared holder's, and a quorum's fence
+ * raise. The lock layer (lock_send.c)
  * and the quorum (quorum.c, its own clean-up and fence raise) describe
  * what they want in an rdl_cmd_spec; neither writes an argument list.
  *

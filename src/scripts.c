@@ -40,12 +40,15 @@
  * the first live waiter (the dead met on the way are dropped), and whether
  * it waits to share the resource (its channel written with "{" in front,
  * which no channel starts with: a key prefix has no brace); enqueue()
- * puts a waiter at the tail, or keeps its place with a new deadline;
- * remind() tells a waiter to check now and gives its entry at most one
- * claim to do it (never more: a dead head is reminded at every check of
- * the waiters behind it) (the next ones, as below, check once claims end); hand_over()
- * reminds a shared head (a shared waiter admits itself, design 12.4), and
- * gives a free lock to it for its claim time and tells it ("g TOKEN"),
+ * puts a waiter at the tail, or keeps its place with a new deadline.
+ * remind() tells a waiter to check now ("c TOKEN 0") and gives its entry
+ * at most one claim to do it, never more (a dead head is reminded at every
+ * check of the waiters behind it), and the next ones, as below, check once
+ * claims end; remind_head() does so for the live head (only a shared one,
+ * asked): a semaphore's or a shared waiter is admitted by its own acquire,
+ * nothing is handed to it (design 12.4, 12.5). hand_over() reminds a
+ * shared head; an exclusive one it gives a free lock for its claim time,
+ * and tells it ("g TOKEN"),
  * and tells the next waiters to check once one, two, three such claims
  * end ("c TOKEN MS", tell_first()): the next three when nobody heard the
  * head's word (PUBLISH counts no listener: its client is gone, or, on a
@@ -107,6 +110,10 @@
     "  local heard = redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0')\n" \
     "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
     "end\n" \
+    "local function remind_head(shared_only)\n" \
+    "  local h, c, ch, shared = head()\n" \
+    "  if h and (shared or not shared_only) then remind(h, c, ch) end\n" \
+    "end\n" \
     "local function hand_over()\n" \
     "  local h, c, ch, shared = head()\n" \
     "  if not h then return end\n" \
@@ -166,18 +173,6 @@
     "  redis.call('SET', KEYS[1], kind, 'PX', life)\n" \
     "  redis.call('PEXPIRE', HK, life)\n" \
     "  redis.call('PEXPIRE', WK, life)\n" \
-    "end\n"
-
-/* A semaphore's queue (docs/design.md, 12.5): nothing is handed over (a
- * permit is no key to give); wake() tells the live head to check now, and
- * gives its entry at most one claim to do it, so a head that died or froze loses
- * its place after a claim, not after its entry's life; the next waiters
- * (three when nobody heard the head) check once one, two, three claims
- * end. The head's own acquire admits it, strictly in order. */
-#define LUA_WAKE \
-    "local function wake()\n" \
-    "  local h, c, ch = head()\n" \
-    "  if h then remind(h, c, ch) end\n" \
     "end\n"
 
 /* What a mutex's or a shared holder's acquire says when the lock key is
@@ -279,7 +274,8 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
         "if v == tok then return take() end\n"
-        "if v and other_kind(v) then return other_kind(v) end\n"
+        "local k = v and other_kind(v)\n"
+        "if k then return k end\n"
         "if not v then\n"
         "  if ARGV[6] ~= '1' then return take() end\n"
         "  local h = head()\n"
@@ -309,10 +305,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "if not KEYS[3] then return -1 end\n"
         LUA_CLOCK LUA_QUEUE
         "leave(ARGV[1])\n"
-        "if v == 'shared' then\n"
-        "  local n, c, ch, shared = head()\n"
-        "  if n and shared then remind(n, c, ch) end\n"
-        "end\n"
+        "if v == 'shared' then remind_head(true) end\n"
         "if v and v ~= ARGV[1] then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
         "if ARGV[2] == '1' then\n"
@@ -336,9 +329,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * restarted, its weight counted once; with its weight gone (the
      * weights' key lost) the count restarted without it, and it is
      * counted as a newcomer. Not admitted: how long until the first
-     * holder's deadline, the soonest a permit frees without a release. */
+     * holder's deadline, the soonest a permit frees without a release, or
+     * 0 with no holder (nothing known: the waiter goes by its checks). */
     [RDL_SCRIPT_SEM_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_KIND LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
+        LUA_CLOCK LUA_MINT LUA_KIND LUA_QUEUE_AT("4", "5") LUA_HOLDERS("2", "3")
         "local tok = ARGV[1]\n"
         "local kind = 'semaphore ' .. ARGV[3]\n"
         "local v = redis.call('GET', KEYS[1])\n"
@@ -366,7 +360,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  admit(tok, weight)\n"
         "  if h then\n"
         "    leave(tok)\n"
-        "    if used + weight < limit then wake() end\n"
+        "    if used + weight < limit then remind_head() end\n"
         "  end\n"
         "end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), tok)\n"
@@ -396,7 +390,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * longer a holder. With nobody queued it costs one EXISTS more than
      * without a queue. */
     [RDL_SCRIPT_SEM_RELEASE] =
-        LUA_CLOCK LUA_QUEUE_AT("4", "5") LUA_WAKE LUA_HOLDERS("2", "3")
+        LUA_CLOCK LUA_QUEUE_AT("4", "5") LUA_HOLDERS("2", "3")
         "local v = redis.call('GET', KEYS[1])\n"
         "local queued = redis.call('EXISTS', QK) == 1\n"
         "if queued then leave(ARGV[1]) end\n"
@@ -406,7 +400,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  mine = drop(ARGV[1])\n"
         "  keep(v)\n"
         "end\n"
-        "if queued then wake() end\n"
+        "if queued then remind_head() end\n"
         "if mine then return 1 end\n"
         "return 0\n",
     /* A shared holder's acquire (docs/design.md, 12.4): admitted beside
@@ -448,8 +442,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  admit(tok, 1)\n"
         "  if h then\n"
         "    leave(tok)\n"
-        "    local n, c, ch, shared = head()\n"
-        "    if n and shared then remind(n, c, ch) end\n"
+        "    remind_head(true)\n"
         "  end\n"
         "end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[2]), tok)\n"
@@ -484,13 +477,13 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "9ad6e74cb266d297b4a44ee0774742994fa0cb64",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "59966f2ed070f41dd0f80a9d2bd5f6706850ac58",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "ab4e95ed93d2c5c3ea448731a35a06d6cd14277e",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "031299d83739349f135e9a5a60f1b59018eebaff",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "9a4ea4c5df0cf96ff7e59c05981b4241060831d3",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "a6f05a979b1289a9c120ab18e66079befb5d8018",
     [RDL_SCRIPT_SEM_RENEW] = "36af71684451d228ea6273bdd7ed246bc47ee787",
-    [RDL_SCRIPT_SEM_RELEASE] = "aa846a5c356c4ebbe18d79367a6b8c0aba6b887f",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "85a0aee38bb0cd81980ad507a85617deab6a7668",
-    [RDL_SCRIPT_SHARED_RELEASE] = "6f89b4d4b94f6fc3a40cfbcf903775f8e9930389",
+    [RDL_SCRIPT_SEM_RELEASE] = "ab97f8794064151fa331ca5b2eb4bb7e8f99608b",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "00d302d7f723e6b23b6f8ffdf174d9896034495a",
+    [RDL_SCRIPT_SHARED_RELEASE] = "820be5e476f5d51202fc8a643a1615e415cea916",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

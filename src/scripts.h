@@ -28,7 +28,9 @@ enum rdl_script {
      * the lock and told; "0": the first waiter is told to check, and
      * races) -> 1 deleted, 0 not ours */
     RDL_SCRIPT_QUEUE_RELEASE,
-    /* A counting semaphore's holder (docs/design.md, section 12). KEYS:
+    /* The holders' scripts, from here to RDL_SCRIPT_SHARED_RELEASE, stay
+     * together: lease_cmd.c builds them by one function, by this range.
+     * A counting semaphore's holder (docs/design.md, section 12). KEYS:
      * kind, holders, weights, queue, waiters[, fence key]; ARGV: token,
      * weight, limit, ttl, entry life ms, claim ms, channel ("": do not
      * queue)[, counter ttl] -> n > 0 admitted (the fence when fenced, else

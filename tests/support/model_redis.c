@@ -192,7 +192,7 @@ static void join(queue *q, const char *tok, int64_t life, int64_t claim, const c
     if (q->wexp < 0 || q->wexp - F.now < life) q->wexp = expiry_ms(life);
 }
 
-/* A semaphore's queue (LUA_WAKE): the live head told to check now, its
+/* A semaphore's queue (remind_head() in LUA_QUEUE): the live head told to check now, its
  * entry cut to at most one claim; the next one (three when nobody heard the head)
  * told to check once one, two, three claims end. */
 static void wake(queue *q)
