@@ -160,13 +160,12 @@ static int parse(run *r, int argc, char **argv)
     if (r->server.quorum && r->replica_acks)
         return cli_usage_error("--quorum and --min-replicas exclude each other: the quorum's "
                                "servers are independent masters, without replicas to wait for");
-    if (r->server.quorum && r->limit)
-        return cli_usage_error("--quorum and --limit exclude each other: each server would count "
-                               "the semaphore's holders apart, and more than --limit holders "
-                               "could each have a majority");
-    if (r->server.quorum && r->shared)
-        return cli_usage_error("--quorum and --shared exclude each other: this version's quorum "
-                               "takes exclusive holders only");
+    /* each server admits less than --limit (man 3, KINDS) */
+    int capacity = r->server.quorum && r->limit ? redlease_semaphore_capacity((int)r->limit, r->server.quorum_n) : 0;
+    if (capacity > 0 && (r->weight ? r->weight : 1) > capacity)
+        return cli_usage_error("--weight %" PRId64 " is more than each of the %d servers of --quorum admits "
+                               "of --limit %" PRId64 " (%d, so that never more than --limit hold by a "
+                               "majority): never admitted", r->weight, r->server.quorum_n, r->limit, capacity);
     /* a write may wait for one WAIT, then its own (man 3, REPLICATION) */
     if (2 * r->replica_timeout_ms >= r->server.timeout_ms)
         return cli_usage_error("--replica-timeout must be below half --timeout (%" PRId64 " ms)",

@@ -103,6 +103,7 @@ static int take_quorum(cli_server *s, const cli_args *a)
         return cli_usage_error("%s: expected HOST:PORT,HOST:PORT[,...] (2 to %d servers; IPv6 "
                                "as [ADDR]:PORT), got '%s'", a->name, REDLEASE_MAX_QUORUM, a->value);
     s->quorum = a->value;
+    s->quorum_n = n;
     return 0;
 }
 

@@ -32,6 +32,7 @@ typedef struct cli_server {
     const char *master;       /* --master NAME */
     const char *cluster;      /* --cluster HOST:PORT[,...], or NULL */
     const char *quorum;       /* --quorum HOST:PORT,HOST:PORT[,...], or NULL */
+    int quorum_n;             /* how many servers it names */
     char seed_host[256];      /* the first of them (status starts there) */
     char *sentinel_password;  /* owned; REDLEASE_SENTINEL_PASSWORD */
     char *found_host;         /* owned: the primary a Sentinel named (status) */

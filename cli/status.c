@@ -28,6 +28,15 @@ static const cli_opt status_opts[] = {
     {NULL, 0, 0, 0},
 };
 
+/* --quorum: a holder of a semaphore or of shared holders, and how many
+ * servers admit it now (it holds while a majority does). */
+typedef struct member_holder {
+    char token[40];
+    int servers;
+    long long permits;                   /* its weight (1: shared) */
+    long long left[REDLEASE_MAX_QUORUM]; /* ms left on each server that admits it */
+} member_holder;
+
 /* The keys of RESOURCE that status reads; 0.1.0's is lock alone. */
 typedef struct status_keys {
     char *lock, *fence, *holders, *weights;
@@ -49,6 +58,10 @@ typedef struct status_query {
     char *member_token;
     size_t member_token_len;
     int member_kind;
+    /* and the holders of a set each server admits, tallied over them */
+    member_holder *holders;
+    size_t nholders;
+    long long limit; /* the semaphore's, as a server says (0: shared) */
 } status_query;
 
 /* The kinds of resource whose holders are a set (member_kind): none is 0. */
@@ -278,6 +291,29 @@ static long long whole(const redisReply *r)
     return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
 }
 
+/* One more server admits the holder token (its permits, ms left there):
+ * 0, or -1 out of memory. Tokens are a holder's 32 hex digits; anything
+ * longer is no holder of ours and is not tallied. */
+static int tally(status_query *q, const redisReply *token, long long permits, long long left)
+{
+    if (token->type != REDIS_REPLY_STRING || token->len >= sizeof q->holders[0].token) return 0;
+    for (size_t i = 0; i < q->nholders; i++) {
+        member_holder *h = &q->holders[i];
+        if (strcmp(h->token, token->str) != 0) continue;
+        if (h->servers < REDLEASE_MAX_QUORUM) h->left[h->servers++] = left;
+        return 0;
+    }
+    member_holder *more = realloc(q->holders, (q->nholders + 1) * sizeof *more);
+    if (!more) return -1;
+    q->holders = more;
+    member_holder *h = &q->holders[q->nholders++];
+    memcpy(h->token, token->str, token->len + 1);
+    h->servers = 1;
+    h->permits = permits;
+    h->left[0] = left;
+    return 0;
+}
+
 /* A set of holders: a semaphore's of limit permits, or shared holders'
  * (limit 0). The holders (token -> deadline in the server's clock,
  * soonest first) and their weights, read with the server's TIME. The
@@ -288,7 +324,7 @@ static long long whole(const redisReply *r)
  * in Redis: the resource's counter (the last one minted) is shown, as for
  * a mutex. CLI_EXIT_HELD when a live holder holds, CLI_EXIT_FREE, or a
  * failure (said). */
-static int show_holders(const status_query *q, const char *key, long long limit,
+static int show_holders(status_query *q, const char *key, long long limit,
                         redisReply *const *got)
 {
     const redisReply *time = got[R_TIME], *holders = got[R_HOLDERS], *hash = got[R_WEIGHTS];
@@ -322,6 +358,14 @@ static int show_holders(const status_query *q, const char *key, long long limit,
         of[i] = whole(holders->element[2 * i + 1]) > now ? permits : 0;
         held += of[i];
     }
+    for (size_t i = 0; i < nh && q->member; i++)
+        if (of[i] && tally(q, holders->element[2 * i], of[i], whole(holders->element[2 * i + 1]) - now)) {
+            free(w);
+            free(of);
+            cli_error("out of memory");
+            return CLI_EXIT_FAILED;
+        }
+    if (q->member && limit) q->limit = limit;
     if (cli_verbosity >= CLI_NORMAL) {
         line_start(q, key);
         if (limit)
@@ -480,6 +524,62 @@ static int rc_legacy_keys(status_query *q, int *rc)
  * can have a majority, even counting the members that did not answer;
  * else nobody can tell (unavailable). CLI_EXIT_HELD, CLI_EXIT_FREE,
  * CLI_EXIT_UNAVAILABLE or CLI_EXIT_FAILED. */
+static int by_left(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x < y) - (x > y); /* longest first */
+}
+
+/* The quorum's holders of a set of the kind found (the servers' holders
+ * tallied in q): those a majority admits, each for as long as the
+ * need-th longest of its servers' times left. CLI_EXIT_HELD when one
+ * holds, CLI_EXIT_FREE when none does and none could (too few servers not
+ * answering), else CLI_EXIT_UNAVAILABLE. */
+static int quorum_holders(status_query *q, const char *key, int kind, int n, int need, int unreachable)
+{
+    long long permits = 0, holders = 0;
+    int could = 0; /* a holder that servers not answering could make a majority's */
+    for (size_t i = 0; i < q->nholders; i++) {
+        member_holder *h = &q->holders[i];
+        if (h->servers >= need) {
+            holders++;
+            permits += kind == KIND_SEMAPHORE ? h->permits : 1;
+        } else if (h->servers + unreachable >= need) {
+            could = 1;
+        }
+    }
+    int rc = holders ? CLI_EXIT_HELD : could ? CLI_EXIT_UNAVAILABLE : CLI_EXIT_FREE;
+    if (rc == CLI_EXIT_UNAVAILABLE) {
+        if (cli_verbosity > CLI_QUIET)
+            cli_error("Redis at %s: cannot tell: a holder of %s is admitted by fewer than %d of %d "
+                      "servers, and %d do not answer", q->server.where, key, need, n, unreachable);
+        return rc;
+    }
+    if (cli_verbosity < CLI_NORMAL) return rc;
+    if (kind == KIND_SEMAPHORE)
+        printf("%s: semaphore: %lld of %lld permits held by a majority (%d of %d servers; each "
+               "admits %d)\n", key, permits, q->limit, need, n,
+               redlease_semaphore_capacity((int)q->limit, n));
+    else
+        printf("%s: shared: %lld holder%s by a majority (%d of %d servers)\n", key, holders,
+               holders == 1 ? "" : "s", need, n);
+    for (size_t i = 0; i < q->nholders; i++) {
+        member_holder *h = &q->holders[i];
+        if (h->servers < need) continue;
+        qsort(h->left, (size_t)h->servers, sizeof h->left[0], by_left);
+        printf("%s: holder: ", key);
+        if (kind == KIND_SEMAPHORE)
+            printf("%lld permit%s, ", h->permits, h->permits == 1 ? "" : "s");
+        else
+            printf("shared, ");
+        printf("on %d of %d servers, %lld ms left", h->servers, n, h->left[need - 1]);
+        if (q->show_token) printf(", token %s", h->token);
+        printf("\n");
+    }
+    fflush(stdout);
+    return rc;
+}
+
 static int query_quorum(status_query *q, const status_keys *keys)
 {
     const char *key = keys->lock;
@@ -559,18 +659,11 @@ static int query_quorum(status_query *q, const status_keys *keys)
     char also[64] = "";
     if (unreachable)
         snprintf(also, sizeof also, ", %d not answering", unreachable);
-    /* A semaphore's holders, and shared ones, count on one server (run
-     * refuses --limit and --shared under --quorum): they are there by a
-     * run without --quorum, and hold no token toward the majority. */
-    static const char *const kind_name[KIND_COUNT] = {
-        [KIND_SEMAPHORE] = "a semaphore",
-        [KIND_SHARED] = "shared holders",
-    };
-    for (int i = KIND_SEMAPHORE; i < KIND_COUNT; i++)
-        if (kinds[i] && cli_verbosity >= CLI_NORMAL)
-            printf("%s: %s on %d of %d servers (taken there without --quorum: no lease of the "
-                   "quorum's)\n", key, kind_name[i], kinds[i], n);
-    if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
+    /* A semaphore's holders, and shared ones: each holds while a
+     * majority admits it (man 3 redlease, KINDS). */
+    if (!failed && best < need && (kinds[KIND_SEMAPHORE] || kinds[KIND_SHARED]))
+        rc = quorum_holders(q, key, kinds[KIND_SEMAPHORE] ? KIND_SEMAPHORE : KIND_SHARED, n, need, unreachable);
+    else if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
         printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
         if (left < 0)
             printf(", no expiry");
@@ -587,6 +680,9 @@ static int query_quorum(status_query *q, const status_keys *keys)
     }
     if (cli_verbosity >= CLI_NORMAL) fflush(stdout);
     for (int i = 0; i < n; i++) free(token[i]);
+    free(q->holders);
+    q->holders = NULL;
+    q->nholders = 0;
     rdl_addr_list_free(m, n);
     return rc;
 }

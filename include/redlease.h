@@ -387,8 +387,11 @@ typedef struct redlease_lock_options {
      * has holders, an acquire of another kind or limit fails at once with
      * REDLEASE_EKIND. Semaphore and shared holders wait in the resource's
      * queue, admitted in order (shared ones phase-fair beside exclusive
-     * ones), or poll; WAKE is REDLEASE_ENOTSUP for them, and so is a
-     * quorum (REDLEASE_EINVAL). */
+     * ones), or poll; WAKE is REDLEASE_ENOTSUP for them. Under a quorum
+     * both poll (REDLEASE_WAIT_QUEUE is REDLEASE_EINVAL there), and each
+     * server admits a semaphore's holders up to
+     * redlease_semaphore_capacity(), so that never more than limit hold
+     * by a majority: a weight above it is REDLEASE_EINVAL. */
     int limit;                  /* 0: not a semaphore; 1 to REDLEASE_MAX_PERMITS */
     int weight;                 /* 0: 1; with a limit only, at most it */
     int shared;                 /* nonzero: a shared holder; not with a limit */
@@ -415,6 +418,17 @@ REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, 
 #define REDLEASE_MAX_REPLICAS 1000
 /* limit (and so weight) */
 #define REDLEASE_MAX_PERMITS 1000000000
+
+/* What each server admits of a semaphore of limit permits (1 to
+ * REDLEASE_MAX_PERMITS) when a holder needs a majority of servers (1 to
+ * REDLEASE_MAX_QUORUM; 1: one server, which admits limit): the largest c
+ * with floor(servers * c / majority) <= limit, at least 1. Holders each
+ * admitted by a majority fill at least majority of the servers' counts
+ * per permit, so at most limit of them hold at once whichever majorities
+ * they have; when every server admits each holder, as when nothing
+ * fails, c hold at once (man 3 redlease, KINDS). REDLEASE_EINVAL for
+ * arguments out of range. */
+REDLEASE_EXTERN int redlease_semaphore_capacity(int limit, int servers);
 
 /* The Redis keys of a resource (man 3 redlease, KEYS): one lock key, with
  * fencing one counter key, with queued waiters (REDLEASE_WAIT_QUEUE)

@@ -57,14 +57,14 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     /* What the locks' target offers: a quorum is N servers, each with its
      * own copy of a lease, so no one queue orders the waiters, no one
      * primary's replicas acknowledge, a release's probe would be one
-     * member's word, votes can split, and no one server counts a
-     * semaphore's holders. */
+     * member's word, votes can split, and each member counts a
+     * semaphore's holders apart. */
     int several = o->topology == REDLEASE_TOPOLOGY_QUORUM;
     int sharded = o->topology == REDLEASE_TOPOLOGY_CLUSTER;
     rdl_lock_target target = {.route = sharded ? route_by_slot : route_home, .arg = c,
                               .ordered_queue = !several, .replicas = !several,
                               .release_probe = !several, .split_votes = several,
-                              .moving_keys = sharded, .counts_holders = !several};
+                              .moving_keys = sharded, .copies = 1, .need = 1};
     rdl_locks_init(&c->set, &c->svc, &target);
     rdl_tls_config tls = {o->tls,          o->tls_ca_file,     o->tls_ca_dir,  o->tls_cert_file,
                           o->tls_key_file, o->tls_server_name, o->tls_insecure};
@@ -131,6 +131,10 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
             ok = (m[i] = rdl_nodes_at(&c->nodes, members[i].host, strlen(members[i].host),
                                       members[i].port)) != NULL;
         ok = ok && rdl_quorum_init(c->quorum, &c->svc, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
+        if (ok) { /* each member keeps its own copy; a majority admits */
+            c->set.target.copies = (uint8_t)c->quorum->n;
+            c->set.target.need = (uint8_t)c->quorum->need;
+        }
         ok = ok && rdl_conn_set_address(&c->waker->conn, members[0].host, members[0].port) == REDLEASE_OK;
     }
     rdl_addr_list_free(members, nmembers);

@@ -84,9 +84,9 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 /* The scripts of a set of holders, a semaphore's or shared ones: KEYS the
  * kind (the lock key), then a semaphore's holders, weights and (but for
  * the renewal) the queue's two, or a shared holder's queue's two, holders
- * and weights[, fence key]; ARGV token, then an acquire's weight and limit
- * (a semaphore's), ttl and the entry's life, claim and channel[, counter
- * ttl], or the renewal's limit (0: shared) and ttl. */
+ * and weights[, fence key]; ARGV token, then an acquire's weight, limit
+ * and capacity (a semaphore's), ttl and the entry's life, claim and
+ * channel[, counter ttl], or the renewal's limit (0: shared) and ttl. */
 static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
                                REDLEASE_KEY_WAITERS};
 
@@ -100,6 +100,7 @@ static void holders_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     if (renew || (acq && sem)) {
         if (acq) ARG(c, c->weight, rdl_decimal(c->weight, s->weight));
         ARG(c, c->limit, rdl_decimal(c->limit, s->limit));
+        if (acq) ARG(c, c->capacity, rdl_decimal(c->capacity, s->capacity));
     }
     if (renew || acq) ARG(c, c->ttl, ttl_len);
     if (acq) waiting_args(c, s);

@@ -20,7 +20,7 @@
 #include "redlease.h"
 
 /* The most arguments a lease's command has: a semaphore's fenced acquire. */
-#define RDL_CMD_MAX_ARGS 17
+#define RDL_CMD_MAX_ARGS 18
 /* The longest key a lease derives (its queue's), with room to spare. */
 #define RDL_CMD_KEY_MAX (REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16)
 
@@ -46,6 +46,7 @@ typedef struct rdl_cmd_spec {
     uint64_t fence;        /* RDL_SCRIPT_FENCE_RAISE: raise the counter to this */
     int32_t limit, weight; /* RDL_SCRIPT_SEM_ACQUIRE: the permits, this holder's share;
                               _SEM_RENEW: the limit (0: a shared holder) */
+    int32_t capacity;      /* RDL_SCRIPT_SEM_ACQUIRE: what the server admits of limit */
 } rdl_cmd_spec;
 
 /* An encoded command: argv/lens, and the numbers and keys it points at. */
@@ -55,7 +56,7 @@ typedef struct rdl_cmd {
     size_t lens[RDL_CMD_MAX_ARGS];
     char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
         claim[RDL_DECIMAL_MAX], fence[RDL_DECIMAL_MAX], limit[RDL_DECIMAL_MAX],
-        weight[RDL_DECIMAL_MAX];
+        weight[RDL_DECIMAL_MAX], capacity[RDL_DECIMAL_MAX];
     /* a script's keys after the lock key, derived from it: the queue's
      * order and entries, then the holders and their weights */
     char derived[4][RDL_CMD_KEY_MAX];

@@ -22,4 +22,19 @@ static inline int64_t rdl_renew_retry_at(int64_t now, int64_t interval, int64_t 
     return now + d;
 }
 
+/* A majority of n servers (a quorum's need). */
+static inline int64_t rdl_majority(int64_t n) { return n / 2 + 1; }
+
+/* What each of n servers may admit of a semaphore of limit permits when a
+ * holder needs `need` of them (a quorum, docs/design.md 12.3): holders of
+ * total weight W, each admitted by at least need servers, fill at least
+ * W * need of the servers' n * cap, so W <= n * cap / need, which must not
+ * exceed limit: cap is the largest with floor(n * cap / need) <= limit,
+ * ceil((limit + 1) * need / n) - 1. At least 1 (need > n / 2), at most
+ * limit; n = need = 1 (one server) is limit itself. */
+static inline int64_t rdl_quorum_capacity(int64_t limit, int64_t n, int64_t need)
+{
+    return ((limit + 1) * need + n - 1) / n - 1;
+}
+
 #endif

@@ -49,10 +49,12 @@ typedef struct rdl_lock_target {
     unsigned moving_keys : 1;   /* keys move between servers (a Cluster's slots):
                                    a redirect that reaches the lock, not
                                    followed, is transient (the move ends) */
-    unsigned counts_holders : 1; /* one server keeps a resource's holders, so a
-                                   semaphore's limit holds exactly and a shared
-                                   holder sees an exclusive one (a quorum's
-                                   members keep theirs apart: docs/design.md, 12) */
+    /* The servers that each keep their own copy of a resource's holders,
+     * and how many of them admit one (a quorum's members and majority; 1
+     * and 1 for one server): a semaphore's servers admit less than its
+     * limit when a holder needs fewer than all of them (docs/design.md,
+     * 12.3). */
+    uint8_t copies, need;
 } rdl_lock_target;
 
 /* A client's locks and what they use, embedded in the client (set by it
@@ -120,6 +122,8 @@ struct rdl_lock_opts {
     uint32_t fence_keylen;        /* the fence key follows the lock key's NUL */
     int32_t limit, weight;        /* a semaphore's permits and this holder's
                                      share; limit 0: not a semaphore */
+    int32_t capacity;             /* what each server admits of limit
+                                     (rdl_quorum_capacity) */
     uint8_t shared;               /* a shared holder */
 };
 

@@ -69,12 +69,15 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     /* N servers' queues could hand the lock to N different heads: there is
      * no one order to wait in (design 11.5); the default wakes instead */
     if (o->wait_mode == REDLEASE_WAIT_QUEUE && !ls->target.ordered_queue) return REDLEASE_EINVAL;
-    /* A semaphore or a shared holder needs one server to keep its holders
-     * (design 12); each waits in the queue in order (12.4, 12.5), or
-     * polls: in no order is no order at all for them */
+    /* A semaphore or a shared holder waits in the queue in order (design
+     * 12.4, 12.5), or polls: in no order is no order at all for them, and
+     * with no one order (a quorum) they poll. Each of a quorum's members
+     * admits a semaphore's holders up to its capacity, less than the
+     * limit (12.3): a heavier holder could never be admitted. */
     int holders = o->limit || o->shared;
-    if (holders && !ls->target.counts_holders) return REDLEASE_EINVAL;
     if (holders && o->wait_mode == REDLEASE_WAIT_WAKE) return REDLEASE_ENOTSUP;
+    int64_t capacity = rdl_quorum_capacity(o->limit, ls->target.copies, ls->target.need);
+    if (o->limit && (o->weight ? o->weight : 1) > capacity) return REDLEASE_EINVAL;
     if (ls->svc->dead || ls->closing) return REDLEASE_ECANCELED;
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
@@ -111,6 +114,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
         opts->replica_timeout = (int32_t)replica_timeout;
         opts->limit = o->limit;
         opts->weight = o->weight ? o->weight : 1;
+        opts->capacity = (int32_t)capacity;
         opts->shared = o->shared != 0;
     }
     lk->set = ls;
@@ -130,8 +134,9 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * A single attempt (wait_ms 0) joins no queue and goes as a plain SET
      * NX, which finds a lock handed to a waiter taken; its release hands
      * the lock over too. */
-    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker;
-    /* with no one order to wait in the default is REDLEASE_WAIT_WAKE (above) */
+    lk->queued = o->wait_mode != REDLEASE_WAIT_POLL && ls->waker && !(holders && !ls->target.ordered_queue);
+    /* with no one order to wait in the default is REDLEASE_WAIT_WAKE
+     * (above), and a semaphore's or shared holder's is REDLEASE_WAIT_POLL */
     lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || !ls->target.ordered_queue;
     acq->joins = lk->queued && o->wait_ms != 0;
     rdl_list_init(&acq->waiter.link);

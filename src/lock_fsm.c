@@ -164,8 +164,7 @@ static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const r
             return 1;
         }
         if (r->integer == 0) return 0;
-        if (req->script == RDL_SCRIPT_QUEUE_ACQUIRE || req->script == RDL_SCRIPT_SEM_ACQUIRE ||
-            req->script == RDL_SCRIPT_SHARED_ACQUIRE) {
+        if (rdl_script_waits(req->script)) {
             /* waiting: -n is the holder's TTL left (a semaphore's first
              * holder's), rounded up */
             *holder_left = r->integer < -REDLEASE_MAX_TTL_MS ? REDLEASE_MAX_TTL_MS : -r->integer;

@@ -141,9 +141,9 @@ int rdl_lock_req_submit(rdl_req *req)
     if (lk->opts) {
         spec.limit = lk->opts->limit;
         spec.weight = lk->opts->weight;
+        spec.capacity = lk->opts->capacity;
     }
-    if ((s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE) &&
-        !req->probe) {
+    if (rdl_script_waits(s) && !req->probe) {
         spec.life = queue_life(lk);
         spec.claim = queue_claim(lk);
         spec.channel = queue_channel(lk, &spec.channel_len);

@@ -6,6 +6,7 @@
 
 #include "addr.h"
 #include "keys.h"
+#include "lease_math.h"
 
 static void client_defaults(redlease_client_options *o)
 {
@@ -103,6 +104,13 @@ int rdl_lock_options_take(const redlease_lock_options *o, redlease_lock_options 
 }
 
 static int in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+int redlease_semaphore_capacity(int limit, int servers)
+{
+    if (!in_range(limit, 1, REDLEASE_MAX_PERMITS) || !in_range(servers, 1, REDLEASE_MAX_QUORUM))
+        return REDLEASE_EINVAL;
+    return (int)rdl_quorum_capacity(limit, servers, rdl_majority(servers));
+}
 
 int redlease_tls_available(void)
 {

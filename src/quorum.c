@@ -62,7 +62,7 @@ int rdl_quorum_init(rdl_quorum *q, rdl_svc *svc, rdl_node *front, rdl_node **mem
     q->svc = svc;
     q->front = front;
     q->n = n;
-    q->need = n / 2 + 1;
+    q->need = (size_t)rdl_majority((int64_t)n);
     rdl_list_init(&q->owing);
     q->wake.idx = RDL_HEAP_OUT;
     q->wake.kind = RDL_WAKE_QUORUM;
@@ -293,11 +293,12 @@ static rdl_cmd_spec lease_of(const rdl_req *parent, int script)
 static void clean_up(rdl_quorum *q, const rdl_req *parent, uint32_t mask, int64_t now)
 {
     if (!mask) return;
-    rdl_cmd_spec spec = lease_of(parent, RDL_SCRIPT_RELEASE);
+    rdl_cmd_spec spec = lease_of(parent, parent->script);
+    spec.script = rdl_script_release_of(parent->script, spec.limit); /* the lease's kind's */
     spec.fence_key = NULL;
     rdl_cmd cmd;
     rdl_cmd_encode(&cmd, &spec);
-    rdl_qop *op = op_new(q, RDL_REQ_DROP, RDL_SCRIPT_RELEASE, cmd.argc, cmd.argv, cmd.lens);
+    rdl_qop *op = op_new(q, RDL_REQ_DROP, spec.script, cmd.argc, cmd.argv, cmd.lens);
     if (!op) return; /* the keys expire by themselves */
     op->until = now + spec.ttl + rdl_drift(spec.ttl);
     op->cleanup = 1;
@@ -398,7 +399,7 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             said = SAID_YES, op->yes++;
         else if (r->type == RDL_REPLY_NIL)
             said = SAID_NO, op->no++;
-    } else if (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && r->type == RDL_REPLY_INTEGER && r->integer < 0) {
+    } else if (rdl_script_waits(op->script) && r->type == RDL_REPLY_INTEGER && r->integer < 0) {
         /* waiting: -(the holder's TTL left + 1) */
         said = SAID_NO, op->no++;
         int64_t left = -r->integer - 1;
@@ -464,7 +465,7 @@ static void answer_failure(rdl_qop *op)
              * not when a member said yes (a split vote, or a release under
              * way): no holder's release may come to tell it (0, unknown). */
             r.type = RDL_REPLY_INTEGER;
-            r.integer = op->script == RDL_SCRIPT_QUEUE_ACQUIRE && op->left >= 0 && !op->yes ? -(op->left + 1) : 0;
+            r.integer = rdl_script_waits(op->script) && op->left >= 0 && !op->yes ? -(op->left + 1) : 0;
         }
     } else if (!op->yes && !op->no && !op->errors) {
         answer(op, NULL); /* no member answered at all: as a lost link */
@@ -496,7 +497,7 @@ static void decide(rdl_qop *op, int64_t now)
                 /* a fenced acquire's answer is the fence, every other's 1 */
                 rdl_cmd_spec lease = lease_of(op->parent, op->script);
                 int fenced = op->script == RDL_SCRIPT_ACQUIRE_FENCED ||
-                             (op->script == RDL_SCRIPT_QUEUE_ACQUIRE && lease.fence_key);
+                             (rdl_script_waits(op->script) && lease.fence_key);
                 r.integer = fenced ? (long long)op->fence : 1;
                 if (fenced) raise_fences(q, &lease, op->fence, now);
             }

@@ -18,13 +18,18 @@
  *   release  1 once members holding a majority answered, or all did: 1 if
  *            any deleted the key, 0 if none did
  *
+ * A semaphore's and a shared holder's scripts combine the same way (their
+ * acquire's "not yet" is the queue's, -(ms left + 1)); each member admits
+ * a semaphore up to the capacity the lock sends (docs/design.md, 12.3).
+ *
  * An error the quorum makes up has the code QUORUM (transient,
  * REDLEASE_EQUORUM) and names the counts and the first member's error;
  * a definite error from more members than may fail is passed on as is.
  *
  * Clean-up it does itself, because only it knows which member said what:
  *  - an acquire that failed while its lock still waited for it, and a
- *    renewal that a majority denied, send compare-and-delete to every
+ *    renewal that a majority denied, send compare-and-delete (the
+ *    lease's kind's: rdl_script_release_of) to every
  *    member that said yes or has not answered (right behind the attempt
  *    on the same link, so it runs after it, and before anything the lock
  *    sends later);

@@ -328,7 +328,8 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * attempt of it was admitted after all) is ours, its deadline
      * restarted, its weight counted once; with its weight gone (the
      * weights' key lost) the count restarted without it, and it is
-     * counted as a newcomer. Not admitted: how long until the first
+     * counted as a newcomer. Admitted up to the capacity, the limit on
+     * one server, less on each of a quorum's (12.3). Not admitted: how long until the first
      * holder's deadline, the soonest a permit frees without a release, or
      * 0 with no holder (nothing known: the waiter goes by its checks). */
     [RDL_SCRIPT_SEM_ACQUIRE] =
@@ -340,30 +341,30 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  if v == 'shared' then return redis.error_reply('KIND shared and exclusive holders') end\n"
         "  return other_kind(v) or redis.error_reply('KIND a mutex')\n"
         "end\n"
-        "local weight, limit = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+        "local weight, cap = tonumber(ARGV[2]), tonumber(ARGV[4])\n"
         "prune()\n"
         "local newcomer = not redis.call('ZSCORE', HK, tok) or redis.call('HEXISTS', WK, tok) == 0\n"
         "local h, used\n"
         "if newcomer then\n"
         "  h = head()\n"
         "  used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
-        "  if (h and h ~= tok) or used + weight > limit then\n"
-        "    if ARGV[7] ~= '' then enqueue(tok, tonumber(ARGV[5]), ARGV[6], ARGV[7]) end\n"
+        "  if (h and h ~= tok) or used + weight > cap then\n"
+        "    if ARGV[8] ~= '' then enqueue(tok, tonumber(ARGV[6]), ARGV[7], ARGV[8]) end\n"
         "    local first = redis.call('ZRANGE', HK, 0, 0, 'WITHSCORES')[2]\n"
         "    if not first then return 0 end\n"
         "    return -(math.max(tonumber(first) - clock(), 0) + 1)\n"
         "  end\n"
         "end\n"
         "local fence = 1\n"
-        "if KEYS[6] then fence = mint(KEYS[6], ARGV[8]) end\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[9]) end\n"
         "if newcomer then\n"
         "  admit(tok, weight)\n"
         "  if h then\n"
         "    leave(tok)\n"
-        "    if used + weight < limit then remind_head() end\n"
+        "    if used + weight < cap then remind_head() end\n"
         "  end\n"
         "end\n"
-        "redis.call('ZADD', HK, clock() + tonumber(ARGV[4]), tok)\n"
+        "redis.call('ZADD', HK, clock() + tonumber(ARGV[5]), tok)\n"
         "keep(kind)\n"
         "return fence\n",
     /* A semaphore holder's or a shared holder's renewal, strict: a token
@@ -479,7 +480,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "031299d83739349f135e9a5a60f1b59018eebaff",
     [RDL_SCRIPT_QUEUE_RELEASE] = "9a4ea4c5df0cf96ff7e59c05981b4241060831d3",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "a6f05a979b1289a9c120ab18e66079befb5d8018",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "4debb2b6ba0c92f00f9506e1f6aad6ddf21a6d99",
     [RDL_SCRIPT_SEM_RENEW] = "36af71684451d228ea6273bdd7ed246bc47ee787",
     [RDL_SCRIPT_SEM_RELEASE] = "ab97f8794064151fa331ca5b2eb4bb7e8f99608b",
     [RDL_SCRIPT_SHARED_ACQUIRE] = "00d302d7f723e6b23b6f8ffdf174d9896034495a",

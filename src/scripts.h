@@ -32,8 +32,9 @@ enum rdl_script {
      * together: lease_cmd.c builds them by one function, by this range.
      * A counting semaphore's holder (docs/design.md, section 12). KEYS:
      * kind, holders, weights, queue, waiters[, fence key]; ARGV: token,
-     * weight, limit, ttl, entry life ms, claim ms, channel ("": do not
-     * queue)[, counter ttl] -> n > 0 admitted (the fence when fenced, else
+     * weight, limit, capacity (what this server admits of the limit),
+     * ttl, entry life ms, claim ms, channel ("": do not queue)[, counter
+     * ttl] -> n > 0 admitted (the fence when fenced, else
      * 1), or n < 0 not yet (full, or a waiter ahead): -n - 1 ms until the
      * first holder's deadline; an error "KIND what the resource is" when
      * it is another kind or limit */
@@ -59,6 +60,23 @@ enum rdl_script {
 };
 
 extern const char *const rdl_script_src[RDL_SCRIPT_COUNT];
+
+/* An acquire that may wait (the queue's, a semaphore's, a shared
+ * holder's): its "not yet" is -(ms a holder has left + 1), and with a
+ * fence key it mints a fence. */
+static inline int rdl_script_waits(int s)
+{
+    return s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE;
+}
+
+/* The compare-and-delete for a lease of script s's kind (limit: a
+ * semaphore's, 0 for the other kinds): a semaphore's or a shared holder's
+ * own, else the mutex's. */
+static inline int rdl_script_release_of(int s, int limit)
+{
+    if (s < RDL_SCRIPT_SEM_ACQUIRE || s > RDL_SCRIPT_SHARED_RELEASE) return RDL_SCRIPT_RELEASE;
+    return limit ? RDL_SCRIPT_SEM_RELEASE : RDL_SCRIPT_SHARED_RELEASE;
+}
 
 /* The SHA-1 of rdl_script_src[i], 40 lowercase hex digits: the name the
  * server caches the script under. */

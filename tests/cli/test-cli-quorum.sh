@@ -6,8 +6,10 @@
 # second run with --wait 0 finds it busy (75); status asks every server
 # and says held only when a majority holds one token (also with one server
 # stopped), free when no token can have a majority, and cannot tell (69)
-# when too few answer; a semaphore on one server, or shared holders on two
-# (no quorum's lease), are shown there and counted apart; --quorum with --cluster, --sentinel, --socket,
+# when too few answer; a semaphore's holders and shared ones count where a
+# majority admits them: two runs of a semaphore of 3 hold (each server
+# admits 2) and a third finds it full, two shared runs hold together and
+# an exclusive one waits for both; --quorum with --cluster, --sentinel, --socket,
 # --host or --min-replicas, or a list of one server or the same server
 # twice, is a usage error; no server reachable exits 69. (The quorum's
 # logic itself: tests/unit/test_quorum.c.)
@@ -29,7 +31,7 @@ on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # the values of KEY on the three servers, one line each ("" when none)
 values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
 
-echo "1..16"
+echo "1..24"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
     "$cli" "${ports[@]}"
@@ -79,14 +81,14 @@ check "status: two tokens on one server each => 1, no majority" \
     eval '[ "$st" -eq 1 ] && grep -q "^lock:{q-split}: free (held by 1 of 3 servers; a majority is 2)$" <<<"$out" &&
           [ "$(grep -c ": lock:{q-split}: held" <<<"$out")" -eq 2 ]'
 
-# holders_apart RES KIND HEAD HOLDER COUNTED SERVER...: a set of holders
-# (the lock key KIND, one live holder) on those servers, taken there
-# without --quorum (run refuses --limit and --shared with it): status
-# prints their lines there (HEAD, then HOLDER's), counts them apart
-# (COUNTED), and they hold no token toward a majority: free (1).
-holders_apart() {
-    local res=$1 kind=$2 head=$3 holder=$4 counted=$5 i server_ms first
-    shift 5
+# holders_by RES KIND HEAD HOLDER RC SUMMARY SERVER...: a set of holders
+# (the lock key KIND, one live holder, token tok1) written on those
+# servers: status prints their lines there (HEAD, then HOLDER's), and the
+# quorum's line SUMMARY: the holder is the quorum's when a majority of
+# servers admits it (RC 0), else free (RC 1).
+holders_by() {
+    local res=$1 kind=$2 head=$3 holder=$4 rc=$5 summary=$6 i server_ms first
+    shift 6
     first=${ports[$1]}
     for i in "$@"; do
         server_ms=$(on_server "$i" TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
@@ -95,16 +97,75 @@ holders_apart() {
         on_server "$i" HSET "lock:{$res}:weights" "$tok1" 1 used 1 >/dev/null
     done
     rl status "${t[@]}" --quorum "$quorum" "$res"
-    check "status: $counted => 1, their lines there, counted apart, no majority" \
-        eval '[ "$st" -eq 1 ] && grep -q "^127.0.0.1:$first: lock:{$res}: $head$" <<<"$out" &&
+    check "status: $kind on $# of 3 servers => $rc, their lines there, then: $summary" \
+        eval '[ "$st" -eq "$rc" ] && grep -q "^127.0.0.1:$first: lock:{$res}: $head$" <<<"$out" &&
               grep -q "^127.0.0.1:$first: lock:{$res}: $holder, [0-9]* ms left$" <<<"$out" &&
-              grep -q "^lock:{$res}: $counted" <<<"$out" &&
-              grep -q "^lock:{$res}: free (held by 0 of 3 servers; a majority is 2)$" <<<"$out"'
+              grep -q "^lock:{$res}: $summary" <<<"$out"'
 }
-holders_apart q-sem "semaphore 2" "semaphore: 1 of 2 permits held" "holder: 1 permit" \
-    "a semaphore on 1 of 3 servers" 0
-# two servers: a majority of them, but no token toward one
-holders_apart q-shr shared "shared: 1 holder" "holder: shared" "shared holders on 2 of 3 servers" 0 1
+holders_by q-sem "semaphore 2" "semaphore: 1 of 2 permits held" "holder: 1 permit" 1 \
+    "semaphore: 0 of 2 permits held by a majority (2 of 3 servers; each admits 1)$" 0
+holders_by q-shr shared "shared: 1 holder" "holder: shared" 0 \
+    "shared: 1 holder by a majority (2 of 3 servers)$" 0 1
+grep -q "^lock:{q-shr}: holder: shared, on 2 of 3 servers, [0-9]* ms left$" <<<"$out"
+check "... and names the shared holder a majority admits" eval '[ $? -eq 0 ]'
+
+# A semaphore of 3 over the three servers: each admits 2 (man 3, KINDS).
+# Two runs hold at once; a third with --wait 0 finds no permit (75).
+rm -f "$tmp/go"
+sems=()
+for i in 1 2; do
+    timeout -s KILL $((60 * slow)) "${RL[@]}" run "${t[@]}" --quorum "$quorum" --limit 3 --ttl $((5000 * slow)) q-sem3 -- \
+        sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$tmp/go" >"$tmp/sem$i.out" 2>"$tmp/sem$i.err" &
+    sems+=($!)
+    for _ in $(seq 1 $((200 * slow))); do
+        [ "$(on_server 0 ZCARD "lock:{q-sem3}:holders")" -ge "$i" ] && [ "$(on_server 2 ZCARD "lock:{q-sem3}:holders")" -ge "$i" ] && break
+        sleep 0.05
+    done
+done
+rl run "${t[@]}" --quorum "$quorum" --limit 3 --wait 0 q-sem3 -- touch "$tmp/ran"
+check "run --quorum --limit 3: two hold (each server admits 2), a third --wait 0 => 75, nothing run" \
+    eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] && grep -q "no permit free" <<<"$err"'
+rl status "${t[@]}" --quorum "$quorum" q-sem3
+check "status --quorum of the semaphore => 0, 2 of 3 permits held by a majority, two holders" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{q-sem3}: semaphore: 2 of 3 permits held by a majority (2 of 3 servers; each admits 2)$" <<<"$out" &&
+          [ "$(grep -c "^lock:{q-sem3}: holder: 1 permit, on 3 of 3 servers, [0-9]* ms left$" <<<"$out")" -eq 2 ]'
+# Shared holders beside the semaphore's resource are another kind: refused.
+rl run "${t[@]}" --quorum "$quorum" --shared --wait 0 q-sem3 -- touch "$tmp/ran"
+check "run --quorum --shared on the semaphore's resource => 69, the kind named, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "semaphore of 3 permits" <<<"$err"'
+touch "$tmp/go"
+wait "${sems[0]}"; s1=$?
+wait "${sems[1]}"; s2=$?
+check "... both semaphore runs => 0, and the resource's keys gone from every server" \
+    eval '[ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] && [ -z "$(values "lock:{q-sem3}" | tr -d "\n")" ]'
+
+# Shared holders over the quorum: two at once; an exclusive run waits for
+# both to leave, then holds alone.
+rm -f "$tmp/go"
+shrs=()
+for i in 1 2; do
+    timeout -s KILL $((60 * slow)) "${RL[@]}" run "${t[@]}" --quorum "$quorum" --shared --ttl $((5000 * slow)) q-rw -- \
+        sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$tmp/go" >"$tmp/shr$i.out" 2>"$tmp/shr$i.err" &
+    shrs+=($!)
+done
+for _ in $(seq 1 $((200 * slow))); do
+    [ "$(on_server 1 ZCARD "lock:{q-rw}:holders")" -eq 2 ] && [ "$(on_server 2 ZCARD "lock:{q-rw}:holders")" -eq 2 ] && break
+    sleep 0.05
+done
+rl status "${t[@]}" --quorum "$quorum" q-rw
+check "two run --quorum --shared hold at once: status => 0, 2 holders by a majority" \
+    eval '[ "$st" -eq 0 ] && grep -q "^lock:{q-rw}: shared: 2 holders by a majority (2 of 3 servers)$" <<<"$out"'
+rl run "${t[@]}" --quorum "$quorum" --exclusive --wait 0 q-rw -- touch "$tmp/ran"
+check "... an exclusive run with --wait 0 => 75, nothing run" eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ]'
+( sleep 0.3; touch "$tmp/go" ) &
+rl run "${t[@]}" --quorum "$quorum" --wait $((20000 * slow)) q-rw -- \
+    sh -c 'for p in "$@"; do "$0" -p "$p" ZCARD "$REDLEASE_KEY:holders"; done' "$cli" "${ports[@]}"
+wait "${shrs[0]}"; s1=$?
+wait "${shrs[1]}"; s2=$?
+# (a shared run exits once a majority confirmed its release: the third
+# server's delete may still be on the wire)
+check "... an exclusive run that waits holds once both left (=> 0): no shared holder on a majority meanwhile" \
+    eval '[ "$st" -eq 0 ] && [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] && [ "$(grep -c "^0$" <<<"$out")" -ge 2 ]'
 
 # One server stopped (by its pid).
 on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null

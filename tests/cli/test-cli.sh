@@ -161,13 +161,12 @@ usage_cases=(
     "--weight 0|run --limit 2 --weight 0 res -- touch $tmp/ran"
     "--weight without --limit|run --weight 1 res -- touch $tmp/ran"
     "--weight above --limit|run --limit 2 --weight 3 res -- touch $tmp/ran"
-    "--limit with --quorum|run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- touch $tmp/ran"
+    "--weight above what a quorum's server admits|run --limit 3 --weight 3 --quorum 127.0.0.1:1,127.0.0.1:2,127.0.0.1:3 res -- touch $tmp/ran"
     "--limit for status|status --limit 2 res"
     "--shared with --limit|run --shared --limit 2 res -- touch $tmp/ran"
     "--shared with --weight|run --shared --weight 1 res -- touch $tmp/ran"
     "--exclusive with --limit|run --limit 2 --exclusive res -- touch $tmp/ran"
     "--shared with --exclusive|run --shared --exclusive res -- touch $tmp/ran"
-    "--shared with --quorum|run --shared --quorum 127.0.0.1:1,127.0.0.1:2 res -- touch $tmp/ran"
     "--shared with a value|run --shared=1 res -- touch $tmp/ran"
     "--shared for status|status --shared res"
 )
@@ -189,12 +188,9 @@ usage_error "bad REDLEASE_PORT"
 rl run --limit 2 --weight 3 res -- true
 check "--weight above --limit: the message names both" \
     eval 'grep -q -- "--weight 3 is more than --limit 2" <<<"$err"'
-rl run --limit 2 --quorum 127.0.0.1:1,127.0.0.1:2 res -- true
-check "--limit with --quorum: the message says why (each server counts apart)" \
-    eval 'grep -q "each server would count" <<<"$err"'
-rl run --shared --quorum 127.0.0.1:1,127.0.0.1:2 res -- true
-check "--shared with --quorum: the message says why (exclusive holders only)" \
-    eval 'grep -q "quorum takes exclusive holders only" <<<"$err"'
+rl run --limit 3 --weight 3 --quorum 127.0.0.1:1,127.0.0.1:2,127.0.0.1:3 res -- true
+check "--weight above what a quorum's server admits: the message says what it admits" \
+    eval 'grep -q -- "--weight 3 is more than each of the 3 servers of --quorum admits of --limit 3 (2, " <<<"$err"'
 rl run --shared --limit 2 res -- true
 check "--shared with --limit: the message names both" \
     eval 'grep -q -- "--shared and --limit exclude each other" <<<"$err"'

@@ -739,6 +739,134 @@ static void test_quorum_racing_clients(void)
     finish(r[RACERS - 1].c, &r[RACERS - 1].o); /* the loop must hold nothing of any */
 }
 
+/* ------------------------------------------------------- lease kinds */
+
+/* lopts for a semaphore of limit permits (weight 1) or a shared holder
+ * (limit 0), fenced. */
+static redlease_lock_options kind_lopts(int limit, int64_t ttl, int64_t wait)
+{
+    redlease_lock_options lo = lopts(ttl, wait, 1);
+    lo.limit = limit;
+    lo.shared = !limit;
+    return lo;
+}
+
+/* How many live masters admit token among key's holders. */
+static int admitting(const char *key, const char *token)
+{
+    char holders[160];
+    snprintf(holders, sizeof holders, "%s:holders", key);
+    int n = 0;
+    for (int k = 0; k < N; k++) {
+        redisReply *r = m[k].pid > 0 ? srv_cmd(&m[k], "ZSCORE %s %s", holders, token) : NULL;
+        n += r && r->type == REDIS_REPLY_STRING;
+        if (r) freeReplyObject(r);
+    }
+    return n;
+}
+
+/* A semaphore of 3 over five masters: each admits 2 (design 12.3), so two
+ * hold and a third is busy; the two stay held, renewed on the three
+ * masters left, through two kills; a release lets a waiter in, its fence
+ * above both. */
+static void test_quorum_semaphore(void)
+{
+    NEED_QUORUM();
+    obs co = {0}, o[3], busy = {0};
+    memset(o, 0, sizeof o);
+    redlease_client *c = quorum_client(&co);
+    CHECK_EQ(redlease_semaphore_capacity(3, N), 2);
+    hold_real(c, &o[0], "q-sem", kind_lopts(3, 3000, 0));
+    hold_real(c, &o[1], "q-sem", kind_lopts(3, 3000, 0));
+    char key[128], weights[160];
+    snprintf(key, sizeof key, "%s", redlease_lock_key(o[0].lk));
+    snprintf(weights, sizeof weights, "%s:weights", key);
+    CHECK_EQ(wait_holding(key, "semaphore 3", N, 1000), N); /* the kind is the limit's */
+    for (int i = 0; i < 2; i++) {
+        int64_t end = mono_ms() + 1000 * S;
+        while (admitting(key, redlease_lock_token(o[i].lk)) < N && mono_ms() < end) run_for(10, NULL);
+        CHECK_EQ(admitting(key, redlease_lock_token(o[i].lk)), N);
+    }
+    acquire(c, &busy, "q-sem", kind_lopts(3, 3000, 0)); /* one attempt */
+    run_until(&busy.acq, 3000, NULL);
+    CHECK_EQ(busy.acq_st, REDLEASE_EBUSY);
+    release(&busy, NULL);
+    for (int k = 0; k < N; k++) {
+        char used[32];
+        CHECK_STR(srv_str(&m[k], used, sizeof used, "HGET %s used", weights), "2");
+    }
+    srv_kill(&m[4]);
+    srv_kill(&m[3]);
+    run_all_held(o, 2, 3500); /* three renewal intervals */
+    acquire(c, &o[2], "q-sem", kind_lopts(3, 3000, 10000)); /* polls */
+    run_for(300, NULL);
+    CHECK_EQ(o[2].acq, 0);
+    uint64_t f0 = redlease_lock_fence(o[0].lk), f1 = redlease_lock_fence(o[1].lk);
+    release(&o[0], NULL);
+    CHECK_EQ(o[0].rel_st, REDLEASE_OK);
+    run_until(&o[2].acq, 3000, NULL);
+    CHECK_EQ(o[2].acq_st, REDLEASE_OK);
+    CHECK(f1 > f0);
+    CHECK(redlease_lock_fence(o[2].lk) > f1);
+    CHECK_EQ(admitting(key, redlease_lock_token(o[2].lk)), 3);
+    release(&o[1], NULL);
+    release(&o[2], NULL);
+    CHECK_EQ(wait_gone(key, 2000), 0);
+    finish(c, &co);
+}
+
+/* Shared holders over five masters: two hold together; an exclusive
+ * acquire is busy, one that waits holds once both left, and a shared
+ * acquire then waits (polls) until it leaves; never an exclusive holder
+ * beside a shared one. */
+static void test_quorum_shared_and_exclusive(void)
+{
+    NEED_QUORUM();
+    obs co = {0}, s[3], x[2];
+    memset(s, 0, sizeof s);
+    memset(x, 0, sizeof x);
+    redlease_client *c = quorum_client(&co);
+    hold_real(c, &s[0], "q-rw", kind_lopts(0, 3000, 0));
+    hold_real(c, &s[1], "q-rw", kind_lopts(0, 3000, 0));
+    char key[128];
+    snprintf(key, sizeof key, "%s", redlease_lock_key(s[0].lk));
+    CHECK_EQ(wait_holding(key, "shared", N, 1000), N);
+    acquire(c, &x[0], "q-rw", lopts(3000, 0, 1));
+    run_until(&x[0].acq, 3000, NULL);
+    CHECK_EQ(x[0].acq_st, REDLEASE_EBUSY);
+    release(&x[0], NULL);
+    acquire(c, &x[1], "q-rw", lopts(3000, 10000, 1)); /* waits (woken, under a quorum) */
+    int overlaps = 0;
+    int64_t end = mono_ms() + 300 * S;
+    while (mono_ms() < end) {
+        testloop_run_once(5);
+        overlaps += x[1].acq && redlease_lock_held(x[1].lk);
+    }
+    CHECK_EQ(x[1].acq, 0);
+    uint64_t fs = redlease_lock_fence(s[1].lk);
+    release(&s[0], NULL);
+    release(&s[1], NULL);
+    run_until(&x[1].acq, 5000, NULL);
+    CHECK_EQ(x[1].acq_st, REDLEASE_OK);
+    CHECK(redlease_lock_fence(x[1].lk) > fs);
+    acquire(c, &s[2], "q-rw", kind_lopts(0, 3000, 10000));
+    end = mono_ms() + 300 * S;
+    while (mono_ms() < end) {
+        testloop_run_once(5);
+        overlaps += s[2].acq && s[2].acq_st == REDLEASE_OK;
+    }
+    CHECK_EQ(s[2].acq, 0);
+    uint64_t fx = redlease_lock_fence(x[1].lk);
+    release(&x[1], NULL);
+    run_until(&s[2].acq, 5000, NULL);
+    CHECK_EQ(s[2].acq_st, REDLEASE_OK);
+    CHECK(redlease_lock_fence(s[2].lk) > fx);
+    CHECK_EQ(overlaps, 0);
+    release(&s[2], NULL);
+    CHECK_EQ(wait_gone(key, 2000), 0);
+    finish(c, &co);
+}
+
 /* ------------------------------------------------------------ wake-ups */
 
 /* A waiter (default mode: woken, in no order, under a quorum) joins the
@@ -953,6 +1081,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_paused_masters),
         TEST_CASE(test_quorum_silent_member_dropped),
         TEST_CASE(test_quorum_racing_clients),
+        TEST_CASE(test_quorum_semaphore),
+        TEST_CASE(test_quorum_shared_and_exclusive),
         TEST_CASE(test_quorum_waiter_is_woken_by_the_release),
         TEST_CASE(test_quorum_waiter_whose_vote_lost_is_woken),
         TEST_CASE(test_quorum_split_vote_resolved),

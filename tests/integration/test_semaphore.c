@@ -59,21 +59,27 @@ static redisReply *run(int s, int nkeys, int nargs, const char **words)
 }
 
 /* An acquire's answer as an integer; errors as -99999999 with the text
- * kept in err (when not NULL). */
-static long long acquire_w(int t, const char *weight, const char *limit, const char *ttl, int fenced,
-                           char *err, size_t size)
+ * kept in err (when not NULL). The server admits up to cap of limit. */
+static long long acquire_cap(int t, const char *weight, const char *limit, const char *cap, const char *ttl,
+                             int fenced, char *err, size_t size)
 {
     /* not queued (channel ""): the queue has its own cases through the API */
-    const char *w[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, FENCE, tok(t), weight, limit, ttl,
+    const char *w[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, FENCE, tok(t), weight, limit, cap, ttl,
                        "1000", "100", "", "600000"};
-    const char *nofence[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(t), weight, limit, ttl,
+    const char *nofence[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(t), weight, limit, cap, ttl,
                              "1000", "100", ""};
-    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 6, 8, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 5, 7, nofence);
+    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 6, 9, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 5, 8, nofence);
     long long v = -99999999;
     if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
     if (r && r->type == REDIS_REPLY_ERROR && err) snprintf(err, size, "%s", r->str);
     freeReplyObject(r);
     return v;
+}
+
+static long long acquire_w(int t, const char *weight, const char *limit, const char *ttl, int fenced,
+                           char *err, size_t size)
+{
+    return acquire_cap(t, weight, limit, limit, ttl, fenced, err, size);
 }
 
 static long long sem_renew(int t, const char *limit, const char *ttl)
@@ -129,6 +135,27 @@ static void test_sem_limit_and_weights(void)
     CHECK_EQ(sem_release(1), 1);
     CHECK_EQ(sem_release(2), 1);
     CHECK_EQ(admin_int("EXISTS %s", KIND) + admin_int("EXISTS %s", HOLDERS) + admin_int("EXISTS %s", WEIGHTS), 0);
+}
+
+/* A quorum's member admits up to its capacity, not the limit (design
+ * 12.3); the kind is the limit's all the same, and one asking with the
+ * whole limit as its capacity shares the count. */
+static void test_sem_capacity_below_the_limit(void)
+{
+    clean();
+    CHECK_EQ(acquire_cap(0, "1", "3", "2", "5000", 0, NULL, 0), 1);
+    CHECK_EQ(acquire_cap(1, "1", "3", "2", "5000", 0, NULL, 0), 1);
+    CHECK(acquire_cap(2, "1", "3", "2", "5000", 0, NULL, 0) < 0); /* 2 of its 2 */
+    CHECK_EQ(used(), 2);
+    CHECK_STR(get_bin(KIND, strlen(KIND)), "semaphore 3");
+    CHECK_EQ(acquire_cap(2, "1", "3", "3", "5000", 0, NULL, 0), 1); /* the limit's 3 */
+    CHECK_EQ(used(), 3);
+    CHECK_EQ(sem_release(0), 1);
+    CHECK(acquire_cap(3, "2", "3", "2", "5000", 0, NULL, 0) < 0); /* 2 used + 2 > 2 */
+    CHECK_EQ(sem_release(1), 1);
+    CHECK_EQ(sem_release(2), 1);
+    CHECK_EQ(acquire_cap(3, "2", "3", "2", "5000", 0, NULL, 0), 1);
+    CHECK_EQ(sem_release(3), 1);
 }
 
 /* The keys live as long as the last holder's deadline, by the server's
@@ -805,6 +832,7 @@ int main(int argc, char **argv)
     if (rig_start()) return 1;
     static const test_case tests[] = {
         TEST_CASE(test_sem_limit_and_weights),
+        TEST_CASE(test_sem_capacity_below_the_limit),
         TEST_CASE(test_sem_keys_live_as_long_as_the_last_holder),
         TEST_CASE(test_sem_dead_holders_pruned_and_never_renewed),
         TEST_CASE(test_sem_holder_without_weight_is_no_holder),

@@ -482,7 +482,7 @@ typedef struct view {
     int native;
     const char *key, *token, *px;
     const char *life, *claim, *ch, *order; /* the queue's (order also the release's) */
-    const char *weight, *limit;            /* a semaphore's acquire (limit also its renewal) */
+    const char *weight, *limit, *capacity; /* a semaphore's acquire (limit also its renewal) */
     int fenced;
     int probe; /* the release's two-key form: -1 when there is a queue */
 } view;
@@ -532,14 +532,14 @@ static view queue_view(const fake_cmd *c, int s)
 
 /* A semaphore's scripts: EVALSHA sha numkeys kind holders weights, then
  * the queue's two keys but for the renewal [fence] token, then the
- * acquire's weight limit ttl life claim channel [counter_ttl], the
+ * acquire's weight limit capacity ttl life claim channel [counter_ttl], the
  * renewal's limit ttl, nothing more for the release. */
 static view sem_view(const fake_cmd *c, int s)
 {
     int nk = atoi(c->argv[2]);
     int want = s == RDL_SCRIPT_SEM_RENEW ? 3 : 5;
     int fenced = s == RDL_SCRIPT_SEM_ACQUIRE && nk == 6;
-    int nargs = s == RDL_SCRIPT_SEM_ACQUIRE ? 6 + fenced : s == RDL_SCRIPT_SEM_RENEW ? 2 : 0;
+    int nargs = s == RDL_SCRIPT_SEM_ACQUIRE ? 7 + fenced : s == RDL_SCRIPT_SEM_RENEW ? 2 : 0;
     if (nk != want + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
     if (!beside(c, 4, "holders") || !beside(c, 5, "weights")) abort();
     if (want == 5 && (!beside(c, 6, "queue") || !beside(c, 7, "waiters"))) abort();
@@ -548,11 +548,12 @@ static view sem_view(const fake_cmd *c, int s)
     if (s == RDL_SCRIPT_SEM_ACQUIRE) {
         v.weight = c->argv[4 + nk];
         v.limit = c->argv[5 + nk];
-        v.px = c->argv[6 + nk];
-        v.life = c->argv[7 + nk];
-        v.claim = c->argv[8 + nk];
-        v.ch = c->argv[9 + nk];
-        if (atoi(v.weight) < 1 || atoi(v.weight) > atoi(v.limit)) abort();
+        v.capacity = c->argv[6 + nk];
+        v.px = c->argv[7 + nk];
+        v.life = c->argv[8 + nk];
+        v.claim = c->argv[9 + nk];
+        v.ch = c->argv[10 + nk];
+        if (atoi(v.weight) < 1 || atoi(v.weight) > atoi(v.capacity) || atoi(v.capacity) > atoi(v.limit)) abort();
     } else if (s == RDL_SCRIPT_SEM_RENEW) {
         v.limit = c->argv[4 + nk];
         v.px = c->argv[5 + nk];
@@ -713,7 +714,7 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
         queue *q = &Q[res_of(v->key)];
         int h = head(q); /* strictly in order: nobody past a live waiter ahead */
         int ahead = h >= 0 && strcmp(q->w[h].tok, tok) != 0;
-        if (ahead || used + weight > atoi(v->limit)) {
+        if (ahead || used + weight > atoi(v->capacity)) {
             if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
             if (ahead) model_reached.sem_behind++;
             int64_t first = 0;
@@ -728,7 +729,7 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
         hincr_used(s, weight);
         if (h >= 0) { /* it was the head */
             leave(q, tok);
-            if (used + weight < atoi(v->limit)) wake(q);
+            if (used + weight < atoi(v->capacity)) wake(q);
         }
     } else {
         model_reached.sem_reclaimed++; /* an earlier attempt of it was admitted */

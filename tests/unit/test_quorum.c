@@ -754,6 +754,10 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_allocation_failures),
         TEST_CASE(test_quorum_waiters_are_woken),
         TEST_CASE(test_quorum_split_vote_backs_off_once),
+        TEST_CASE(test_quorum_semaphore_capacity_rule),
+        TEST_CASE(test_quorum_semaphore_capacity),
+        TEST_CASE(test_quorum_semaphore_lease),
+        TEST_CASE(test_quorum_shared_lease),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

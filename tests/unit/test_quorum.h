@@ -114,4 +114,10 @@ static inline int64_t hold3(fake *f, rec *r, const char *res, redlease_lock_opti
 void test_quorum_waiters_are_woken(void);
 void test_quorum_split_vote_backs_off_once(void);
 
+/* test_quorum_kinds.c */
+void test_quorum_semaphore_capacity_rule(void);
+void test_quorum_semaphore_capacity(void);
+void test_quorum_semaphore_lease(void);
+void test_quorum_shared_lease(void);
+
 #endif

@@ -90,17 +90,18 @@ static void test_sem_acquire_renew_release_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 15);
+    CHECK_EQ(c->argc, 16);
     CHECK_STR(c->argv[2], "5");
     CHECK_STR(c->argv[6], "lock:{s}:queue");
     CHECK_STR(c->argv[7], "lock:{s}:waiters");
     CHECK_STR(c->argv[8], redlease_lock_token(r.lk));
     CHECK_STR(c->argv[9], "3");
     CHECK_STR(c->argv[10], "4");
-    CHECK_STR(c->argv[11], "3000");
-    CHECK_STR(c->argv[12], "3000"); /* the entry's life: the TTL, at least 1 s */
-    CHECK_STR(c->argv[13], "2000"); /* its claim: min(TTL, command timeout) */
-    CHECK_STR(c->argv[14], "");     /* a single attempt does not queue */
+    CHECK_STR(c->argv[11], "4");    /* one server admits the whole limit */
+    CHECK_STR(c->argv[12], "3000");
+    CHECK_STR(c->argv[13], "3000"); /* the entry's life: the TTL, at least 1 s */
+    CHECK_STR(c->argv[14], "2000"); /* its claim: min(TTL, command timeout) */
+    CHECK_STR(c->argv[15], "");     /* a single attempt does not queue */
     fake_advance(&f, 5);
     fake_reply_int(&f, 1);
     fake_run(&f);
@@ -148,13 +149,14 @@ static void test_sem_fenced(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 17);
+    CHECK_EQ(c->argc, 18);
     CHECK_STR(c->argv[2], "6");
     CHECK_STR(c->argv[8], "lock:{s}:fence");
     CHECK_STR(c->argv[10], "1"); /* weight 0 is 1 */
     CHECK_STR(c->argv[11], "2");
-    CHECK_STR(c->argv[12], "3000");
-    CHECK_STR(c->argv[16], "603000");
+    CHECK_STR(c->argv[12], "2");
+    CHECK_STR(c->argv[13], "3000");
+    CHECK_STR(c->argv[17], "603000");
     fake_reply_int(&f, 1700000000000042LL);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
@@ -330,25 +332,6 @@ static void test_sem_never_native(void)
     end(&f);
 }
 
-/* A quorum's members count apart (design 12): a semaphore is refused. */
-static void test_sem_refused_under_a_quorum(void)
-{
-    fake f;
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.topology = REDLEASE_TOPOLOGY_QUORUM;
-    co.quorum_addrs = "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003";
-    fake_attach(&f, &co);
-    rec r = {0};
-    redlease_lock_options o = sem_opts(3000, 2, 0);
-    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
-    o.limit = 0;
-    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_OK);
-    release(&r);
-    fake_run(&f);
-    end(&f);
-}
-
 /* ---------------------------------------------------------- shared */
 
 static redlease_lock_options shared_opts(int64_t ttl)
@@ -389,16 +372,7 @@ static void test_shared_options_checked(void)
         release(&r);
         fake_run(&f);
     }
-    end(&f);
-
-    redlease_client_options co;
-    redlease_client_options_init(&co);
-    co.topology = REDLEASE_TOPOLOGY_QUORUM;
-    co.quorum_addrs = "10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003";
-    fake_attach(&f, &co);
-    o = shared_opts(3000);
-    CHECK_EQ(start_lock(&f, &r, "s", &o), REDLEASE_EINVAL);
-    end(&f);
+    end(&f); /* under a quorum: tests/unit/test_quorum_kinds.c */
 }
 
 /* Acquire (5 keys, token, TTL), renewal (the holders' script, 3 keys),
@@ -508,7 +482,6 @@ int main(int argc, char **argv)
         TEST_CASE(test_sem_lost_and_dropped),
         TEST_CASE(test_sem_kind_to_renewal_and_release),
         TEST_CASE(test_sem_never_native),
-        TEST_CASE(test_sem_refused_under_a_quorum),
         TEST_CASE(test_shared_options_checked),
         TEST_CASE(test_shared_scripts),
         TEST_CASE(test_shared_busy_kind_and_loss),
