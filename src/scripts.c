@@ -136,8 +136,12 @@
  * does, first: a holder that died gives its weight back at its deadline,
  * by the server's clock, never a client's); keep() gives the three keys
  * the last deadline's life, or deletes them when nobody holds (the kind
- * goes with the last holder). prune() works in slices: Lua's unpack() has
- * a bound. */
+ * goes with the last holder). admit() writes a holder's weight and the new
+ * sum in one HSET; drop() takes a holder out and keeps the rest, and the
+ * last one out deletes the three keys at once. Writes cost a script far
+ * more than reads (each is propagated), so the uncontended cycle writes
+ * as little as it can (docs/design.md, 12.1). prune() works in slices:
+ * Lua's unpack() has a bound. */
 #define LUA_HOLDERS(h, w) \
     "local HK, WK = KEYS[" h "], KEYS[" w "]\n" \
     "local function prune()\n" \
@@ -151,17 +155,6 @@
     "    redis.call('ZREM', HK, unpack(dead))\n" \
     "  end\n" \
     "end\n" \
-    "local function admit(tok, weight)\n" \
-    "  redis.call('HSET', WK, tok, weight)\n" \
-    "  redis.call('HINCRBY', WK, 'used', weight)\n" \
-    "end\n" \
-    "local function drop(tok)\n" \
-    "  if redis.call('ZREM', HK, tok) == 0 then return false end\n" \
-    "  local w = tonumber(redis.call('HGET', WK, tok)) or 0\n" \
-    "  redis.call('HDEL', WK, tok)\n" \
-    "  redis.call('HINCRBY', WK, 'used', -w)\n" \
-    "  return true\n" \
-    "end\n" \
     "local function keep(kind)\n" \
     "  local last = redis.call('ZRANGE', HK, -1, -1, 'WITHSCORES')[2]\n" \
     "  if not last then\n" \
@@ -173,6 +166,25 @@
     "  redis.call('SET', KEYS[1], kind, 'PX', life)\n" \
     "  redis.call('PEXPIRE', HK, life)\n" \
     "  redis.call('PEXPIRE', WK, life)\n" \
+    "end\n" \
+    "local function admit(tok, weight, used)\n" \
+    "  redis.call('HSET', WK, tok, weight, 'used', used + weight)\n" \
+    "end\n" \
+    "local function drop(tok, kind)\n" \
+    "  if not redis.call('ZSCORE', HK, tok) then\n" \
+    "    keep(kind)\n" \
+    "    return false\n" \
+    "  end\n" \
+    "  if redis.call('ZCARD', HK) == 1 then\n" \
+    "    redis.call('DEL', KEYS[1], HK, WK)\n" \
+    "    return true\n" \
+    "  end\n" \
+    "  redis.call('ZREM', HK, tok)\n" \
+    "  local w = tonumber(redis.call('HGET', WK, tok)) or 0\n" \
+    "  redis.call('HDEL', WK, tok)\n" \
+    "  redis.call('HINCRBY', WK, 'used', -w)\n" \
+    "  keep(kind)\n" \
+    "  return true\n" \
     "end\n"
 
 /* What a mutex's or a shared holder's acquire says when the lock key is
@@ -358,7 +370,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local fence = 1\n"
         "if KEYS[6] then fence = mint(KEYS[6], ARGV[9]) end\n"
         "if newcomer then\n"
-        "  admit(tok, weight)\n"
+        "  admit(tok, weight, used)\n"
         "  if h then\n"
         "    leave(tok)\n"
         "    if used + weight < cap then remind_head() end\n"
@@ -398,8 +410,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local mine = false\n"
         "if v and string.match(v, '^semaphore %d+$') then\n"
         "  prune()\n"
-        "  mine = drop(ARGV[1])\n"
-        "  keep(v)\n"
+        "  mine = drop(ARGV[1], v)\n"
         "end\n"
         "if queued then remind_head() end\n"
         "if mine then return 1 end\n"
@@ -440,7 +451,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local fence = 1\n"
         "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
         "if newcomer then\n"
-        "  admit(tok, 1)\n"
+        "  admit(tok, 1, tonumber(redis.call('HGET', WK, 'used')) or 0)\n"
         "  if h then\n"
         "    leave(tok)\n"
         "    remind_head(true)\n"
@@ -460,8 +471,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local mine = false\n"
         "if v == 'shared' then\n"
         "  prune()\n"
-        "  mine = drop(ARGV[1])\n"
-        "  keep('shared')\n"
+        "  mine = drop(ARGV[1], 'shared')\n"
         "end\n"
         "if redis.call('EXISTS', KEYS[1]) == 0 then hand_over() end\n"
         "if mine then return 1 end\n"
@@ -480,11 +490,11 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "031299d83739349f135e9a5a60f1b59018eebaff",
     [RDL_SCRIPT_QUEUE_RELEASE] = "9a4ea4c5df0cf96ff7e59c05981b4241060831d3",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "4debb2b6ba0c92f00f9506e1f6aad6ddf21a6d99",
-    [RDL_SCRIPT_SEM_RENEW] = "36af71684451d228ea6273bdd7ed246bc47ee787",
-    [RDL_SCRIPT_SEM_RELEASE] = "ab97f8794064151fa331ca5b2eb4bb7e8f99608b",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "00d302d7f723e6b23b6f8ffdf174d9896034495a",
-    [RDL_SCRIPT_SHARED_RELEASE] = "820be5e476f5d51202fc8a643a1615e415cea916",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "2a23f6cd1c8dee3eb064c3b8dc2a47bee7f2fa04",
+    [RDL_SCRIPT_SEM_RENEW] = "aea18d24788a043b4412bacba2b83b2ddc99a7ec",
+    [RDL_SCRIPT_SEM_RELEASE] = "4cfd706d06e4f489c27f3c12464cc768e3b57013",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "0d17ca9e5a3d0716bbc6aaae2fde66e96552b49c",
+    [RDL_SCRIPT_SHARED_RELEASE] = "9c851dce44dea1d35c638f990be460151abb14c8",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }
