@@ -12,8 +12,10 @@
  * lost with a broken link, strangers queued, forged words, the server's
  * TIME stepped), the semaphore's (resources that are counting semaphores,
  * leases of weights up to their limit, now and then of the other kind),
- * and the client closed or freed with live leases; the library's backoff
- * jitter comes from the input too.
+ * shared/exclusive resources (shared holders beside mutexes, their
+ * exclusive holders; shared waiters in the queue, reminded), and the
+ * client closed or freed with live leases; the library's backoff jitter
+ * comes from the input too.
  *
  * The input is the stream of choices (model.h, model_choice_bytes()): a
  * choice among n takes one byte if n <= 256, else two (big-endian), taken
@@ -27,15 +29,17 @@
  * token (after a wipe: until the deadline that commands run before it
  * could give), the link is up and the reported deadline is ahead; a lease
  * told it holds never sees the key hold another token; confirmations in
- * time; a semaphore's holders counted by the server until their local
- * deadline, never more weight believed held than the limit, each command
- * of its lease's kind, fences increasing, EKIND when a live attempt was
+ * time; a semaphore's or shared holders counted by the server until
+ * their local deadline, never more weight believed held than the limit,
+ * never an exclusive holder beside a shared one, each command of its
+ * lease's kind, fences increasing, EKIND when a live attempt was
  * answered KIND; losses and statuses explained by the replies; the
  * callbacks' count and order, also at close and free; words for tokens
  * that wait for nothing find no waiter; in the quiet phase no free lock
- * left with a waiter, no lock handed to a waiter and left; at the end no
- * key, queue entry or semaphore holder left by a failed acquire, every
- * release answered, no handle and no allocation left. The seed corpus was
+ * left with a waiter, no lock handed to a waiter and left, no shared
+ * waiter kept out with the way open; at the end no key, queue entry or
+ * holder left by a failed acquire, every release answered, no handle and
+ * no allocation left. The seed corpus was
  * recorded before the queue and the semaphore were modelled: its inputs
  * still run, as other programs. */
 #include <stdio.h>

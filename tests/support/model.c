@@ -4,8 +4,10 @@
  * chosen options (each waiting by one of the three modes: the queue, its
  * unordered kind, polling; a resource is a mutex, or in some runs a
  * counting semaphore of 1 to 3 permits whose leases, of weights 1 to the
- * limit, wait in its queue or poll; now and then a lease is of the other
- * kind or another limit), releases (also from inside the event hook), the model's Redis
+ * limit, wait in its queue or poll, or shared/exclusive, whose leases are
+ * shared holders, waiting in its queue or polling, or mutexes, its
+ * exclusive holders; now and then a lease is of another kind or limit),
+ * releases (also from inside the event hook), the model's Redis
  * executing the oldest command sent and, separately, the oldest executed
  * reply being delivered (time may pass between send, execution and
  * delivery), time passing, process pauses (the clock jumps and the timer
@@ -13,7 +15,7 @@
  * and reconnects, NOSCRIPT phases, error replies (OOM, LOADING, BUSY,
  * READONLY, NOSCRIPT), a competitor writing the keys, keys lost (a restart
  * without persistence, an eviction of a lock key, of a queue's key or of a
- * semaphore's), and the client ended by redlease_client_close() or
+ * set of holders' key), and the client ended by redlease_client_close() or
  * redlease_client_free() with live handles (also from inside the event
  * hook).
  *
@@ -66,9 +68,28 @@
  * mutex's acquire scripts answer KIND on a semaphore's key. A step of the
  * server's TIME moves the holders and the semaphore's keys with it.
  *
+ * It keeps each resource's shared holders in the same three keys
+ * (docs/design.md, 12.4; the Lua of RDL_SCRIPT_SHARED_* written again
+ * here): the kind "shared", the holders, their weights (1 each) and
+ * "used". The shared acquire refuses a semaphore (KIND) and waits beside an
+ * exclusive holder's token; beside shared holders, or none, it admits a
+ * newcomer only with no live waiter ahead in the queue, which it joins
+ * otherwise (its channel written with "{" in front), handing a resource
+ * nobody holds to that waiter; one admitted from the head reminds the next
+ * when that one is shared; its own token is ours, its deadline restarted.
+ * The renewal is the semaphore's, limit 0 wanting the kind "shared"; the
+ * release leaves the queue, drops the holder while the kind is "shared",
+ * and hands a resource left free to the queue's head. A shared head is
+ * never handed the lock key (it is no key to give): hand_over() reminds
+ * it, as remind_head() does, and the mutex's queued release reminds one
+ * when the key holds "shared". The mutex's scripts find "shared" taken
+ * (busy, or waiting in the queue), never their own; a semaphore's acquire
+ * refuses it. Now and then a stranger waits as a shared waiter, which
+ * never comes when reminded: its place goes after a claim.
+ *
  * Checked, after every step, inside every event, and at every moment a key
- * expires, a semaphore's holder reaches its deadline or an exemption ends
- * while time passes:
+ * expires, a holder (a semaphore's, a shared one) reaches its deadline or
+ * an exemption ends while time passes:
  *   - held() implies the key holds our token now (a mutex's); except,
  *     after the key was wiped, until the local deadline that commands
  *     executed before the wipe could give (a single Redis cannot do
@@ -77,18 +98,23 @@
  *   - a handle told it holds the lock (its deadline ahead, not released,
  *     not lost, no renewal answered 0) never sees the key hold another
  *     token, link up or not (same wipe exemption);
- *   - a semaphore's handle told it holds, or held(), is counted by the
- *     server: the lock key is its kind, its token a holder whose deadline
- *     (the server's clock) has not come, its weight in the hash (the same
- *     wipe exemption, also after the server's TIME was stepped forward):
- *     on_lost comes before the server lets the permits go;
+ *   - a semaphore's or shared holder's handle told it holds, or held(), is
+ *     counted by the server: the lock key is its kind, its token a holder
+ *     whose deadline (the server's clock) has not come, a semaphore's
+ *     weight in the hash (a shared holder's weight keeps nobody out: the
+ *     kind does) (the same wipe exemption, also after the server's TIME
+ *     was stepped forward): on_lost comes before the server lets the
+ *     permits go, or lets an exclusive holder in;
  *   - the handles that believe they hold a resource (told so, or held()),
- *     but those excused, are one mutex's, or semaphores' whose weights stay
- *     within the limit;
- *   - each command is of its lease's kind (a semaphore's scripts, never a
- *     mutex's commands or the server's conditional ones, and the reverse);
+ *     but those excused, are one mutex's (an exclusive holder is never
+ *     beside a shared one), shared holders alone, or semaphores' whose
+ *     weights stay within the limit;
+ *   - each command is of its lease's kind (a semaphore's scripts, a shared
+ *     holder's acquire and release and the holders' renewal with limit 0,
+ *     the mutex's commands and the server's conditional ones, each for its
+ *     own kind only), and a renewal names its lease's limit;
  *   - fences strictly increase over each resource's acquisitions, of
- *     either kind, and only a fenced lease gets one;
+ *     any kind, and only a fenced lease gets one;
  *   - held() implies the link is up;
  *   - held() implies now is before the deadline the library reported;
  *   - once the timer has run at or past that deadline, on_lost has run
@@ -122,18 +148,25 @@
  * a mutex's handle waiting for it (a third of its entry's life in the
  * queue, its backoff's cap outside it; a semaphore's waiters are left
  * out: with its holders' key lost, its weights may rightly keep it full,
- * nobody holding, until they expire) - the live head of a free lock is
- * served, and no waiter sleeps through a free lock waiting for a word;
- * and a waiter that read a "g" the queue published has taken the lock
- * handed to it once what it sent has run. While the client settles at the
+ * nobody holding, until they expire; so are shared waiters: with the kind
+ * lost and holders left in the set, a shared acquire hands nothing over,
+ * and may rightly wait for a dead exclusive head's entry to die) - the
+ * live head of a free lock is served (a shared head that a reminder cut
+ * to a claim is, until that claim ends, as a lock handed to an exclusive
+ * head is), and no waiter sleeps through a free lock waiting for a word; a
+ * shared waiter with the way open to it (the lock key free or "shared",
+ * no live waiter ahead of it in the queue) enters within its longest
+ * sleep; and a waiter that read a "g" the queue published has taken the
+ * lock handed to it once what it sent has run. While the client settles at the
  * end, each time all it sent has run: no key holds the token of a lease
  * whose acquire failed (unless Redis refused that delete, or the key was
  * handed to it by a queue and its drop never ran, the link having been
  * down when it failed or broken since: a drop is given up after the
  * lease's TTL, an entry lives max(ttl, 1 s)), no queue holds a live entry
- * of it (same exemptions), and no semaphore a live holder of it (unless
- * Redis refused that delete, or it ran with the kind key lost: the script
- * then answers 0 and leaves the holder to its deadline); and at the end
+ * of it (same exemptions), and no set of holders (a semaphore's, shared
+ * ones) a live holder of it (unless Redis refused that delete, or it ran
+ * with the kind key lost: the script then answers 0 and leaves the holder
+ * to its deadline); and at the end
  * (after releasing everything): every release answered, no handle left,
  * no allocation left.
  *
@@ -145,9 +178,8 @@
  *
  * This file has the driver's choices, the leases, the checks, the client's
  * end, the callbacks, the steps and the quiet phase; the model's Redis (its
- * keys, queues, semaphores, the commands it runs, keys lost, other
- * clients' waiters) is
- * in model_redis.c, the client's subscriber link in model_pubsub.c;
+ * keys, queues, semaphores and shared holders, the commands it runs, keys
+ * lost, other clients' waiters) is in model_redis.c, the client's subscriber link in model_pubsub.c;
  * model_internal.h is what they share. */
 #include "model.h"
 
@@ -225,24 +257,28 @@ static int told_held(const lease *l)
 /* What the handles that believe they hold a resource hold (told so, or
  * held()), but those excused by a key lost. */
 typedef struct tally {
-    int holders, mutexes, weight, limit; /* limit: the least of the semaphores' */
+    int holders, mutexes, shared, weight, limit; /* weight, limit: the semaphores' (the least limit) */
 } tally;
 
 static void count_believer(tally *t, const lease *l)
 {
     t->holders++;
-    t->mutexes += !l->limit;
+    t->mutexes += !in_holders(l);
+    t->shared += l->shared;
+    if (!l->limit) return;
     t->weight += l->weight;
-    if (l->limit && (!t->limit || l->limit < t->limit)) t->limit = l->limit;
+    if (!t->limit || l->limit < t->limit) t->limit = l->limit;
 }
 
-/* A resource is believed held by one mutex's handle, or by a semaphore's
- * whose weights stay within its limit (the least, should two meet). */
+/* A resource is believed held by one mutex's handle (an exclusive holder,
+ * on a shared resource: never beside a shared one), by shared holders
+ * alone, or by a semaphore's whose weights stay within its limit (the
+ * least, should two meet). */
 static void check_permits(const tally *t, int r)
 {
-    if (t->mutexes ? t->holders > 1 : t->weight > t->limit)
-        violation("lock:{r%d} believed held by %d handles (%d of them mutexes), weight %d of %d (t=%lld)", r,
-                  t->holders, t->mutexes, t->weight, t->limit, (long long)F.now);
+    if (t->mutexes ? t->holders > 1 : t->shared ? t->holders > t->shared : t->weight > t->limit)
+        violation("lock:{r%d} believed held by %d handles (%d mutexes, %d shared), weight %d of %d (t=%lld)", r,
+                  t->holders, t->mutexes, t->shared, t->weight, t->limit, (long long)F.now);
 }
 
 static void check_held(void)
@@ -254,16 +290,17 @@ static void check_held(void)
         int told = told_held(l), held = redlease_lock_held(l->lk), excused = F.now < l->exempt_until;
         if ((told || held) && !excused) count_believer(&believed[l->res], l);
         /* told held: a mutex's key is ours or gone, never another's; a
-         * semaphore's holder is counted by the server (its deadline there
-         * has not come: on_lost comes first) */
+         * semaphore's or shared holder is counted by the server (its
+         * deadline there has not come: on_lost comes first) */
         if (told && !excused) {
-            kv *e = l->limit ? NULL : find(l->key, F.now);
+            kv *e = in_holders(l) ? NULL : find(l->key, F.now);
             if (e && strcmp(e->val, l->token) != 0)
                 violation("lease %d told held until %lld, but %s holds %s (t=%lld)", i,
                           (long long)l->deadline, l->key, e->val, (long long)F.now);
-            if (l->limit && !sem_counts(l))
-                violation("lease %d told held until %lld, but the semaphore %s does not count it (t=%lld)", i,
-                          (long long)l->deadline, l->key, (long long)F.now);
+            if (in_holders(l) && !holder_counts(l))
+                violation("lease %d told held until %lld, but the %s %s does not count it (t=%lld)", i,
+                          (long long)l->deadline, l->shared ? "shared resource" : "semaphore", l->key,
+                          (long long)F.now);
         }
         if (!held) continue;
         if (!F.connected)
@@ -272,10 +309,11 @@ static void check_held(void)
             violation("%s held at t=%lld, its deadline %lld", l->key, (long long)F.now,
                       (long long)l->deadline);
         kv *e = find(l->key, F.now);
-        if (l->limit ? sem_counts(l) : e && strcmp(e->val, l->token) == 0) continue;
+        if (in_holders(l) ? holder_counts(l) : e && strcmp(e->val, l->token) == 0) continue;
         if (F.now < l->exempt_until && l->exempt_link == links) {
             model_reached.held_on_wiped++;
             if (l->limit) model_reached.sem_excused++;
+            if (l->shared) model_reached.shared_excused++;
         } else {
             violation("held but %s is not ours (t=%lld)", l->key, (long long)F.now);
         }
@@ -526,7 +564,10 @@ static void hook(redlease_client *c, const redlease_event *ev, void *arg)
     }
 }
 
-static int sem_limit[2]; /* the run's kind of each resource: 0 a mutex, else a semaphore's limit */
+/* The run's kind of each resource: a mutex, a semaphore (its limit), or
+ * shared/exclusive (shared_res: its leases shared holders or mutexes, its
+ * exclusive holders). */
+static int sem_limit[2], shared_res[2];
 
 static void start_one(lease *l)
 {
@@ -535,12 +576,22 @@ static void start_one(lease *l)
     static const int modes[] = {REDLEASE_WAIT_DEFAULT, REDLEASE_WAIT_QUEUE, REDLEASE_WAIT_POLL,
                                 REDLEASE_WAIT_WAKE};
     int res = calm && R(4) ? 0 : R(2); /* calm: contended */
-    int limit = sem_limit[res];
-    if (R(16) == 0) /* now and then the other kind, or another limit: refused, or the resource changes kind */
-        limit = limit ? (R(2) ? 0 : limit % 3 + 1) : 1 + R(3);
-    /* a semaphore waits in its queue (by default or by name) or polls; WAKE is not a semaphore's */
-    o.wait_mode = modes[R(limit ? 3 : 4)];
+    int limit = sem_limit[res], shared = shared_res[res] && R(2);
+    if (R(16) == 0) { /* now and then another kind or limit: refused, or the resource changes kind */
+        int k = R(3);
+        shared = 0;
+        if (!limit) /* a semaphore on a mutex's or a shared resource */
+            limit = 1 + R(3);
+        else if (k == 0)
+            limit = limit % 3 + 1;
+        else /* a mutex, or a shared holder, on a semaphore's */
+            limit = 0, shared = k == 2;
+    }
+    /* a semaphore or a shared holder waits in its queue (by default or by
+     * name) or polls; WAKE is theirs neither; an exclusive holder is a mutex */
+    o.wait_mode = modes[R(limit || shared ? 3 : 4)];
     o.limit = limit;
+    o.shared = shared;
     o.weight = limit ? R(limit + 1) : 0; /* 0: 1 */
     o.ttl_ms = 100 + R(2000);
     int rr = R(4);
@@ -566,7 +617,8 @@ static void start_one(lease *l)
     l->ttl = o.ttl_ms;
     l->deadline = -1;
     l->limit = limit;
-    l->weight = !limit ? 0 : o.weight ? o.weight : 1;
+    l->shared = shared;
+    l->weight = shared ? 1 : !limit ? 0 : o.weight ? o.weight : 1;
     l->fenced = o.fencing;
     l->res = res;
     char name[8];
@@ -593,9 +645,9 @@ static void settle(void)
 }
 
 /* Time passes to now + ms: the timer fires at each deadline on the way,
- * and held() is checked at every moment a key expires, a semaphore's
- * holder reaches its deadline or an exemption ends (where it could first
- * be wrong), before any timer due then. */
+ * and held() is checked at every moment a key expires, a holder (a
+ * semaphore's, a shared one) reaches its deadline or an exemption ends
+ * (where it could first be wrong), before any timer due then. */
 static void advance(int64_t ms)
 {
     int64_t end = F.now + ms;
@@ -759,10 +811,13 @@ static void step(void)
 
 /* The quiet phase (see the top): a free lock, while the link is up and a
  * mutex's handle waits for it, is taken within the longest sleep of its
- * waiters, plus the phase's granularity. */
+ * waiters, plus the phase's granularity. A shared head that a reminder cut
+ * to a claim is served as a lock handed to an exclusive one is: a free key
+ * waits for it until that claim ends. */
 #define QUIET_MS 1500
 #define QUIET_TICK 10
 static int64_t free_since[2];
+static int64_t open_since[NL];
 
 static void check_served(void)
 {
@@ -773,11 +828,12 @@ static void check_served(void)
         int who = -1;
         for (int i = 0; i < NL; i++) {
             const lease *l = &L[i];
-            if (l->alive && l->lk && !l->limit && !l->acq_done && !l->release_called && l->res == r &&
+            if (l->alive && l->lk && !in_holders(l) && !l->acq_done && !l->release_called && l->res == r &&
                 l->sleep_max > bound)
                 bound = l->sleep_max, who = i;
         }
-        if (who < 0 || !F.connected || find(k, F.now)) {
+        const qentry *h = live_head(r);
+        if (who < 0 || !F.connected || find(k, F.now) || (h && shared_entry(h) && h->reminded)) {
             if (free_since[r] >= 0 && who >= 0) model_reached.quiet_served++;
             free_since[r] = -1;
             continue;
@@ -787,6 +843,34 @@ static void check_served(void)
             violation("%s free since t=%lld while lease %d waits for it (t=%lld, it sleeps %lld ms at most)",
                       k, (long long)free_since[r], who, (long long)F.now, (long long)bound);
             free_since[r] = -1;
+        }
+    }
+}
+
+/* The quiet phase: a shared holder that waits while the way in is open to
+ * it (the link up, the lock key free or shared, no live waiter ahead of it
+ * in the queue: it is the live head, or nobody is) enters within its
+ * longest sleep, plus the phase's granularity. */
+static void check_entered(void)
+{
+    for (int i = 0; i < NL; i++) {
+        const lease *l = &L[i];
+        int open = 0;
+        if (F.connected && l->alive && l->lk && l->shared && !l->acq_done && !l->release_called) {
+            kv *e = find(l->key, F.now);
+            const qentry *h = live_head(l->res);
+            open = (!e || strcmp(e->val, "shared") == 0) && (!h || strcmp(h->tok, l->token) == 0);
+        }
+        if (!open) {
+            if (open_since[i] >= 0 && l->acq_ok) model_reached.quiet_entered++;
+            open_since[i] = -1;
+            continue;
+        }
+        if (open_since[i] < 0) open_since[i] = F.now;
+        if (F.now - open_since[i] > l->sleep_max + QUIET_TICK + 2) {
+            violation("shared lease %d may enter %s since t=%lld and has not (t=%lld, it sleeps %lld ms at most)", i,
+                      l->key, (long long)open_since[i], (long long)F.now, (long long)l->sleep_max);
+            open_since[i] = -1;
         }
     }
 }
@@ -815,6 +899,7 @@ static void quiet(void)
     quieting = 1;
     noscript_mode = next_error = pub_refused = 0;
     free_since[0] = free_since[1] = -1;
+    for (int i = 0; i < NL; i++) open_since[i] = -1;
     memset(told_g, 0, sizeof told_g);
     int64_t end = F.now + QUIET_MS;
     while (F.c && F.now < end) {
@@ -822,6 +907,7 @@ static void quiet(void)
         if (!F.c) break;
         check_granted();
         check_served();
+        check_entered();
         if (R(20) == 0) { /* a holder lets go: waiters are served through the queue */
             lease *l = &L[R(NL)];
             if (l->alive && l->lk && l->acq_ok && !l->lost_ev && !l->release_called) release_one(l);
@@ -829,6 +915,7 @@ static void quiet(void)
             if (!F.c) break;
             check_granted();
             check_served();
+            check_entered();
         }
         int64_t dt = QUIET_TICK;
         if (F.timer_at > F.now && F.timer_at - F.now < dt) dt = F.timer_at - F.now;
@@ -842,14 +929,15 @@ static void quiet(void)
 /* An acquire that ended without a lease deleted whatever its attempts set
  * and left the queue (its drop, behind them on the wire): once all it sent
  * has run, no key holds its token, no queue a live entry of it and no
- * semaphore a holder, unless Redis refused that delete, or a semaphore's
- * release ran with the kind key lost (it answers 0 before it looks); or
- * the queue handed the key to it, kept its entry, or a semaphore its
- * holder, while its drop never ran and could have been lost: the link was
- * down when the acquire ended or broke since (the library gives a drop up
- * after the lease's TTL, and an entry can live longer, max(ttl, 1 s): its
- * hand-over then costs the queue one claim, docs/design.md, 11.4; a
- * holder too, by our clock, when the server's was stepped back). */
+ * set of holders (a semaphore's, shared ones) a holder, unless Redis
+ * refused that delete, or the holders' release ran with the kind key lost
+ * (it answers 0 before it looks); or the queue handed the key to it, kept
+ * its entry, or a set its holder, while its drop never ran and could have
+ * been lost: the link was down when the acquire ended or broke since (the
+ * library gives a drop up after the lease's TTL, and an entry can live
+ * longer, max(ttl, 1 s): its hand-over then costs the queue one claim,
+ * docs/design.md, 11.4; a holder too, by our clock, when the server's was
+ * stepped back). */
 static void check_no_orphan_keys(void)
 {
     for (int i = 0; i < NL; i++) {
@@ -867,7 +955,7 @@ static void check_no_orphan_keys(void)
                 violation("lease %d: its acquire failed and left a live entry in lock:{r%d}:queue", i, r);
                 return;
             }
-        if (l->limit && !l->release_kindless && !excused && sem_holder_live(l->res, l->token)) {
+        if (in_holders(l) && !l->release_kindless && !excused && sem_holder_live(l->res, l->token)) {
             violation("lease %d: its acquire failed and left it a holder of %s", i, l->key);
             return;
         }
@@ -911,7 +999,11 @@ int model_run(const model_driver *d)
     redlease_client_set_rng(F.c, rng_fn, NULL);
     hook_acts = R(2);
     calm = R(4) == 0;
-    for (int r = 0; r < 2; r++) sem_limit[r] = R(4) ? 0 : 1 + R(3);
+    for (int r = 0; r < 2; r++) {
+        int k = R(4);
+        sem_limit[r] = k == 0 ? 1 + R(3) : 0;
+        shared_res[r] = k == 1;
+    }
     redlease_client_set_event_cb(F.c, hook, NULL);
     for (int st = 0; st < d->max_steps && F.c && (!d->more || d->more(d->ctx)); st++) {
         step();

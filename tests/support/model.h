@@ -63,6 +63,7 @@ typedef struct model_reach {
     long subscribe_refused; /* SUBSCRIBEs an ACL refused */
     long quiet_served;    /* free locks taken with a handle waiting, in the quiet phase */
     long quiet_granted;   /* "g" read by a waiting handle in the quiet phase */
+    long quiet_entered;   /* shared holders that entered, in the quiet phase, with the way open */
     /* the semaphore (docs/design.md, section 12) */
     long sem_admitted;    /* holders admitted (or admitted again: reclaimed) */
     long sem_reclaimed;   /* ...that found their own token: an earlier attempt was admitted */
@@ -71,11 +72,23 @@ typedef struct model_reach {
     long sem_released;    /* holders that gave their weight back */
     long sem_behind;      /* acquires not admitted for a live waiter ahead (strict order) */
     long sem_wakes;       /* queue heads woken by a release or an admission (docs 12.5) */
-    long fences_checked;  /* fences of acquisitions checked for order (either kind) */
-    long kind_refused[2]; /* acquires answered KIND: [0] a mutex's, [1] a semaphore's */
+    long fences_checked;  /* fences of acquisitions checked for order (any kind) */
+    long kind_refused[3]; /* acquires answered KIND: [0] a mutex's, [1] a semaphore's, [2] a
+                             shared holder's */
+    long sem_on_shared;   /* ...a semaphore's of them that found shared holders */
     long acquire_ekind;   /* on_acquire(REDLEASE_EKIND) */
     long sem_excused;     /* a semaphore's holder held with its count gone (a key lost, the
                              server's clock stepped forward): excused, as held_on_wiped */
+    /* shared and exclusive holders (docs/design.md, 12.4) */
+    long shared_admitted; /* shared holders admitted (or admitted again: reclaimed) */
+    long shared_reclaimed; /* ...that found their own token: an earlier attempt was admitted */
+    long shared_busy;     /* shared acquires not admitted beside an exclusive holder */
+    long shared_behind;   /* shared acquires not admitted past a live exclusive waiter ahead */
+    long shared_released; /* shared holders that left the set by their release */
+    long excl_on_shared;  /* a mutex's acquires that found shared holders (busy, or waiting) */
+    long shared_handed;   /* free locks handed to an exclusive head by a shared holder's script */
+    long shared_reminded; /* shared heads reminded instead of handed a lock */
+    long shared_excused;  /* a shared holder held with its set or kind gone: excused */
 } model_reach;
 extern model_reach model_reached;
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the model check (model.h) share: model.c (the
  * driver's choices, the leases, the checks, the steps), model_redis.c (the
- * model's Redis: its keys, queues, semaphores and the commands it runs) and
- * model_pubsub.c (the client's subscriber link). Each name is said at its
- * definition. They keep the short names they had when the model was one
- * file: only the model's own programs (test_model, replay_model,
- * fuzz_model) link them, and none is a library's (rdl_, redlease_). */
+ * model's Redis: its keys, queues, semaphores, shared holders and the
+ * commands it runs) and model_pubsub.c (the client's subscriber link).
+ * Each name is said at its definition. They keep the short names they had
+ * when the model was one file: only the model's own programs (test_model,
+ * replay_model, fuzz_model) link them, and none is a library's (rdl_,
+ * redlease_). */
 #ifndef REDLEASE_MODEL_INTERNAL_H
 #define REDLEASE_MODEL_INTERNAL_H
 #include <stdint.h>
@@ -21,8 +22,9 @@ typedef struct lease {
     int alive, acq, acq_ok, lost, rel, release_called, in_call;
     int saw_busy, saw_acquire_error, saw_renew_zero; /* replies delivered to it */
     int delete_failed;    /* a compare-and-delete of its token was answered an error */
-    int release_kindless; /* a semaphore's release of it ran with the kind key gone (lost): the
-                           * script answers 0 before it looks, its holder stays to its deadline */
+    int release_kindless; /* a semaphore's or shared holder's release of it ran with the kind key
+                           * gone (lost): the script answers 0 before it looks, its holder stays
+                           * to its deadline */
     int acq_done;         /* its acquire ended (ACQUIRED or ACQUIRE_FAILED): it waits no more */
     int failed_ev;        /* ACQUIRE_FAILED: its drop (if any) is behind its attempts */
     int drop_ran;         /* a compare-and-delete of its token ran after that */
@@ -32,6 +34,8 @@ typedef struct lease {
     int lost_ev;          /* EV_LOST came */
     int joined;           /* its token has been placed in a queue */
     int limit, weight;    /* a semaphore's permits and its share of them; limit 0: a mutex */
+    int shared;           /* a shared holder (limit 0, weight 1); a mutex of a shared
+                           * resource is its exclusive holder */
     int fenced;           /* it asked for a fence */
     int saw_kind;         /* an acquire of it was answered KIND (the resource is another kind) */
     int kind_ends;        /* ...to its live attempt: definite, the acquire ends EKIND */
@@ -47,6 +51,10 @@ typedef struct lease {
                            * reconnect until a renewal confirms it again) */
     char token[40], key[64];
 } lease;
+
+/* A semaphore's or a shared holder: it holds in a set of holders, not
+ * the lock key. */
+static inline int in_holders(const lease *l) { return l->limit || l->shared; }
 
 int R(int n);
 extern fake F;
@@ -70,8 +78,9 @@ typedef struct kv {
 /* A resource's queue: the sorted set KEYS[2] (members in score order,
  * scores counting up) and the hash KEYS[3] (token -> deadline claim
  * channel), each a key of its own, gone when empty, with a TTL (expiry by
- * our clock, or -1) that the joins raise to the entry's life. Its
- * elements, as a semaphore's, start with their token: tok_idx() in
+ * our clock, or -1) that the joins raise to the entry's life. A shared
+ * waiter's channel is written with "{" in front, as the Lua writes it.
+ * Its elements, as a semaphore's, start with their token: tok_idx() in
  * model_redis.c finds them by it. */
 #define NQ 24
 typedef struct qmember {
@@ -82,7 +91,13 @@ typedef struct qentry {
     char tok[40];
     int64_t deadline, claim; /* deadline: the server's TIME */
     char ch[96];
+    int reminded; /* not the server's: a reminder cut it to a claim, and no join since
+                   * (the quiet phase counts a reminded shared head as served) */
 } qentry;
+
+/* A shared waiter's entry: its channel written with "{" in front. */
+static inline int shared_entry(const qentry *w) { return w->ch[0] == '{'; }
+
 typedef struct queue {
     qmember z[NQ];
     int nz;
@@ -108,11 +123,13 @@ extern int64_t srv_skew;
 extern int strangers;
 void qexpire(queue *q);
 int live_entry(queue *q, const char *tok);
-/* A resource's semaphore (docs/design.md, section 12): its kind is the
- * lock key's value ("semaphore N", in db); beside it the sorted set
- * KEYS[2] (token -> deadline, the server's TIME) and the hash KEYS[3]
- * (token -> weight, and "used"), each a key of its own with a TTL (expiry
- * by our clock, or -1 for none), gone when empty. */
+const qentry *live_head(int res);
+/* A resource's semaphore or shared holders (docs/design.md, section 12):
+ * its kind is the lock key's value ("semaphore N" or "shared", in db);
+ * beside it the sorted set of holders (token -> deadline, the server's
+ * TIME) and the hash of their weights (token -> weight, a shared holder's
+ * 1, and "used"), each a key of its own with a TTL (expiry by our clock,
+ * or -1 for none), gone when empty. */
 typedef struct sem_holder {
     char tok[40];
     int64_t deadline;
@@ -133,7 +150,7 @@ typedef struct sem {
 } sem;
 extern sem S[2];
 void excuse(lease *l);
-int sem_counts(const lease *l);
+int holder_counts(const lease *l);
 int sem_holder_live(int res, const char *tok);
 void step_server_clock(int64_t d);
 int64_t next_change(int64_t until);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The model check (model.c): the model's Redis. Its keys, each resource's
- * queue (the Lua of the queue's scripts, written again here), the commands
- * the client sent as Redis runs them and their replies as the client reads
- * them, a reconnect, keys lost, and other clients' waiters in the queues. */
+ * queue, semaphore and shared holders (the Lua of their scripts, written
+ * again here), the commands the client sent as Redis runs them and their
+ * replies as the client reads them, a reconnect, keys lost, and other
+ * clients' waiters in the queues. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,9 @@ static int tok_idx(const void *elems, int n, size_t size, const char *tok)
 static int z_idx(const queue *q, const char *tok) { return tok_idx(q->z, q->nz, sizeof q->z[0], tok); }
 static int w_idx(const queue *q, const char *tok) { return tok_idx(q->w, q->nw, sizeof q->w[0], tok); }
 
+/* The channel an entry is told on (head() and tell_first() cut the "{"). */
+static const char *chan(const qentry *w) { return w->ch + shared_entry(w); }
+
 /* ZREM and HDEL */
 static void leave(queue *q, const char *tok)
 {
@@ -144,15 +148,47 @@ static void tell_first(queue *q, int k, int64_t ms, int from)
         int e = w_idx(q, q->z[from + i].tok);
         if (e < 0) continue;
         snprintf(text, sizeof text, "c %s %lld", q->z[from + i].tok, (long long)(ms * (i + 1)));
-        publish(q->w[e].ch, text);
+        publish(chan(&q->w[e]), text);
     }
 }
 
-/* A free key goes to the live head for its claim time. */
-static void hand_over(queue *q, const char *key)
+/* remind(): the waiter h told to check now, its entry cut to at most one
+ * claim (a reminder never lengthens its life); the next one (three when
+ * nobody heard h) told to check once one, two, three claims end. */
+static void remind(queue *q, int h)
+{
+    qentry *w = &q->w[h];
+    int64_t soon = srv_now() + w->claim;
+    if (w->deadline > soon) w->deadline = soon;
+    w->reminded = 1;
+    char text[128];
+    snprintf(text, sizeof text, "c %s 0", w->tok);
+    int heard = publish(chan(w), text);
+    tell_first(q, heard ? 1 : 3, w->claim, 1);
+    if (shared_entry(w)) model_reached.shared_reminded++;
+}
+
+/* remind_head(): the live head reminded, or (shared_only) only a shared
+ * one. 1 if a head was reminded. */
+static int remind_head(queue *q, int shared_only)
 {
     int h = head(q);
-    if (h < 0) return;
+    if (h < 0 || (shared_only && !shared_entry(&q->w[h]))) return 0;
+    remind(q, h);
+    return 1;
+}
+
+/* A free key goes to the live head for its claim time; a shared head is
+ * reminded instead (a shared holder is no key to give: its own acquire
+ * admits it). 1 if the key was handed. */
+static int hand_over(queue *q, const char *key)
+{
+    int h = head(q);
+    if (h < 0) return 0;
+    if (shared_entry(&q->w[h])) {
+        remind(q, h);
+        return 0;
+    }
     qentry he = q->w[h];
     set_key(key, he.tok, expiry_ms(he.claim))->handed = 1;
     leave(q, he.tok);
@@ -162,6 +198,7 @@ static void hand_over(queue *q, const char *key)
     tell_first(q, heard ? 1 : 3, he.claim, 0); /* one insurance word when the head heard */
     model_reached.handovers++;
     model_reached.handovers_heard += heard;
+    return 1;
 }
 
 /* HSET the entry, ZADD at the tail if not placed, the keys' TTLs at least
@@ -177,6 +214,7 @@ static void join(queue *q, const char *tok, int64_t life, int64_t claim, const c
     }
     q->w[e].deadline = srv_now() + life;
     q->w[e].claim = claim;
+    q->w[e].reminded = 0;
     snprintf(q->w[e].ch, sizeof q->w[e].ch, "%s", ch);
     if (z_idx(q, tok) < 0) {
         if (q->nz == NQ) abort();
@@ -192,22 +230,6 @@ static void join(queue *q, const char *tok, int64_t life, int64_t claim, const c
     if (q->wexp < 0 || q->wexp - F.now < life) q->wexp = expiry_ms(life);
 }
 
-/* A semaphore's queue (remind_head() in LUA_QUEUE): the live head told to check now, its
- * entry cut to at most one claim; the next one (three when nobody heard the head)
- * told to check once one, two, three claims end. */
-static void wake(queue *q)
-{
-    int h = head(q);
-    if (h < 0) return;
-    int64_t soon = srv_now() + q->w[h].claim; /* a reminder never lengthens its life */
-    if (q->w[h].deadline > soon) q->w[h].deadline = soon;
-    char text[128];
-    snprintf(text, sizeof text, "c %s 0", q->w[h].tok);
-    int heard = publish(q->w[h].ch, text);
-    tell_first(q, heard ? 1 : 3, q->w[h].claim, 1);
-    model_reached.sem_wakes++;
-}
-
 /* An entry that a hand-over could reach: placed, and alive. */
 int live_entry(queue *q, const char *tok)
 {
@@ -216,7 +238,20 @@ int live_entry(queue *q, const char *tok)
     return z_idx(q, tok) >= 0 && e >= 0 && q->w[e].deadline > srv_now();
 }
 
-/* ------------------------------------------------------ the semaphores */
+/* The live head of res's queue, as head() would find it (nothing
+ * dropped), or NULL. */
+const qentry *live_head(int res)
+{
+    queue *q = &Q[res];
+    qexpire(q);
+    for (int i = 0; i < q->nz; i++) {
+        int e = w_idx(q, q->z[i].tok);
+        if (e >= 0 && q->w[e].deadline > srv_now()) return &q->w[e];
+    }
+    return NULL;
+}
+
+/* ---------------------------------- the semaphores and shared holders */
 
 sem S[2];
 
@@ -227,6 +262,14 @@ static int kind_limit(const char *val)
     if (strncmp(val, "semaphore ", 10) != 0 || !*n || strspn(n, "0123456789") != strlen(n)) return 0;
     return atoi(n);
 }
+
+/* The kind of shared and exclusive holders: no token equals it, so the
+ * mutex's scripts find the resource taken (LUA_KIND's other_kind() is nil
+ * for it), never their own. */
+static int is_shared_kind(const char *val) { return strcmp(val, "shared") == 0; }
+
+/* A value keep() writes: a set of holders' kind, not a mutex's token. */
+static int is_kind(const char *val) { return kind_limit(val) || is_shared_kind(val); }
 
 /* A deadline the scripts set, TIME + ttl: by the server's clock, so it
  * moves with the server's TIME steps, and on a server whose clock runs
@@ -349,6 +392,32 @@ static void keep(sem *s, const char *key, const char *kind)
     if (s->nw || s->has_used) s->wexp = F.now + life;
 }
 
+/* admit(): the holder's weight and the new sum, in one HSET (used is
+ * what the script read of "used", 0 when missing). */
+static void admit(sem *s, const char *tok, int weight, long long used)
+{
+    hset(s, tok, weight);
+    s->has_used = 1;
+    s->used = used + weight;
+}
+
+/* drop(tok, kind): a holder out, its weight given back (the scripts' "or
+ * 0" for one gone), the three keys kept (gone with the last holder); 1 if
+ * it was a holder. The Lua deletes the three keys at once when it was the
+ * last one; keep() comes to the same. */
+static int drop(sem *s, const char *key, const char *tok, const char *kind)
+{
+    int was = holder_idx(s, tok) >= 0;
+    if (was) {
+        zrem(s, tok);
+        int w = weight_of(s, tok);
+        hdel(s, tok);
+        hincr_used(s, -w);
+    }
+    keep(s, key, kind);
+    return was;
+}
+
 /* A lease that held on a semaphore's count (a key of it lost, the
  * server's clock stepped forward) may still be held until what its
  * confirmations executed before could give (a single Redis cannot do
@@ -360,16 +429,21 @@ void excuse(lease *l)
     l->exempt_link = links;
 }
 
-/* The model's server counts l's weight now: the lock key is its kind, its
- * token a holder whose deadline has not come, its weight in the hash. */
-int sem_counts(const lease *l)
+/* The model's server counts l now: the lock key is its kind, its token
+ * a holder whose deadline has not come, and a semaphore's weight in the
+ * hash. A shared holder's weight is left out: what keeps an exclusive
+ * holder out is the kind, which keep() writes while the set has any
+ * holder (a holder whose weight was lost is not renewed, and so is lost
+ * within its TTL, but it excludes until then). */
+int holder_counts(const lease *l)
 {
     kv *e = find(l->key, F.now);
     sem *s = &S[l->res];
     sem_expire(s);
     int h = holder_idx(s, l->token);
-    return e && kind_limit(e->val) == l->limit && h >= 0 && s->h[h].deadline > srv_now() &&
-           weight_of(s, l->token) == l->weight;
+    if (!e || h < 0 || s->h[h].deadline <= srv_now()) return 0;
+    if (l->shared) return is_shared_kind(e->val);
+    return kind_limit(e->val) == l->limit && weight_of(s, l->token) == l->weight;
 }
 
 /* tok holds a permit of resource res that the server has not let go. */
@@ -382,8 +456,8 @@ int sem_holder_live(int res, const char *tok)
 }
 
 /* The server's TIME is stepped by d ms (a wall clock). The queues'
- * entries and the semaphores' holders are timed by it, and so are a
- * semaphore's three keys, whose PX keep() set to the last holder's
+ * entries and the holders (a semaphore's, shared ones) are timed by it,
+ * and so are their three keys, whose PX keep() set to the last holder's
  * deadline (on a server PX and TIME are one clock: the kind never goes
  * while a holder lives). The mutex's keys keep our clock, as they always
  * have here: the contract (man 3 redlease, TIMING) assumes a server clock
@@ -396,19 +470,19 @@ void step_server_clock(int64_t d)
         char k[16];
         snprintf(k, sizeof k, "lock:{r%d}", r);
         kv *e = find(k, F.now);
-        if (e && kind_limit(e->val)) e->exp -= d;
+        if (e && is_kind(e->val)) e->exp -= d;
         sem *s = &S[r];
         sem_expire(s);
         if (s->nh && s->hexp >= 0) s->hexp -= d;
         if ((s->nw || s->has_used) && s->wexp >= 0) s->wexp -= d;
     }
     for (int i = 0; d > 0 && i < NL; i++)
-        if (L[i].alive && L[i].limit) excuse(&L[i]);
+        if (L[i].alive && in_holders(&L[i])) excuse(&L[i]);
 }
 
 /* The first moment after now, and before until, at which a key expires
- * or a semaphore's holder reaches its deadline: where what held() says
- * could first be wrong. */
+ * or a holder (a semaphore's, a shared one) reaches its deadline: where
+ * what held() says could first be wrong. */
 int64_t next_change(int64_t until)
 {
     int64_t next = until;
@@ -482,7 +556,8 @@ typedef struct view {
     int native;
     const char *key, *token, *px;
     const char *life, *claim, *ch, *order; /* the queue's (order also the release's) */
-    const char *weight, *limit, *capacity; /* a semaphore's acquire (limit also its renewal) */
+    const char *weight, *limit, *capacity; /* a semaphore's acquire (limit also the holders'
+                                              renewal: "0" a shared holder's) */
     int fenced;
     int probe; /* the release's two-key form: -1 when there is a queue */
 } view;
@@ -561,9 +636,43 @@ static view sem_view(const fake_cmd *c, int s)
     return v;
 }
 
+/* A shared holder's acquire and release: EVALSHA sha numkeys kind queue
+ * waiters holders weights [fence] token, then the acquire's ttl life claim
+ * channel [counter_ttl], nothing more for the release. Its renewal is the
+ * semaphore's, with limit "0" (sem_view). */
+static view shared_view(const fake_cmd *c, int s)
+{
+    int nk = atoi(c->argv[2]);
+    int acq = s == RDL_SCRIPT_SHARED_ACQUIRE;
+    int fenced = acq && nk == 6;
+    int nargs = acq ? 4 + fenced : 0;
+    if (nk != 5 + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
+    if (!beside(c, 4, "queue") || !beside(c, 5, "waiters") || !beside(c, 6, "holders") || !beside(c, 7, "weights"))
+        abort();
+    if (fenced && !beside(c, 8, "fence")) abort();
+    view v = {.s = s, .key = c->argv[3], .token = c->argv[3 + nk], .fenced = fenced};
+    if (acq) {
+        v.px = c->argv[4 + nk];
+        v.life = c->argv[5 + nk];
+        v.claim = c->argv[6 + nk];
+        v.ch = c->argv[7 + nk];
+    }
+    return v;
+}
+
 static int is_sem(int s)
 {
     return s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SEM_RENEW || s == RDL_SCRIPT_SEM_RELEASE;
+}
+
+static int is_shared(int s) { return s == RDL_SCRIPT_SHARED_ACQUIRE || s == RDL_SCRIPT_SHARED_RELEASE; }
+
+/* The kind of lease a command is for: 0 a mutex's, 1 a semaphore's, 2 a
+ * shared holder's (the renewal says by its limit). */
+static int kind_of(const view *v)
+{
+    if (v->s == RDL_SCRIPT_SEM_RENEW) return strcmp(v->limit, "0") == 0 ? 2 : 1;
+    return is_shared(v->s) ? 2 : is_sem(v->s);
 }
 
 static view view_of(const fake_cmd *c)
@@ -585,29 +694,33 @@ static view view_of(const fake_cmd *c)
     }
     if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) return queue_view(c, s);
     if (is_sem(s)) return sem_view(c, s);
+    if (is_shared(s)) return shared_view(c, s);
     return (view){.s = s, .key = c->argv[3], .token = token_of(c, s),
                   .px = s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
 }
 
 static int is_delete(int s)
 {
-    return s == RDL_SCRIPT_RELEASE || s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE;
+    return s == RDL_SCRIPT_RELEASE || s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE ||
+           s == RDL_SCRIPT_SHARED_RELEASE;
 }
 
 static int is_acquire(int s)
 {
     return s < 0 || s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED || s == RDL_SCRIPT_QUEUE_ACQUIRE ||
-           s == RDL_SCRIPT_SEM_ACQUIRE;
+           s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE;
 }
 
 /* The error an acquire answers when the lock key holds val, another kind
- * than it asks for: the mutex's scripts (LUA_KIND) name a semaphore, a
- * semaphore's names what it found. */
+ * than it asks for: the mutex's scripts and a shared holder's (LUA_KIND)
+ * name a semaphore, a semaphore's names what it found. */
 static void kind_error(reply *r, const char *val)
 {
     char *text = kind_text[r - rep];
     if (kind_limit(val))
         snprintf(text, sizeof kind_text[0], "KIND a semaphore of %d permits", kind_limit(val));
+    else if (is_shared_kind(val))
+        snprintf(text, sizeof kind_text[0], "KIND shared and exclusive holders");
     else
         snprintf(text, sizeof kind_text[0], "KIND a mutex");
     *r = (reply){REP_ERR, 0, text};
@@ -647,6 +760,7 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
         *r = (reply){REP_INT, fence, NULL};
         return;
     }
+    if (e && is_shared_kind(e->val)) model_reached.excl_on_shared++; /* other_kind() is nil: it waits */
     if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
     kv *k = find(v->key, F.now);
     *r = (reply){REP_INT, k ? -(k->exp - F.now + 1) : 0, NULL};
@@ -672,6 +786,7 @@ static void queue_release(const view *v, reply *r)
         return;
     }
     leave(q, tok);
+    if (e && is_shared_kind(e->val)) remind_head(q, 1); /* a shared waiter may enter beside the holders */
     if (e && !ours) {
         *r = (reply){REP_INT, 0, NULL};
         return;
@@ -684,7 +799,7 @@ static void queue_release(const view *v, reply *r)
         if (h >= 0) {
             char text[128];
             snprintf(text, sizeof text, "c %s 0", q->w[h].tok);
-            publish(q->w[h].ch, text);
+            publish(chan(&q->w[h]), text);
             model_reached.unordered_wakes++;
         }
     }
@@ -725,11 +840,10 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
             *r = (reply){REP_INT, s->nh ? -(left + 1) : 0, NULL}; /* 0: no holder, nothing known */
             return;
         }
-        hset(s, tok, weight);
-        hincr_used(s, weight);
+        admit(s, tok, weight, used);
         if (h >= 0) { /* it was the head */
             leave(q, tok);
-            if (used + weight < atoi(v->capacity)) wake(q);
+            if (used + weight < atoi(v->capacity)) model_reached.sem_wakes += remind_head(q, 0);
         }
     } else {
         model_reached.sem_reclaimed++; /* an earlier attempt of it was admitted */
@@ -743,19 +857,22 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
 }
 
 /* RDL_SCRIPT_SEM_RENEW, strict: a token that is no holder any more, has
- * no weight, or holds a semaphore of another limit now, is never put
+ * no weight, or holds another kind now (a semaphore of another limit, or
+ * not shared: limit "0" is a shared holder's renewal), is never put
  * back. */
 static void sem_renew(const fake_cmd *c, const view *v, reply *r)
 {
     sem *s = &S[res_of(v->key)];
     kv *e = find(v->key, F.now);
+    char kind[32] = "shared";
+    if (strcmp(v->limit, "0") != 0) snprintf(kind, sizeof kind, "semaphore %s", v->limit);
     *r = (reply){REP_INT, 0, NULL};
-    if (!e || kind_limit(e->val) != atoi(v->limit)) return;
+    if (!e || strcmp(e->val, kind) != 0) return;
     sem_expire(s);
     prune(s);
     if (holder_idx(s, v->token) < 0 || weight_idx(s, v->token) < 0) return;
     zadd(s, v->token, srv_deadline(v->px)); /* XX: it is there */
-    keep(s, v->key, e->val);
+    keep(s, v->key, kind);
     confirmed(v->token, c->sent_at);
     r->v = 1;
 }
@@ -777,17 +894,98 @@ static void sem_release(const view *v, reply *r)
     } else {
         sem_expire(s);
         prune(s);
-        if (holder_idx(s, v->token) >= 0) {
-            zrem(s, v->token);
-            int w = weight_of(s, v->token);
-            hdel(s, v->token);
-            hincr_used(s, -w);
-            model_reached.sem_released++;
-            r->v = 1;
-        }
-        keep(s, v->key, e->val);
+        r->v = drop(s, v->key, v->token, e->val);
+        model_reached.sem_released += r->v;
     }
-    if (queued) wake(q);
+    if (queued) model_reached.sem_wakes += remind_head(q, 0);
+}
+
+/* A shared acquire that may not enter: it joins the queue as a shared
+ * waiter (a channel of "" does not), and learns the lock key's TTL. */
+static void shared_wait(const view *v, reply *r)
+{
+    if (v->ch[0]) {
+        char ch[100];
+        snprintf(ch, sizeof ch, "{%s", v->ch);
+        join(&Q[res_of(v->key)], v->token, atoll(v->life), atoll(v->claim), ch);
+    }
+    kv *k = find(v->key, F.now);
+    *r = (reply){REP_INT, k ? -(k->exp - F.now + 1) : 0, NULL};
+}
+
+/* RDL_SCRIPT_SHARED_ACQUIRE: a semaphore refused (KIND), an exclusive
+ * holder waited for; beside other shared holders, admitted strictly in
+ * the queue's order: a newcomer waits behind a live waiter ahead (handing
+ * a resource nobody holds to it), and one admitted from the head reminds
+ * the next when that one is shared too. Its own token is ours, whatever
+ * its weight (the newcomer's test is the set's alone), its deadline
+ * restarted. */
+static void shared_acquire(const fake_cmd *c, const view *v, reply *r)
+{
+    sem *s = &S[res_of(v->key)];
+    queue *q = &Q[res_of(v->key)];
+    const char *tok = v->token;
+    kv *e = find(v->key, F.now);
+    if (e && !is_shared_kind(e->val)) {
+        if (kind_limit(e->val)) {
+            kind_error(r, e->val);
+            return;
+        }
+        model_reached.shared_busy++; /* an exclusive holder's token (ours, a stranger's, another's) */
+        shared_wait(v, r);
+        return;
+    }
+    sem_expire(s);
+    prune(s);
+    int newcomer = holder_idx(s, tok) < 0;
+    int h = -1;
+    if (newcomer) {
+        h = head(q);
+        if (h >= 0 && strcmp(q->w[h].tok, tok) != 0) {
+            if (!shared_entry(&q->w[h])) model_reached.shared_behind++;
+            if (!s->nh && hand_over(q, v->key)) model_reached.shared_handed++;
+            shared_wait(v, r);
+            return;
+        }
+    } else {
+        model_reached.shared_reclaimed++; /* an earlier attempt of it was admitted */
+    }
+    long long fence = v->fenced ? ++fence_ctr : 1;
+    if (newcomer) {
+        admit(s, tok, 1, s->has_used ? s->used : 0);
+        if (h >= 0) { /* it was the head */
+            leave(q, tok);
+            remind_head(q, 1);
+        }
+    }
+    zadd(s, tok, srv_deadline(v->px));
+    keep(s, v->key, "shared");
+    confirmed(tok, c->sent_at);
+    model_reached.shared_admitted++;
+    *r = (reply){REP_INT, fence, NULL};
+}
+
+/* RDL_SCRIPT_SHARED_RELEASE: out of the queue, out of the holders (while
+ * the kind is shared); a resource left free, by this release or before
+ * it, goes to the queue's head (a shared head is reminded). */
+static void shared_release(const view *v, reply *r)
+{
+    sem *s = &S[res_of(v->key)];
+    queue *q = &Q[res_of(v->key)];
+    kv *e = find(v->key, F.now);
+    qexpire(q);
+    if (q->nz) leave(q, v->token); /* EXISTS of the queue's order */
+    *r = (reply){REP_INT, 0, NULL};
+    if (e && is_shared_kind(e->val)) {
+        sem_expire(s);
+        prune(s);
+        r->v = drop(s, v->key, v->token, "shared");
+        model_reached.shared_released += r->v;
+    } else {
+        lease *l = by_token_any(v->token);
+        if (l) l->release_kindless = 1;
+    }
+    if (!find(v->key, F.now) && hand_over(q, v->key)) model_reached.shared_handed++;
 }
 
 /* Redis runs the oldest command not run yet, now. */
@@ -799,8 +997,11 @@ void execute(void)
     int sha = strcmp(c->argv[0], "EVALSHA") == 0;
     view v = view_of(c);
     const lease *sender = by_token_any(v.token);
-    if (sender && !sender->limit != !is_sem(v.s))
-        violation("lease %s (limit %d) sent a command of the other kind", sender->token, sender->limit);
+    if (sender && kind_of(&v) != (sender->shared ? 2 : sender->limit != 0))
+        violation("lease %s (limit %d, shared %d) sent a command of another kind", sender->token, sender->limit,
+                  sender->shared);
+    else if (sender && v.limit && atoi(v.limit) != sender->limit)
+        violation("lease %s (limit %d) sent a command for limit %s", sender->token, sender->limit, v.limit);
     if (next_error) {
         int e = next_error - 1;
         next_error = 0;
@@ -819,7 +1020,9 @@ void execute(void)
     }
     if (v.native) model_reached.native_commands++;
     if (v.s < 0) {
-        if (find(c->argv[1], F.now)) {
+        kv *e = find(c->argv[1], F.now);
+        if (e) {
+            if (is_shared_kind(e->val)) model_reached.excl_on_shared++;
             *r = (reply){REP_NIL, 0, NULL};
         } else {
             put(c->argv[1], c->argv[2], expiry(c->argv[5]));
@@ -850,8 +1053,17 @@ void execute(void)
         sem_renew(c, &v, r);
         return;
     }
-    if (s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE) {
-        (s == RDL_SCRIPT_QUEUE_RELEASE ? queue_release : sem_release)(&v, r);
+    if (s == RDL_SCRIPT_SHARED_ACQUIRE) {
+        shared_acquire(c, &v, r);
+        return;
+    }
+    if (s == RDL_SCRIPT_QUEUE_RELEASE || s == RDL_SCRIPT_SEM_RELEASE || s == RDL_SCRIPT_SHARED_RELEASE) {
+        if (s == RDL_SCRIPT_QUEUE_RELEASE)
+            queue_release(&v, r);
+        else if (s == RDL_SCRIPT_SEM_RELEASE)
+            sem_release(&v, r);
+        else
+            shared_release(&v, r);
         lease *l = by_token_any(token);
         if (l && r->type == REP_INT && r->v == 1) l->deleted = 1;
         return;
@@ -874,7 +1086,8 @@ void execute(void)
         if (l && ours) l->deleted = 1;
     } else if (e && kind_limit(e->val)) { /* an acquire script, on a semaphore (LUA_KIND) */
         kind_error(r, e->val);
-    } else if (e && !ours) { /* an acquire script, held by another */
+    } else if (e && !ours) { /* an acquire script, held by another (shared holders: other_kind() is nil) */
+        if (is_shared_kind(e->val)) model_reached.excl_on_shared++;
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
         set_key(v.key, token, expiry(v.px));
@@ -900,7 +1113,8 @@ static void note_delivery(const fake_cmd *c, const reply *r)
             if (!l->acq_done && !l->attempt_failed && strcmp(c->argv[0], "EVAL") != 0 &&
                 c->sent_at >= l->attempt_at && F.now < l->attempt_at + command_timeout)
                 l->kind_ends = 1;
-            model_reached.kind_refused[l->limit != 0]++;
+            model_reached.kind_refused[l->shared ? 2 : l->limit != 0]++;
+            if (l->limit && strstr(r->err, "shared")) model_reached.sem_on_shared++;
         } else if (r->type == REP_ERR) {
             l->saw_acquire_error = 1;
         }
@@ -960,9 +1174,10 @@ void reconnect(void)
 
 /* Keys lost: a restart without persistence (all keys, the script cache,
  * maybe the links) or the eviction of one key: a lock key (a mutex's, or
- * a semaphore's kind), a queue's order or its entries, a semaphore's
- * holders or their weights. A lease whose key or count goes may still be
- * held until what its confirmations executed before could give. */
+ * the kind of a semaphore or of shared holders), a queue's order or its
+ * entries, a set of holders or their weights. A lease whose key or count
+ * goes may still be held until what its confirmations executed before
+ * could give. */
 void wipe(void)
 {
     /* 0: restart; 1/2: lock:{r0}/{r1}; 3/4: their :queue; 5/6: their :waiters;
@@ -1005,7 +1220,9 @@ void wipe(void)
     }
 }
 
-/* Another client's waiter joins a queue (told on its own channel). */
+/* Another client's waiter joins a queue (told on its own channel), now
+ * and then a shared one. None of them ever enters as a shared holder: a
+ * shared head reminded that never comes loses its place after a claim. */
 void stranger_joins(void)
 {
     queue *q = &Q[R(2)];
@@ -1013,7 +1230,7 @@ void stranger_joins(void)
     if (q->nz > NQ - NL - 2 || q->nw > NQ - NL - 2) return;
     char tok[40], ch[32];
     snprintf(tok, sizeof tok, "%032x", ++strangers);
-    snprintf(ch, sizeof ch, "stranger:%d", strangers);
+    snprintf(ch, sizeof ch, "%sstranger:%d", R(4) ? "" : "{", strangers);
     join(q, tok, 500 + R(2500), 20 + R(400), ch);
 }
 

@@ -10,9 +10,12 @@
  * dead entries, waiters placed again, words read, found, lost and forged,
  * refused subscriptions, free locks served in the quiet phase; the
  * semaphore's admissions, reclaims, full answers, pruned holders,
- * releases and holders excused after their count went; acquires refused
- * as the other kind both ways; fences checked) and fails if any of it was
- * never reached (with 500 seeds or more). */
+ * releases and holders excused after their count went; shared holders
+ * admitted, reclaimed, kept out by an exclusive holder or waiter, released,
+ * exclusive acquires that found them, locks they handed to an exclusive
+ * head, shared heads reminded, shared holders excused after a key lost;
+ * acquires refused as another kind, every way; fences checked) and fails
+ * if any of it was never reached (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -119,15 +122,22 @@ static void test_model_reaches(void)
            m->entries_expired, m->rejoined);
     printf("# words: %ld read (%ld found their waiter), %ld lost, %ld forged; %ld subscriptions refused\n",
            m->words_delivered, m->words_found, m->words_lost, m->forged_words, m->subscribe_refused);
-    printf("# quiet phase: %ld free locks taken with a handle waiting, %ld \"g\" read by a waiter\n",
-           m->quiet_served, m->quiet_granted);
+    printf("# quiet phase: %ld free locks taken with a handle waiting, %ld \"g\" read by a waiter, %ld shared "
+           "holders entered with the way open\n",
+           m->quiet_served, m->quiet_granted, m->quiet_entered);
     printf("# semaphore: %ld admitted (%ld reclaimed), %ld full, %ld behind a waiter, %ld heads woken, "
            "%ld pruned, %ld released; %ld held with their count gone (excused)\n",
            m->sem_admitted, m->sem_reclaimed, m->sem_full, m->sem_behind, m->sem_wakes, m->sem_pruned,
            m->sem_released, m->sem_excused);
-    printf("# kinds: %ld mutex and %ld semaphore acquires answered KIND, %ld on_acquire(EKIND); %ld fences "
-           "in order\n",
-           m->kind_refused[0], m->kind_refused[1], m->acquire_ekind, m->fences_checked);
+    printf("# shared: %ld admitted (%ld reclaimed), %ld beside an exclusive holder, %ld behind an exclusive "
+           "waiter, %ld released; %ld exclusive acquires found them, %ld locks handed to an exclusive head, %ld "
+           "shared heads reminded; %ld held with their set or kind gone (excused)\n",
+           m->shared_admitted, m->shared_reclaimed, m->shared_busy, m->shared_behind, m->shared_released,
+           m->excl_on_shared, m->shared_handed, m->shared_reminded, m->shared_excused);
+    printf("# kinds: %ld mutex, %ld semaphore (%ld of them on shared holders) and %ld shared acquires answered "
+           "KIND, %ld on_acquire(EKIND); %ld fences in order\n",
+           m->kind_refused[0], m->kind_refused[1], m->sem_on_shared, m->kind_refused[2], m->acquire_ekind,
+           m->fences_checked);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -157,6 +167,7 @@ static void test_model_reaches(void)
     CHECK(m->subscribe_refused > 0);
     CHECK(m->quiet_served > 0);
     CHECK(m->quiet_granted > 0);
+    CHECK(m->quiet_entered > 0);
     CHECK(m->sem_admitted > 0);
     CHECK(m->sem_reclaimed > 0);
     CHECK(m->sem_full > 0);
@@ -165,7 +176,17 @@ static void test_model_reaches(void)
     CHECK(m->sem_behind > 0);
     CHECK(m->sem_wakes > 0);
     CHECK(m->sem_excused > 0);
-    CHECK(m->kind_refused[0] > 0 && m->kind_refused[1] > 0); /* both ways */
+    CHECK(m->shared_admitted > 0);
+    CHECK(m->shared_reclaimed > 0);
+    CHECK(m->shared_busy > 0);
+    CHECK(m->shared_behind > 0);
+    CHECK(m->shared_released > 0);
+    CHECK(m->excl_on_shared > 0);
+    CHECK(m->shared_handed > 0);
+    CHECK(m->shared_reminded > 0);
+    CHECK(m->shared_excused > 0);
+    CHECK(m->kind_refused[0] > 0 && m->kind_refused[1] > 0 && m->kind_refused[2] > 0); /* every way */
+    CHECK(m->sem_on_shared > 0);
     CHECK(m->acquire_ekind > 0);
     CHECK(m->fences_checked > 0);
 }
