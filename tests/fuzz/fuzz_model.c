@@ -39,9 +39,11 @@
  * left with a waiter, no lock handed to a waiter and left, no shared
  * waiter kept out with the way open; at the end no key, queue entry or
  * holder left by a failed acquire, every release answered, no handle and
- * no allocation left. The seed corpus was
- * recorded before the queue and the semaphore were modelled: its inputs
- * still run, as other programs. */
+ * no allocation left. The seed corpus was re-recorded once shared
+ * holders were modelled (tests/unit/test_model 8 1
+ * tests/fuzz/corpus/fuzz_model), so its inputs reach the queue, the
+ * semaphore and shared holders; an input recorded before a change of the
+ * choices still runs, as another program. */
 #include <stdio.h>
 #include <stdlib.h>
 
