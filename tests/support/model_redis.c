@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lock_int.h" /* a lock's current request (note_delivery) */
 #include "model_internal.h"
 #include "scripts.h"
 
@@ -1109,9 +1110,13 @@ static void note_delivery(const fake_cmd *c, const reply *r)
             l->saw_kind = 1;
             /* to its latest attempt, not failed, not timed out (timed from
              * the attempt's start); an EVAL is left out: the NOSCRIPT
-             * re-send of whichever request, an old attempt's too */
-            if (!l->acq_done && !l->attempt_failed && strcmp(c->argv[0], "EVAL") != 0 &&
-                c->sent_at >= l->attempt_at && F.now < l->attempt_at + command_timeout)
+             * re-send of whichever request, an old attempt's too. Which
+             * request the attempt waits for is the lock's own (lk->req),
+             * not told by the times: an attempt parked with the link down
+             * and timed out during a pause is written on the reconnect,
+             * in the same ms as the next attempt, and then goes stale. */
+            if (!l->acq_done && !l->attempt_failed && strcmp(c->argv[0], "EVAL") != 0 && l->lk &&
+                l->lk->req == c->req && F.now < l->attempt_at + command_timeout)
                 l->kind_ends = 1;
             model_reached.kind_refused[l->shared ? 2 : l->limit != 0]++;
             if (l->limit && strstr(r->err, "shared")) model_reached.sem_on_shared++;
