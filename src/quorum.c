@@ -42,7 +42,8 @@ typedef struct rdl_qop {
     int cleanup;     /* the quorum's own delete (clean_up): the lock may
                         send again behind it, so it is never owed for later */
     int yes, no, errors, definite, gone;
-    uint64_t fence;  /* the largest fence a yes carried */
+    uint64_t fence;  /* the largest counter a yes carried ... */
+    uint8_t fence_member; /* ... and a member that minted it */
     int64_t left;    /* the queue's acquire: the least TTL a no said its
                         holder has left (ms), or -1 */
     char err[80];    /* the first error's text (a definite one's, once seen) */
@@ -409,9 +410,16 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
          * others' yes is 1 */
         if (r->integer == 0) {
             said = SAID_NO, op->no++;
+        } else if (op->kind == RDL_REQ_ACQUIRE && r->integer > RDL_QUORUM_COUNTER_MAX) {
+            static const rdl_reply big = {.type = RDL_REPLY_ERROR,
+                                          .str = "ERR the fence counter is too large for a quorum's fence",
+                                          .len = 55};
+            note_error(op, &big, 1);
+            pt->said = SAID_GONE; /* it holds the key there: cleaned up as a silent member's */
+            return;
         } else if (op->kind == RDL_REQ_ACQUIRE || r->integer == 1) {
             said = SAID_YES, op->yes++;
-            if ((uint64_t)r->integer > op->fence) op->fence = (uint64_t)r->integer;
+            if ((uint64_t)r->integer > op->fence) op->fence = (uint64_t)r->integer, op->fence_member = pt->member;
         }
     }
     if (said == SAID_ERROR && r && r->type != RDL_REPLY_ERROR) {
@@ -498,8 +506,8 @@ static void decide(rdl_qop *op, int64_t now)
                 rdl_cmd_spec lease = lease_of(op->parent, op->script);
                 int fenced = op->script == RDL_SCRIPT_ACQUIRE_FENCED ||
                              (rdl_script_waits(op->script) && lease.fence_key);
-                r.integer = fenced ? (long long)op->fence : 1;
-                if (fenced) raise_fences(q, &lease, op->fence, now);
+                r.integer = fenced ? (long long)(op->fence * RDL_QUORUM_FENCE_SPREAD + op->fence_member) : 1;
+                if (fenced) raise_fences(q, &lease, op->fence, now); /* the counter */
             }
             answer(op, &r);
         } else if (op->yes + op->out < need) {

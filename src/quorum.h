@@ -59,6 +59,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A quorum's fence: the largest counter of a majority's yes answers times
+ * 16, plus the index of a member that minted it (REDLEASE_MAX_QUORUM is
+ * below 16). Each member mints each value once, so two holders at once (a
+ * semaphore's, shared ones) never share a fence, though the counters,
+ * raised to one another, often give them the same largest value; a later
+ * holder's counter is larger, so its fence is too (docs/design.md, 10). */
+#define RDL_QUORUM_FENCE_SPREAD 16
+/* The largest counter that makes a fence: beyond, the fence would not fit
+ * the 63 bits of Redis' integers (counters start near the server's clock
+ * in microseconds, some 2^51: centuries of acquires away). */
+#define RDL_QUORUM_COUNTER_MAX ((INT64_MAX - (RDL_QUORUM_FENCE_SPREAD - 1)) / RDL_QUORUM_FENCE_SPREAD)
+
 #include "heap.h"
 #include "list.h"
 #include "req.h"

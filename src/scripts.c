@@ -37,9 +37,10 @@
  * they are among its KEYS; LUA_QUEUE: KEYS[2] and KEYS[3]), "deadline
  * claim channel": until when it is alive (server ms), how long it may
  * take to confirm a lock handed to it, and where it is told. head() is
- * the first live waiter (the dead met on the way are dropped), and whether
- * it waits to share the resource (its channel written with "{" in front,
- * which no channel starts with: a key prefix has no brace); enqueue()
+ * the first live waiter (the dead met on the way are dropped), and what
+ * it waits for: its channel is written with "{" in front for a shared
+ * waiter, "}" for a semaphore's, nothing for an exclusive one (no channel
+ * starts with a brace: a key prefix has none); enqueue()
  * puts a waiter at the tail, or keeps its place with a new deadline.
  * remind() tells a waiter to check now ("c TOKEN 0") and gives its entry
  * at most one claim to do it, never more (a dead head is reminded at every
@@ -47,7 +48,9 @@
  * claims end; remind_head() does so for the live head (only a shared one,
  * asked): a semaphore's or a shared waiter is admitted by its own acquire,
  * nothing is handed to it (design 12.4, 12.5). hand_over() reminds a
- * shared head; an exclusive one it gives a free lock for its claim time,
+ * shared or a semaphore's head (the lock key is no permit: given to it,
+ * it would read as a mutex's token, and turn every semaphore acquire
+ * away as another kind); an exclusive one it gives a free lock for its claim time,
  * and tells it ("g TOKEN"),
  * and tells the next waiters to check once one, two, three such claims
  * end ("c TOKEN MS", tell_first()): the next three when nobody heard the
@@ -74,9 +77,9 @@
     "    if e then\n" \
     "      local d, c, ch = string.match(e, '^(%d+) (%d+) (.*)$')\n" \
     "      if d and tonumber(d) > clock() then\n" \
-    "        local shared = string.sub(ch, 1, 1) == '{'\n" \
-    "        if shared then ch = string.sub(ch, 2) end\n" \
-    "        return h, c, ch, shared\n" \
+    "        local m = string.sub(ch, 1, 1)\n" \
+    "        if m == '{' or m == '}' then ch = string.sub(ch, 2) else m = nil end\n" \
+    "        return h, c, ch, m\n" \
     "      end\n" \
     "    end\n" \
     "    leave(h)\n" \
@@ -86,7 +89,7 @@
     "  from = from or 0\n" \
     "  for i, n in ipairs(redis.call('ZRANGE', QK, from, from + k - 1)) do\n" \
     "    local e = redis.call('HGET', EK, n)\n" \
-    "    local ch = e and string.match(e, '^%d+ %d+ {?(.*)$')\n" \
+    "    local ch = e and string.match(e, '^%d+ %d+ [{}]?(.*)$')\n" \
     "    if ch then redis.pcall('PUBLISH', ch, 'c ' .. n .. ' ' .. ms * i) end\n" \
     "  end\n" \
     "end\n" \
@@ -111,13 +114,13 @@
     "  tell_first(heard == 1 and 1 or 3, c, 1)\n" \
     "end\n" \
     "local function remind_head(shared_only)\n" \
-    "  local h, c, ch, shared = head()\n" \
-    "  if h and (shared or not shared_only) then remind(h, c, ch) end\n" \
+    "  local h, c, ch, m = head()\n" \
+    "  if h and (m == '{' or not shared_only) then remind(h, c, ch) end\n" \
     "end\n" \
     "local function hand_over()\n" \
-    "  local h, c, ch, shared = head()\n" \
+    "  local h, c, ch, m = head()\n" \
     "  if not h then return end\n" \
-    "  if shared then return remind(h, c, ch) end\n" \
+    "  if m then return remind(h, c, ch) end\n" \
     "  redis.call('SET', KEYS[1], h, 'PX', c)\n" \
     "  leave(h)\n" \
     "  local heard = redis.pcall('PUBLISH', ch, 'g ' .. h)\n" \
@@ -361,7 +364,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  h = head()\n"
         "  used = tonumber(redis.call('HGET', WK, 'used')) or 0\n"
         "  if (h and h ~= tok) or used + weight > cap then\n"
-        "    if ARGV[8] ~= '' then enqueue(tok, tonumber(ARGV[6]), ARGV[7], ARGV[8]) end\n"
+        "    if ARGV[8] ~= '' then enqueue(tok, tonumber(ARGV[6]), ARGV[7], '}' .. ARGV[8]) end\n"
         "    local first = redis.call('ZRANGE', HK, 0, 0, 'WITHSCORES')[2]\n"
         "    if not first then return 0 end\n"
         "    return -(math.max(tonumber(first) - clock(), 0) + 1)\n"
@@ -425,13 +428,18 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * reminds the next when that one is shared too. One that may not
      * enter joins the queue as a shared waiter (a channel of "": it does
      * not). A resource left free with an exclusive waiter at the head is
-     * handed to it, as the queue's acquire does. A semaphore is refused
-     * (KIND). Our own token is ours, its deadline restarted. */
+     * handed to it, as the queue's acquire does, and a shared head is
+     * reminded, after this one joined: a head that never comes then tells
+     * it when its claim ends. A semaphore is refused
+     * (KIND). Our own token is ours, its deadline restarted; with its
+     * weight gone (the weights' key lost) it is counted as a newcomer, as
+     * a semaphore's is: its renewal would find no weight. */
     [RDL_SCRIPT_SHARED_ACQUIRE] =
         LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND LUA_HOLDERS("4", "5")
         "local tok = ARGV[1]\n"
-        "local function wait()\n"
+        "local function wait(free)\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], '{' .. ARGV[5]) end\n"
+        "  if free then hand_over() end\n"
         "  local p = redis.call('PTTL', KEYS[1])\n"
         "  if p >= 0 then return -(p + 1) end\n"
         "  return 0\n"
@@ -439,14 +447,11 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and v ~= 'shared' then return other_kind(v) or wait() end\n"
         "prune()\n"
-        "local newcomer = not redis.call('ZSCORE', HK, tok)\n"
+        "local newcomer = not redis.call('ZSCORE', HK, tok) or redis.call('HEXISTS', WK, tok) == 0\n"
         "local h\n"
         "if newcomer then\n"
         "  h = head()\n"
-        "  if h and h ~= tok then\n"
-        "    if redis.call('ZCARD', HK) == 0 then hand_over() end\n"
-        "    return wait()\n"
-        "  end\n"
+        "  if h and h ~= tok then return wait(redis.call('ZCARD', HK) == 0) end\n"
         "end\n"
         "local fence = 1\n"
         "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
@@ -488,13 +493,13 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
     [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "031299d83739349f135e9a5a60f1b59018eebaff",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "9a4ea4c5df0cf96ff7e59c05981b4241060831d3",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "2a23f6cd1c8dee3eb064c3b8dc2a47bee7f2fa04",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "05729b86d482b1dc8baa02f9bca2ac715a4d3930",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "7e00611c86c523ee40fce0f878a0a0e29d751356",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "bf7ee6f8351811382a1ebc873d26b19dbccd32ff",
     [RDL_SCRIPT_SEM_RENEW] = "aea18d24788a043b4412bacba2b83b2ddc99a7ec",
-    [RDL_SCRIPT_SEM_RELEASE] = "4cfd706d06e4f489c27f3c12464cc768e3b57013",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "0d17ca9e5a3d0716bbc6aaae2fde66e96552b49c",
-    [RDL_SCRIPT_SHARED_RELEASE] = "9c851dce44dea1d35c638f990be460151abb14c8",
+    [RDL_SCRIPT_SEM_RELEASE] = "2c3965bee217fc04c8f6b8fb2714da21fa5c129a",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "07f0c462ab6e39ba8e4ffe2654c5232487f64214",
+    [RDL_SCRIPT_SHARED_RELEASE] = "3d1f9f3c18aef0114bde6257fff500f7f4763a80",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -38,8 +38,9 @@
 #                     or more), the others with 1; the checker's first
 #                     invariant is then within-limit-outside-restarts (the
 #                     weights of the holders at any instant add up to N at
-#                     most) instead of no-overlap. A semaphore is refused
-#                     under a quorum: not with CHAOS_TOPOLOGY=quorum
+#                     most) instead of no-overlap. Under a quorum every
+#                     worker holds weight 1 (each member admits less than
+#                     the limit: docs/design.md 12.3)
 #   CHAOS_SHARED      1: shared and exclusive holders (the lock option
 #                     shared, docs/design.md 12.4): odd slots shared, even
 #                     ones exclusive (a mutex's handle); the checker's
@@ -47,7 +48,7 @@
 #                     holder weighing all of it: the first invariant,
 #                     exclusive-alone-outside-restarts, is that no one
 #                     holds beside an exclusive holder. Not with
-#                     CHAOS_LIMIT nor CHAOS_TOPOLOGY=quorum
+#                     CHAOS_LIMIT
 #   CHAOS_CS_MS       the longest sleep in a critical section (default 1.5
 #                     TTL), for the workers and the checker's bound
 #   CHAOS_KINDS       only these fault kinds (words from the list below;
@@ -234,11 +235,6 @@ case $topology in single | sentinel | cluster | quorum) ;; *) echo "chaos: CHAOS
 # under a quorum (REDLEASE_EINVAL), and its default there wakes in no order.
 if [ "$wait_mode" = queue ] && [ "$topology" = quorum ]; then
     echo "chaos: CHAOS_WAIT_MODE=queue with CHAOS_TOPOLOGY=quorum: a quorum's waiters are woken in no order (use default)" >&2
-    exit 1
-fi
-# Each member would count its holders apart (docs/design.md, 12.3).
-if [ "$limit" -gt 0 ] || [ "$shared" = 1 ] && [ "$topology" = quorum ]; then
-    echo "chaos: CHAOS_LIMIT or CHAOS_SHARED with CHAOS_TOPOLOGY=quorum: a quorum holds neither (REDLEASE_EINVAL)" >&2
     exit 1
 fi
 
@@ -564,7 +560,9 @@ start_worker() {
     local w=$1 id=$next_wid seeds=() addrs=() i weight=0 holds=0 sh=0
     next_wid=$((next_wid + 1))
     if [ "$limit" -gt 0 ]; then
-        if [ "$limit" -ge 2 ] && [ $((w % 2)) = 0 ]; then weight=2; else weight=1; fi
+        # (under a quorum each member admits less than the limit, perhaps
+        # 1: weight 1 for all, docs/design.md 12.3)
+        if [ "$limit" -ge 2 ] && [ $((w % 2)) = 0 ] && [ "$topology" != quorum ]; then weight=2; else weight=1; fi
     elif [ "$shared" = 1 ]; then
         if [ $((w % 2)) = 1 ]; then sh=1 holds=1; else holds=$capacity; fi
     fi

@@ -21,7 +21,8 @@
 # never past 3 outside restart windows. make check-chaos runs the long one
 # on a semaphore too with CHAOS_LIMIT set; run-chaos-shared.sh the short
 # one with shared and exclusive holders (CHAOS_SHARED=1): no one beside an
-# exclusive holder outside restart windows.
+# exclusive holder outside restart windows; run-chaos-quorum-semaphore.sh
+# and run-chaos-quorum-shared.sh the quorum's short run on both kinds.
 #
 # The network faults (delay, partition, partition then close) come from
 # netfault-proxy, a unix-socket proxy between the workers and Redis, which
@@ -37,7 +38,7 @@ check_PROGRAMS += %reldir%/chaos-worker %reldir%/netfault-proxy
 %canon_reldir%_netfault_proxy_SOURCES = %reldir%/netfault-proxy.c
 CHAOS_TESTS = %reldir%/run-chaos-short.sh %reldir%/run-chaos-sentinel.sh %reldir%/run-chaos-cluster.sh \
 	%reldir%/run-chaos-quorum.sh %reldir%/run-chaos-queue.sh %reldir%/run-chaos-semaphore.sh \
-	%reldir%/run-chaos-shared.sh \
+	%reldir%/run-chaos-shared.sh %reldir%/run-chaos-quorum-semaphore.sh %reldir%/run-chaos-quorum-shared.sh \
 	%reldir%/test-netfault.sh
 TESTS += $(CHAOS_TESTS)
 EXTRA_DIST += $(CHAOS_TESTS) %reldir%/chaos.sh %reldir%/chaos-check.awk

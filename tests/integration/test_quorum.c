@@ -303,21 +303,23 @@ static void test_quorum_one_token_everywhere(void)
             CHECK(pttl > 0 && pttl <= 3000 * S);
         }
         if (i % 2) {
-            /* the fence is the largest one of a majority's answers: at
-             * least three counters are at most it, one equals it */
-            uint64_t fence = redlease_lock_fence(o[i].lk);
+            /* the fence's counter (fence / 16) is the largest one of a
+             * majority's answers: at least three counters are at most
+             * it, one equals it; the rest names a member that has it */
+            uint64_t fence = redlease_lock_fence(o[i].lk), counter = fence / 16;
             size_t len;
             CHECK_EQ(redlease_key("lock:", res, strlen(res), REDLEASE_KEY_FENCE, key, sizeof key, &len),
                      REDLEASE_OK);
             int below = 0, equal = 0;
             for (int s = 0; s < N; s++) {
                 unsigned long long f = strtoull(value_on(s, key, v, sizeof v), NULL, 10);
-                below += f > 0 && f <= fence;
-                equal += f == fence;
+                below += f > 0 && f <= counter;
+                equal += f == counter;
+                if (s == (int)(fence % 16)) CHECK_EQ(f, counter);
             }
-            printf("# fence %llu: %d counters at most it, %d equal\n", (unsigned long long)fence,
-                   below, equal);
-            CHECK(fence > 0 && below >= 3 && equal >= 1);
+            printf("# fence %llu: counter %llu, %d counters at most it, %d equal\n",
+                   (unsigned long long)fence, (unsigned long long)counter, below, equal);
+            CHECK(fence > 0 && fence % 16 < N && below >= 3 && equal >= 1);
         }
     }
     /* another client is refused while they are held (a majority says busy) */
@@ -376,7 +378,7 @@ static void test_quorum_fences_increase_across_holders(void)
     pause_master(1, 1000);
     hold_real(c, &a, "q-fence", lopts(3000, 3000, 1));
     uint64_t fa = redlease_lock_fence(a.lk);
-    CHECK_EQ(fa, 5001);
+    CHECK_EQ(fa, 5001 * 16 + 4); /* member 4's counter, and member 4 */
     release(&a, NULL);
     CHECK_EQ(a.rel_st, REDLEASE_OK);
     char v[64];

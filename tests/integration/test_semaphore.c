@@ -791,6 +791,33 @@ static void test_shared_dead_head_does_not_block(void)
     finish_all(c, o, 2);
 }
 
+/* A free resource whose queue's head is a semaphore's waiter: a mutex's
+ * queued acquire there (another kind, on a resource between holders)
+ * reminds that head and waits behind it; it never hands the lock key to
+ * it, which would read as a mutex's token and turn the semaphore's
+ * acquires away as another kind. */
+static void test_sem_head_is_never_handed_the_lock_key(void)
+{
+    clean();
+    ADM("DEL %s %s", QUEUE, WAITERS);
+    CHECK_EQ(acquire_w(0, "1", "1", "5000", 0, NULL, 0), 1);
+    const char *waiter[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(1), "1", "1", "1", "5000",
+                            "5000", "1000", "sem-waiter-channel"};
+    redisReply *r = run(RDL_SCRIPT_SEM_ACQUIRE, 5, 8, waiter);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer < 0); /* full: queued */
+    freeReplyObject(r);
+    CHECK_EQ(sem_release(0), 1); /* the last one out: the kind goes, the head is reminded */
+    CHECK_EQ(admin_int("EXISTS %s", KIND), 0);
+    const char *mutex[] = {KIND, QUEUE, WAITERS, tok(2), "5000", "5000", "1000", "mutex-channel", "1"};
+    r = run(RDL_SCRIPT_QUEUE_ACQUIRE, 3, 6, mutex);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer <= 0); /* behind the head, not taken */
+    freeReplyObject(r);
+    CHECK_EQ(admin_int("EXISTS %s", KIND), 0); /* nothing handed to the semaphore's head */
+    CHECK_EQ(acquire_w(1, "1", "1", "5000", 0, NULL, 0), 1); /* the head comes: admitted */
+    CHECK_EQ(sem_release(1), 1);
+    ADM("DEL %s %s", QUEUE, WAITERS);
+}
+
 /* Kinds: a semaphore on a shared resource and a shared holder on a
  * semaphore are refused at once, naming what it is; a shared holder taken
  * out of the set is lost; fences increase across shared and exclusive
@@ -833,6 +860,7 @@ int main(int argc, char **argv)
     static const test_case tests[] = {
         TEST_CASE(test_sem_limit_and_weights),
         TEST_CASE(test_sem_capacity_below_the_limit),
+        TEST_CASE(test_sem_head_is_never_handed_the_lock_key),
         TEST_CASE(test_sem_keys_live_as_long_as_the_last_holder),
         TEST_CASE(test_sem_dead_holders_pruned_and_never_renewed),
         TEST_CASE(test_sem_holder_without_weight_is_no_holder),

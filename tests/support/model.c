@@ -811,9 +811,9 @@ static void step(void)
 
 /* The quiet phase (see the top): a free lock, while the link is up and a
  * mutex's handle waits for it, is taken within the longest sleep of its
- * waiters, plus the phase's granularity. A shared head that a reminder cut
- * to a claim is served as a lock handed to an exclusive one is: a free key
- * waits for it until that claim ends. */
+ * waiters, plus the phase's granularity. A shared or a semaphore's head
+ * that a reminder cut to a claim is served as a lock handed to an
+ * exclusive one is: a free key waits for it until that claim ends. */
 #define QUIET_MS 1500
 #define QUIET_TICK 10
 static int64_t free_since[2];
@@ -833,7 +833,7 @@ static void check_served(void)
                 bound = l->sleep_max, who = i;
         }
         const qentry *h = live_head(r);
-        if (who < 0 || !F.connected || find(k, F.now) || (h && shared_entry(h) && h->reminded)) {
+        if (who < 0 || !F.connected || find(k, F.now) || (h && marked_entry(h) && h->reminded)) {
             if (free_since[r] >= 0 && who >= 0) model_reached.quiet_served++;
             free_since[r] = -1;
             continue;

@@ -92,11 +92,14 @@ typedef struct qentry {
     int64_t deadline, claim; /* deadline: the server's TIME */
     char ch[96];
     int reminded; /* not the server's: a reminder cut it to a claim, and no join since
-                   * (the quiet phase counts a reminded shared head as served) */
+                   * (the quiet phase counts a reminded marked head as served) */
 } qentry;
 
-/* A shared waiter's entry: its channel written with "{" in front. */
+/* A shared waiter's entry: its channel written with "{" in front; a
+ * semaphore waiter's: "}". Either is admitted by its own acquire, never
+ * handed the key (marked_entry). */
 static inline int shared_entry(const qentry *w) { return w->ch[0] == '{'; }
+static inline int marked_entry(const qentry *w) { return w->ch[0] == '{' || w->ch[0] == '}'; }
 
 typedef struct queue {
     qmember z[NQ];

@@ -112,8 +112,8 @@ static int tok_idx(const void *elems, int n, size_t size, const char *tok)
 static int z_idx(const queue *q, const char *tok) { return tok_idx(q->z, q->nz, sizeof q->z[0], tok); }
 static int w_idx(const queue *q, const char *tok) { return tok_idx(q->w, q->nw, sizeof q->w[0], tok); }
 
-/* The channel an entry is told on (head() and tell_first() cut the "{"). */
-static const char *chan(const qentry *w) { return w->ch + shared_entry(w); }
+/* The channel an entry is told on (head() and tell_first() cut the mark). */
+static const char *chan(const qentry *w) { return w->ch + marked_entry(w); }
 
 /* ZREM and HDEL */
 static void leave(queue *q, const char *tok)
@@ -179,14 +179,14 @@ static int remind_head(queue *q, int shared_only)
     return 1;
 }
 
-/* A free key goes to the live head for its claim time; a shared head is
- * reminded instead (a shared holder is no key to give: its own acquire
+/* A free key goes to the live head for its claim time; a shared or a
+ * semaphore's head is reminded instead (no key to give: its own acquire
  * admits it). 1 if the key was handed. */
 static int hand_over(queue *q, const char *key)
 {
     int h = head(q);
     if (h < 0) return 0;
-    if (shared_entry(&q->w[h])) {
+    if (marked_entry(&q->w[h])) {
         remind(q, h);
         return 0;
     }
@@ -831,7 +831,11 @@ static void sem_acquire(const fake_cmd *c, const view *v, reply *r)
         int h = head(q); /* strictly in order: nobody past a live waiter ahead */
         int ahead = h >= 0 && strcmp(q->w[h].tok, tok) != 0;
         if (ahead || used + weight > atoi(v->capacity)) {
-            if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
+            if (v->ch[0]) { /* a semaphore's entry: its channel marked "}" */
+                char ch[100];
+                snprintf(ch, sizeof ch, "}%s", v->ch);
+                join(q, tok, atoll(v->life), atoll(v->claim), ch);
+            }
             if (ahead) model_reached.sem_behind++;
             int64_t first = 0;
             for (int i = 0; i < s->nh; i++)
@@ -902,14 +906,19 @@ static void sem_release(const view *v, reply *r)
 }
 
 /* A shared acquire that may not enter: it joins the queue as a shared
- * waiter (a channel of "" does not), and learns the lock key's TTL. */
-static void shared_wait(const view *v, reply *r)
+ * waiter (a channel of "" does not), hands a free resource (free) to the
+ * head, and learns the lock key's TTL. */
+static void shared_wait(const view *v, reply *r, int free)
 {
+    queue *q = &Q[res_of(v->key)];
     if (v->ch[0]) {
         char ch[100];
         snprintf(ch, sizeof ch, "{%s", v->ch);
-        join(&Q[res_of(v->key)], v->token, atoll(v->life), atoll(v->claim), ch);
+        join(q, v->token, atoll(v->life), atoll(v->claim), ch);
     }
+    /* a free resource goes to the head after this one joined (a shared
+     * head reminded that never comes then tells it) */
+    if (free && hand_over(q, v->key)) model_reached.shared_handed++;
     kv *k = find(v->key, F.now);
     *r = (reply){REP_INT, k ? -(k->exp - F.now + 1) : 0, NULL};
 }
@@ -933,19 +942,18 @@ static void shared_acquire(const fake_cmd *c, const view *v, reply *r)
             return;
         }
         model_reached.shared_busy++; /* an exclusive holder's token (ours, a stranger's, another's) */
-        shared_wait(v, r);
+        shared_wait(v, r, 0);
         return;
     }
     sem_expire(s);
     prune(s);
-    int newcomer = holder_idx(s, tok) < 0;
+    int newcomer = holder_idx(s, tok) < 0 || weight_idx(s, tok) < 0; /* its weight gone: a newcomer */
     int h = -1;
     if (newcomer) {
         h = head(q);
         if (h >= 0 && strcmp(q->w[h].tok, tok) != 0) {
             if (!shared_entry(&q->w[h])) model_reached.shared_behind++;
-            if (!s->nh && hand_over(q, v->key)) model_reached.shared_handed++;
-            shared_wait(v, r);
+            shared_wait(v, r, !s->nh);
             return;
         }
     } else {
@@ -1226,8 +1234,9 @@ void wipe(void)
 }
 
 /* Another client's waiter joins a queue (told on its own channel), now
- * and then a shared one. None of them ever enters as a shared holder: a
- * shared head reminded that never comes loses its place after a claim. */
+ * and then a shared one or a semaphore's. None of them ever enters as a
+ * holder of a set: such a head reminded that never comes loses its place
+ * after a claim. */
 void stranger_joins(void)
 {
     queue *q = &Q[R(2)];
@@ -1235,7 +1244,8 @@ void stranger_joins(void)
     if (q->nz > NQ - NL - 2 || q->nw > NQ - NL - 2) return;
     char tok[40], ch[32];
     snprintf(tok, sizeof tok, "%032x", ++strangers);
-    snprintf(ch, sizeof ch, "%sstranger:%d", R(4) ? "" : "{", strangers);
+    int mark = R(8); /* 0 to 5 exclusive, 6 shared, 7 a semaphore's */
+    snprintf(ch, sizeof ch, "%sstranger:%d", mark < 6 ? "" : mark == 6 ? "{" : "}", strangers);
     join(q, tok, 500 + R(2500), 20 + R(400), ch);
 }
 

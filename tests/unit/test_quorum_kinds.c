@@ -115,7 +115,7 @@ void test_quorum_semaphore_lease(void)
     fake_link_reply_int(member(&f, 2), 9);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
-    CHECK_EQ(redlease_lock_fence(r.lk), 9);
+    CHECK_EQ(redlease_lock_fence(r.lk), 9 * 16 + 2);
     for (int i = 0; i < 3; i++) {
         fake_cmd *c = fake_link_peek(member(&f, i));
         CHECK(c && strcmp(c->argv[1], rdl_script_src[RDL_SCRIPT_FENCE_RAISE]) == 0 && strcmp(c->argv[4], "9") == 0);
