@@ -39,6 +39,9 @@ typedef struct bench_cycles {
     double redis_cpu_us; /* the server's CPU (INFO cpu) over the run */
 } bench_cycles;
 int bench_raw_cycles(int chains, double seconds, bench_cycles *out);
+/* The same with a semaphore of 4 written by hand at its least (bench_raw.c
+ * says what it leaves out): the floor of any semaphore kept by scripts. */
+int bench_raw_sem_cycles(int chains, double seconds, bench_cycles *out);
 int bench_lib_cycles(int chains, int limit, double seconds, bench_cycles *out);
 
 /* Held leases: `n` leases with a ttl and renewal interval, held for

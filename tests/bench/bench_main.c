@@ -4,7 +4,9 @@
  * one JSON line per measurement, then a table of ratios and goals;
  * contended has no floor (bench_contended.c: N processes on one key).
  * a also runs redlease's semaphore (limit 4, weight 1) and a shared holder
- * in each round, their ratios to the mutex's cycles beside the floor's;
+ * in each round, their ratios to the mutex's cycles beside the floor's,
+ * and a semaphore's own floor (hiredis and the least scripts: bench_raw.c)
+ * with its ratio to the mutex's floor;
  * contended has a semaphore mode (limit 3).
  *
  *   bench [a] [b] [d] [lost] [million] [contended]   (default: all of them)
@@ -21,8 +23,8 @@
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
  *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
  *                           a profiler; no ratio; d runs it in this process);
- *                           "sem", "shared" a's semaphore, shared
- *                           holder alone
+ *                           "sem", "shared", "raw_sem" a's semaphore,
+ *                           shared holder, semaphore floor alone
  *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
  *                           window did (renewals, commands, timer wakeups);
  *                           a, b: loop iterations per cycle (both sides),
@@ -97,15 +99,19 @@ static const char *fmt(char *buf, const char *f, double v)
 /* The sides of a round: the floor, redlease's mutex and, in a, redlease's
  * other kinds: a semaphore of SEM_LIMIT permits held with weight 1 and a
  * shared holder (issue 27 compares their uncontended cycles with the
- * mutex's). BENCH_ONLY names one of them. */
-enum { RAW, LIB, SEM, SHR, N_SIDES };
-static const char *const side_name[N_SIDES] = {"raw", "lib", "sem", "shared"};
+ * mutex's), and the floor of a semaphore (bench_raw.c: hiredis and the
+ * least scripts a semaphore can be kept by), whose ratio to the mutex's
+ * floor bounds what any script-kept semaphore reaches there. BENCH_ONLY
+ * names one of them. */
+enum { RAW, LIB, SEM, SHR, RSEM, N_SIDES };
+static const char *const side_name[N_SIDES] = {"raw", "lib", "sem", "shared", "raw_sem"};
 #define SEM_LIMIT 4
 #define KIND_GOAL 0.80 /* the issue's: of the mutex's cycles/s */
 
 static int run_side(int side, int chains, double secs, bench_cycles *out)
 {
     if (side == RAW) return bench_raw_cycles(chains, secs, out);
+    if (side == RSEM) return bench_raw_sem_cycles(chains, secs, out);
     return bench_lib_cycles(chains, side == SEM ? SEM_LIMIT : side == SHR ? BENCH_SHARED : 0, secs, out);
 }
 
@@ -120,7 +126,8 @@ static void cycles(const char *name, int chains, const char *label, double goal,
 {
     int rounds = (int)env_num("BENCH_ROUNDS", 5), sides = with_kinds ? N_SIDES : SEM;
     double secs = env_num("BENCH_SECONDS", 2);
-    double ratio[64], kind_ratio[N_SIDES][64], rate[N_SIDES][64], cpu[N_SIDES][64];
+    double ratio[64], kind_ratio[N_SIDES][64], rate[N_SIDES][64], cpu[N_SIDES][64], floor_ratio[64],
+        to_floor[64];
     const char *only = getenv("BENCH_ONLY");
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; r++) {
@@ -140,16 +147,21 @@ static void cycles(const char *name, int chains, const char *label, double goal,
             cpu[i][r] = c[i].redis_cpu_us / c[i].cycles;
         }
         ratio[r] = rate[LIB][r] / rate[RAW][r];
-        for (int k = SEM; k < N_SIDES; k++) kind_ratio[k][r] = rate[k][r] / rate[LIB][r];
+        for (int k = SEM; k <= SHR; k++) kind_ratio[k][r] = rate[k][r] / rate[LIB][r];
+        floor_ratio[r] = rate[RSEM][r] / rate[RAW][r]; /* the semaphore's floor / the mutex's */
+        to_floor[r] = rate[SEM][r] / rate[RSEM][r];    /* redlease's semaphore / its floor */
         printf("{\"scenario\":\"%s\",\"round\":%d,\"chains\":%d,\"raw_cycles_per_s\":%.0f,"
                "\"lib_cycles_per_s\":%.0f,\"ratio\":%.3f,\"raw_redis_cpu_us_per_cycle\":%.2f,"
                "\"lib_redis_cpu_us_per_cycle\":%.2f,",
                name, r + 1, chains, rate[RAW][r], rate[LIB][r], ratio[r], cpu[RAW][r], cpu[LIB][r]);
         if (with_kinds) {
             printf("\"sem_limit\":%d,", SEM_LIMIT);
-            for (int k = SEM; k < N_SIDES; k++)
+            for (int k = SEM; k <= SHR; k++)
                 printf("\"%s_cycles_per_s\":%.0f,\"%s_to_mutex\":%.3f,\"%s_redis_cpu_us_per_cycle\":%.2f,",
                        side_name[k], rate[k][r], side_name[k], kind_ratio[k][r], side_name[k], cpu[k][r]);
+            printf("\"raw_sem_cycles_per_s\":%.0f,\"raw_sem_to_raw\":%.3f,\"sem_to_raw_sem\":%.3f,"
+                   "\"raw_sem_redis_cpu_us_per_cycle\":%.2f,",
+                   rate[RSEM][r], floor_ratio[r], to_floor[r], cpu[RSEM][r]);
         }
         printf("\"failed\":%d}\n", rc != 0);
         fflush(stdout);
@@ -160,14 +172,21 @@ static void cycles(const char *name, int chains, const char *label, double goal,
            "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f",
            name, raw_m, lib_m, m, ratio[0], ratio[rounds - 1], goal);
     double kind_m[N_SIDES] = {0}, kind_rate[N_SIDES] = {0};
-    for (int k = SEM; with_kinds && k < N_SIDES; k++) {
+    for (int k = SEM; with_kinds && k <= SHR; k++) {
         kind_m[k] = median(kind_ratio[k], rounds), kind_rate[k] = median(rate[k], rounds);
         printf(",\"%s_cycles_per_s\":%.0f,\"median_%s_to_mutex\":%.3f,\"min_%s_to_mutex\":%.3f,"
                "\"max_%s_to_mutex\":%.3f",
                side_name[k], kind_rate[k], side_name[k], kind_m[k], side_name[k], kind_ratio[k][0],
                side_name[k], kind_ratio[k][rounds - 1]);
     }
-    if (with_kinds) printf(",\"kind_goal\":%.2f", KIND_GOAL);
+    double floor_m = 0, to_floor_m = 0, floor_rate = 0;
+    if (with_kinds) {
+        floor_m = median(floor_ratio, rounds), to_floor_m = median(to_floor, rounds);
+        floor_rate = median(rate[RSEM], rounds);
+        printf(",\"kind_goal\":%.2f,\"raw_sem_cycles_per_s\":%.0f,\"median_raw_sem_to_raw\":%.3f,"
+               "\"min_raw_sem_to_raw\":%.3f,\"max_raw_sem_to_raw\":%.3f,\"median_sem_to_raw_sem\":%.3f",
+               KIND_GOAL, floor_rate, floor_m, floor_ratio[0], floor_ratio[rounds - 1], to_floor_m);
+    }
     printf("}\n");
     char b1[24], b2[24], b3[24], b4[24], what[64];
     snprintf(what, sizeof what, "%s (cycles/s)", label);
@@ -177,7 +196,7 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     double rc_ = median(cpu[RAW], rounds), lc = median(cpu[LIB], rounds);
     row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "-");
     /* The other kinds' rows: their ratio is to the mutex, not the floor. */
-    for (int k = SEM; with_kinds && k < N_SIDES; k++) {
+    for (int k = SEM; with_kinds && k <= SHR; k++) {
         if (k == SEM)
             snprintf(what, sizeof what, "%s. semaphore of %d (cycles/s, ratio / mutex)", name, SEM_LIMIT);
         else
@@ -188,6 +207,15 @@ static void cycles(const char *name, int chains, const char *label, double goal,
                  k == SEM ? "semaphore" : "shared");
         double kc = median(cpu[k], rounds);
         row(what, "-", fmt(b2, "%.2f", kc), fmt(b3, "%.2f", kc / lc), "-");
+    }
+    /* The semaphore's floor beside the mutex's: the most a semaphore kept
+     * by scripts reaches on this server; and redlease's semaphore beside
+     * its floor: what its queue, weights and strict renewal cost. */
+    if (with_kinds) {
+        snprintf(what, sizeof what, "%s. semaphore floor (cycles/s, / mutex floor)", name);
+        row(what, fmt(b1, "%.0f", floor_rate), "-", fmt(b3, "%.2f", floor_m), "-");
+        snprintf(what, sizeof what, "%s. semaphore (redlease / its floor)", name);
+        row(what, "-", "-", fmt(b3, "%.2f", to_floor_m), "-");
     }
 }
 

@@ -125,6 +125,112 @@ int bench_raw_cycles(int chains, double seconds, bench_cycles *out)
     return failed ? -1 : 0;
 }
 
+/* ------------------------------------------------ a semaphore's floor */
+/* What a semaphore kept by scripts costs at the least: the holders in a
+ * sorted set by the server's clock, the kind in the lock key, weight 1, no
+ * queue, no fence, no weights. The acquire drops the dead (a write only
+ * when there are some), counts, and writes the deadline, the kind and the
+ * set's life; the release drops the holder, and the last one out deletes
+ * both keys. What redlease's semaphore does beyond this (the queue's
+ * order, weights, a renewal that refuses what the count lost) is its
+ * distance from this floor; this floor's distance from the mutex's is what
+ * no script-kept semaphore can close on that server. */
+static const char sem_floor_acquire[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and v ~= ARGV[2] then return redis.error_reply('KIND') end\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
+    "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])\n"
+    "redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])\n"
+    "redis.call('PEXPIRE', KEYS[2], ARGV[4])\n"
+    "return 1\n";
+static const char sem_floor_release[] =
+    "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end\n"
+    "if redis.call('ZCARD', KEYS[2]) == 1 then\n"
+    "  redis.call('DEL', KEYS[1], KEYS[2])\n"
+    "else\n"
+    "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "end\n"
+    "return 1\n";
+
+static struct {
+    char *acquire_sha, *release_sha;
+} F;
+
+typedef struct sem_chain {
+    char key[32], holders[40];
+    size_t keylen, holderslen;
+    char tok[33];
+} sem_chain;
+
+static void sem_chain_start(sem_chain *ch);
+
+static void on_sem_released(redisAsyncContext *ac, void *reply, void *arg)
+{
+    redisReply *r = reply;
+    (void)ac;
+    if (!r) return;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) R.failed++;
+    R.cycles++;
+    if (bench_now_us() < R.end_us) {
+        sem_chain_start(arg);
+    } else if (--R.active == 0) {
+        ev_break(R.loop, EVBREAK_ALL);
+    }
+}
+
+static void on_sem_acquired(redisAsyncContext *ac, void *reply, void *arg)
+{
+    redisReply *r = reply;
+    sem_chain *ch = arg;
+    if (!r) return;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) R.failed++;
+    const char *argv[6] = {"EVALSHA", F.release_sha, "2", ch->key, ch->holders, ch->tok};
+    size_t len[6] = {7, 40, 1, ch->keylen, ch->holderslen, 32};
+    redisAsyncCommandArgv(ac, on_sem_released, ch, 6, argv, len);
+}
+
+static void sem_chain_start(sem_chain *ch)
+{
+    bench_token(ch->tok);
+    const char *argv[9] = {"EVALSHA", F.acquire_sha, "2", ch->key, ch->holders, ch->tok,
+                           "semaphore 4", "4", "30000"};
+    size_t len[9] = {7, 40, 1, ch->keylen, ch->holderslen, 32, 11, 1, 5};
+    redisAsyncCommandArgv(R.ac, on_sem_acquired, ch, 9, argv, len);
+}
+
+int bench_raw_sem_cycles(int chains, double seconds, bench_cycles *out)
+{
+    F.acquire_sha = bench_redis_script_load(sem_floor_acquire);
+    F.release_sha = bench_redis_script_load(sem_floor_release);
+    if (!F.acquire_sha || !F.release_sha) bench_die("SCRIPT LOAD failed");
+    raw_open();
+    sem_chain *ch = calloc((size_t)chains, sizeof *ch);
+    for (int i = 0; i < chains; i++) {
+        ch[i].keylen = (size_t)snprintf(ch[i].key, sizeof ch[i].key, "floor:{s%d}", i);
+        ch[i].holderslen = (size_t)snprintf(ch[i].holders, sizeof ch[i].holders, "floor:{s%d}:holders", i);
+    }
+    double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();
+    R.end_us = t0 + seconds * 1e6;
+    R.active = chains;
+    for (int i = 0; i < chains; i++) sem_chain_start(&ch[i]);
+    ev_run(R.loop, 0);
+    out->seconds = (bench_now_us() - t0) / 1e6;
+    out->redis_cpu_us = bench_redis_cpu_us() - cpu0;
+    out->cycles = R.cycles;
+    long failed = R.failed;
+    raw_close();
+    free(ch);
+    free(F.acquire_sha);
+    free(F.release_sha);
+    memset(&F, 0, sizeof F);
+    return failed ? -1 : 0;
+}
+
 /* ------------------------------------------------ held leases */
 typedef struct lease {
     ev_timer renew;
