@@ -299,7 +299,7 @@ static int tally(status_query *q, const redisReply *token, long long permits, lo
     if (token->type != REDIS_REPLY_STRING || token->len >= sizeof q->holders[0].token) return 0;
     for (size_t i = 0; i < q->nholders; i++) {
         member_holder *h = &q->holders[i];
-        if (strcmp(h->token, token->str) != 0) continue;
+        if (strlen(h->token) != token->len || memcmp(h->token, token->str, token->len) != 0) continue;
         if (h->servers < REDLEASE_MAX_QUORUM) h->left[h->servers++] = left;
         return 0;
     }
@@ -535,7 +535,8 @@ static int by_left(const void *a, const void *b)
  * need-th longest of its servers' times left. CLI_EXIT_HELD when one
  * holds, CLI_EXIT_FREE when none does and none could (too few servers not
  * answering), else CLI_EXIT_UNAVAILABLE. */
-static int quorum_holders(status_query *q, const char *key, int kind, int n, int need, int unreachable)
+static int quorum_holders(status_query *q, const char *key, int kind, int n, int need, int unreachable,
+                          int best)
 {
     long long permits = 0, holders = 0;
     int could = 0; /* a holder that servers not answering could make a majority's */
@@ -548,18 +549,27 @@ static int quorum_holders(status_query *q, const char *key, int kind, int n, int
             could = 1;
         }
     }
+    /* none holds by those that answered: free only if those that did not
+     * could make no majority for anyone (a holder seen on too few, a
+     * mutex's token, or one unseen) */
+    could = could || unreachable >= need || best + unreachable >= need;
     int rc = holders ? CLI_EXIT_HELD : could ? CLI_EXIT_UNAVAILABLE : CLI_EXIT_FREE;
     if (rc == CLI_EXIT_UNAVAILABLE) {
         if (cli_verbosity > CLI_QUIET)
-            cli_error("Redis at %s: cannot tell: a holder of %s is admitted by fewer than %d of %d "
-                      "servers, and %d do not answer", q->server.where, key, need, n, unreachable);
+            cli_error("Redis at %s: cannot tell: no holder of %s is admitted by %d of %d servers, "
+                      "and %d do not answer", q->server.where, key, need, n, unreachable);
         return rc;
     }
     if (cli_verbosity < CLI_NORMAL) return rc;
-    if (kind == KIND_SEMAPHORE)
+    int capacity = q->limit > 0 && q->limit <= REDLEASE_MAX_PERMITS
+                       ? redlease_semaphore_capacity((int)q->limit, n)
+                       : REDLEASE_EINVAL; /* no server's limit read, or out of range */
+    if (kind == KIND_SEMAPHORE && capacity > 0)
         printf("%s: semaphore: %lld of %lld permits held by a majority (%d of %d servers; each "
-               "admits %d)\n", key, permits, q->limit, need, n,
-               redlease_semaphore_capacity((int)q->limit, n));
+               "admits %d)\n", key, permits, q->limit, need, n, capacity);
+    else if (kind == KIND_SEMAPHORE)
+        printf("%s: semaphore: %lld permits held by a majority (%d of %d servers)\n", key, permits,
+               need, n);
     else
         printf("%s: shared: %lld holder%s by a majority (%d of %d servers)\n", key, holders,
                holders == 1 ? "" : "s", need, n);
@@ -662,7 +672,8 @@ static int query_quorum(status_query *q, const status_keys *keys)
     /* A semaphore's holders, and shared ones: each holds while a
      * majority admits it (man 3 redlease, KINDS). */
     if (!failed && best < need && (kinds[KIND_SEMAPHORE] || kinds[KIND_SHARED]))
-        rc = quorum_holders(q, key, kinds[KIND_SEMAPHORE] ? KIND_SEMAPHORE : KIND_SHARED, n, need, unreachable);
+        rc = quorum_holders(q, key, kinds[KIND_SEMAPHORE] ? KIND_SEMAPHORE : KIND_SHARED, n, need, unreachable,
+                            best);
     else if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
         printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
         if (left < 0)

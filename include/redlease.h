@@ -319,7 +319,8 @@ REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_st
  * holds the lock (man 3 redlease, WAITING; docs/design.md, section 11). */
 enum redlease_wait_mode {
     REDLEASE_WAIT_DEFAULT = 0, /* the library's choice: in this version REDLEASE_WAIT_QUEUE,
-                                  and REDLEASE_WAIT_WAKE under a quorum */
+                                  and under a quorum REDLEASE_WAIT_WAKE (a semaphore's and
+                                  a shared holder's: REDLEASE_WAIT_POLL) */
     REDLEASE_WAIT_QUEUE = 1,   /* in a FIFO queue kept in Redis: a release hands the lock
                                   to the queue's head and wakes it; REDLEASE_EINVAL under
                                   a quorum (N queues have no one order) */

@@ -86,7 +86,8 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
  * the renewal) the queue's two, or a shared holder's queue's two, holders
  * and weights[, fence key]; ARGV token, then an acquire's weight, limit
  * and capacity (a semaphore's), ttl and the entry's life, claim and
- * channel[, counter ttl], or the renewal's limit (0: shared) and ttl. */
+ * channel, a shared holder's order[, counter ttl], or the renewal's limit
+ * (0: shared) and ttl. */
 static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
                                REDLEASE_KEY_WAITERS};
 
@@ -104,6 +105,7 @@ static void holders_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     }
     if (renew || acq) ARG(c, c->ttl, ttl_len);
     if (acq) waiting_args(c, s);
+    if (!sem) ARG(c, s->unordered ? "0" : "1", 1); /* a shared holder's: how a free resource is given */
     if (fenced) counter_ttl(c, s);
 }
 

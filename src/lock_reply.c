@@ -189,6 +189,7 @@ static void on_lease(const rdl_req *req, rdl_cmd_spec *spec)
     spec->fence_key = lk->fencing ? rdl_lock_fence_key(lk) : NULL;
     spec->fence_keylen = lk->fencing ? lk->opts->fence_keylen : 0;
     spec->limit = rdl_lock_limit(lk); /* which kind's release (rdl_script_release_of) */
+    spec->unordered = lk->unordered;  /* a shared holder's release gives in that order */
 }
 
 static int on_waited(const rdl_req *req) { return req->lk->req == req; }

@@ -128,6 +128,18 @@
     "end\n"
 #define LUA_QUEUE LUA_QUEUE_AT("2", "3")
 
+/* A free resource given to the queue's head, by the shared holders'
+ * scripts: handed over (hand_over()) when the queue is in order (ARGV[n]
+ * "1"); in no order (a quorum's: N members' queues would hand it to N
+ * different heads) the head is only told to check, as the queue's release
+ * tells it. */
+#define LUA_GIVE(n) \
+    "local function give()\n" \
+    "  if ARGV[" n "] == '1' then return hand_over() end\n" \
+    "  local h, _, ch = head()\n" \
+    "  if h then redis.pcall('PUBLISH', ch, 'c ' .. h .. ' 0') end\n" \
+    "end\n"
+
 /* The holders of a semaphore or of a shared lease (docs/design.md, section
  * 12). KEYS[1] holds the resource's kind, "semaphore N" or "shared"
  * (tokens are 32 hex digits: no token equals it, so a mutex's SET NX, GET
@@ -435,11 +447,11 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * weight gone (the weights' key lost) it is counted as a newcomer, as
      * a semaphore's is: its renewal would find no weight. */
     [RDL_SCRIPT_SHARED_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND LUA_HOLDERS("4", "5")
+        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_GIVE("6") LUA_KIND LUA_HOLDERS("4", "5")
         "local tok = ARGV[1]\n"
         "local function wait(free)\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], '{' .. ARGV[5]) end\n"
-        "  if free then hand_over() end\n"
+        "  if free then give() end\n"
         "  local p = redis.call('PTTL', KEYS[1])\n"
         "  if p >= 0 then return -(p + 1) end\n"
         "  return 0\n"
@@ -454,7 +466,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  if h and h ~= tok then return wait(redis.call('ZCARD', HK) == 0) end\n"
         "end\n"
         "local fence = 1\n"
-        "if KEYS[6] then fence = mint(KEYS[6], ARGV[6]) end\n"
+        "if KEYS[6] then fence = mint(KEYS[6], ARGV[7]) end\n"
         "if newcomer then\n"
         "  admit(tok, 1, tonumber(redis.call('HGET', WK, 'used')) or 0)\n"
         "  if h then\n"
@@ -467,10 +479,10 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "return fence\n",
     /* A shared holder's release, or a shared waiter's drop: out of the
      * queue, out of the holders; 0 when it was no longer a holder. The
-     * last one out (or the release that finds the others gone) hands the
-     * resource to the head of the queue. */
+     * last one out (or the release that finds the others gone) gives the
+     * resource to the head of the queue (give()). */
     [RDL_SCRIPT_SHARED_RELEASE] =
-        LUA_CLOCK LUA_QUEUE LUA_HOLDERS("4", "5")
+        LUA_CLOCK LUA_QUEUE LUA_GIVE("2") LUA_HOLDERS("4", "5")
         "local v = redis.call('GET', KEYS[1])\n"
         "if redis.call('EXISTS', QK) == 1 then leave(ARGV[1]) end\n"
         "local mine = false\n"
@@ -478,7 +490,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  prune()\n"
         "  mine = drop(ARGV[1], 'shared')\n"
         "end\n"
-        "if redis.call('EXISTS', KEYS[1]) == 0 then hand_over() end\n"
+        "if redis.call('EXISTS', KEYS[1]) == 0 then give() end\n"
         "if mine then return 1 end\n"
         "return 0\n",
 };
@@ -498,8 +510,8 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_SEM_ACQUIRE] = "bf7ee6f8351811382a1ebc873d26b19dbccd32ff",
     [RDL_SCRIPT_SEM_RENEW] = "aea18d24788a043b4412bacba2b83b2ddc99a7ec",
     [RDL_SCRIPT_SEM_RELEASE] = "2c3965bee217fc04c8f6b8fb2714da21fa5c129a",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "07f0c462ab6e39ba8e4ffe2654c5232487f64214",
-    [RDL_SCRIPT_SHARED_RELEASE] = "3d1f9f3c18aef0114bde6257fff500f7f4763a80",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "5f056a9b5f6664a0c6c1ec94cb7c6dd64db6a26c",
+    [RDL_SCRIPT_SHARED_RELEASE] = "0befe63c14c85a697603b1d6788ae39186cb4dab",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -48,13 +48,15 @@ enum rdl_script {
     RDL_SCRIPT_SEM_RELEASE,
     /* A shared holder (docs/design.md, 12.4). KEYS: kind, queue, waiters,
      * holders, weights[, fence key]; ARGV: token, ttl, entry life ms,
-     * claim ms, channel ("": do not queue)[, counter ttl] -> n > 0
+     * claim ms, channel ("": do not queue), order ("1": a free resource is
+     * handed to an exclusive head; "0": the head is told)[, counter ttl] -> n > 0
      * admitted (the fence when fenced, else 1), or n < 0 not yet (an
      * exclusive holder, or a waiter ahead): -n - 1 ms of the kind key's
      * TTL left; an error "KIND ..." for a semaphore */
     RDL_SCRIPT_SHARED_ACQUIRE,
-    /* KEYS: kind, queue, waiters, holders, weights; ARGV: token -> 1
-     * released, 0 not a holder (a waiter's drop: out of the queue too) */
+    /* KEYS: kind, queue, waiters, holders, weights; ARGV: token, order
+     * (as the acquire's) -> 1 released, 0 not a holder (a waiter's drop:
+     * out of the queue too) */
     RDL_SCRIPT_SHARED_RELEASE,
     RDL_SCRIPT_COUNT
 };

@@ -9,7 +9,8 @@
 # when too few answer; a semaphore's holders and shared ones count where a
 # majority admits them: two runs of a semaphore of 3 hold (each server
 # admits 2) and a third finds it full, two shared runs hold together and
-# an exclusive one waits for both; --quorum with --cluster, --sentinel, --socket,
+# an exclusive one waits for both, and with two servers stopped and no
+# live holder on the third, status cannot tell; --quorum with --cluster, --sentinel, --socket,
 # --host or --min-replicas, or a list of one server or the same server
 # twice, is a usage error; no server reachable exits 69. (The quorum's
 # logic itself: tests/unit/test_quorum.c.)
@@ -31,7 +32,7 @@ on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # the values of KEY on the three servers, one line each ("" when none)
 values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
 
-echo "1..24"
+echo "1..25"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
     "$cli" "${ports[@]}"
@@ -210,3 +211,14 @@ dead=127.0.0.1:${ports[2]},127.0.0.1:$((ports[2] + 1))
 rl run "${t[@]}" --quorum "$dead" --no-wait q-job -- touch "$tmp/ran"
 check "no majority reachable => 69, nothing run" \
     eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "Redis at quorum" <<<"$err"'
+# Two of three servers stopped; the one left has a semaphore's kind whose
+# only holder's deadline has passed: nobody holds there, but the two that
+# do not answer could make a majority for anyone: cannot tell (69).
+kill -TERM "${pids[1]}"
+for _ in $(seq 1 100); do kill -0 "${pids[1]}" 2>/dev/null || break; sleep 0.05; done
+server_ms=$(on_server 0 TIME | { read -r s; read -r us; echo $((s * 1000 + us / 1000)); })
+on_server 0 SET 'lock:{q-past}' "semaphore 3" PX 60000 >/dev/null
+on_server 0 ZADD 'lock:{q-past}:holders' $((server_ms - 1000)) "$tok1" >/dev/null
+rl status "${t[@]}" --quorum "$quorum" q-past
+check "two of three stopped, a semaphore with no live holder on the third => 69, cannot tell" \
+    eval '[ "$st" -eq 69 ] && grep -q "cannot tell: no holder of lock:{q-past} is admitted by 2 of 3 servers, and 2 do not answer" <<<"$err"'

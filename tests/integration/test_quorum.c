@@ -869,6 +869,44 @@ static void test_quorum_shared_and_exclusive(void)
     finish(c, &co);
 }
 
+/* Under a quorum the members' queues hold no one order: the last shared
+ * holder's release must not hand the free resource to each member's own
+ * head (five different exclusive waiters here, one per member), which
+ * would leave every member holding a different token for a claim and no
+ * one a majority; it tells each head to check, and the resource is free. */
+static void test_quorum_shared_release_hands_nothing(void)
+{
+    NEED_QUORUM();
+    obs co = {0}, s = {0}, x = {0};
+    redlease_client *c = quorum_client(&co);
+    hold_real(c, &s, "q-give", kind_lopts(0, 3000, 0));
+    for (int k = 0; k < N; k++) { /* member k's head: a stranger of its own */
+        redisReply *t = srv_cmd(&m[k], "TIME");
+        long long ms = t && t->type == REDIS_REPLY_ARRAY ? atoll(t->element[0]->str) * 1000 : 0;
+        if (t) freeReplyObject(t);
+        char tk[40], entry[64];
+        snprintf(tk, sizeof tk, "%032x", 0xabc00 + k);
+        snprintf(entry, sizeof entry, "%lld 5000 stranger-%d", ms + 20000, k);
+        redisReply *r = srv_cmd(&m[k], "ZADD lock:{q-give}:queue 1 %s", tk);
+        if (r) freeReplyObject(r);
+        r = srv_cmd(&m[k], "HSET lock:{q-give}:waiters %s %s", tk, entry);
+        CHECK(r && r->type == REDIS_REPLY_INTEGER);
+        if (r) freeReplyObject(r);
+    }
+    release(&s, NULL);
+    CHECK_EQ(s.rel_st, REDLEASE_OK);
+    /* gone from every member (the last ones' releases may still be on
+     * their way): none handed it to its head, which holds it 5 s */
+    CHECK_EQ(wait_gone("lock:{q-give}", 2000), 0);
+    hold_real(c, &x, "q-give", lopts(3000, 0, 0)); /* free: a plain SET NX on each */
+    release(&x, NULL);
+    for (int k = 0; k < N; k++) {
+        redisReply *r = srv_cmd(&m[k], "DEL lock:{q-give}:queue lock:{q-give}:waiters");
+        if (r) freeReplyObject(r);
+    }
+    finish(c, &co);
+}
+
 /* ------------------------------------------------------------ wake-ups */
 
 /* A waiter (default mode: woken, in no order, under a quorum) joins the
@@ -1085,6 +1123,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_racing_clients),
         TEST_CASE(test_quorum_semaphore),
         TEST_CASE(test_quorum_shared_and_exclusive),
+        TEST_CASE(test_quorum_shared_release_hands_nothing),
         TEST_CASE(test_quorum_waiter_is_woken_by_the_release),
         TEST_CASE(test_quorum_waiter_whose_vote_lost_is_woken),
         TEST_CASE(test_quorum_split_vote_resolved),

@@ -768,8 +768,8 @@ static void test_shared_dead_head_does_not_block(void)
     snprintf(claim, sizeof claim, "%lld", (long long)(300 * S));
     const char *dead[] = {"lock:{rw-dead}", "lock:{rw-dead}:queue", "lock:{rw-dead}:waiters",
                           "lock:{rw-dead}:holders", "lock:{rw-dead}:weights", tok(7), "5000", life, claim,
-                          "nobody-listens"};
-    redisReply *r = run(RDL_SCRIPT_SHARED_ACQUIRE, 5, 5, dead);
+                          "nobody-listens", "1"};
+    redisReply *r = run(RDL_SCRIPT_SHARED_ACQUIRE, 5, 6, dead);
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer < 0); /* queued behind the holder */
     freeReplyObject(r);
     redlease_lock_options sh = shopts(5000, 8000);

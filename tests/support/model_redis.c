@@ -646,8 +646,10 @@ static view shared_view(const fake_cmd *c, int s)
     int nk = atoi(c->argv[2]);
     int acq = s == RDL_SCRIPT_SHARED_ACQUIRE;
     int fenced = acq && nk == 6;
-    int nargs = acq ? 4 + fenced : 0;
+    int nargs = acq ? 5 + fenced : 1;
     if (nk != 5 + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
+    /* one server: its queue is in order, and a free resource is handed over */
+    if (strcmp(c->argv[(acq ? 8 : 4) + nk], "1") != 0) abort();
     if (!beside(c, 4, "queue") || !beside(c, 5, "waiters") || !beside(c, 6, "holders") || !beside(c, 7, "weights"))
         abort();
     if (fenced && !beside(c, 8, "fence")) abort();

@@ -171,7 +171,8 @@ void test_quorum_shared_lease(void)
     for (int i = 0; i < 3; i++) {
         fake_cmd *c = fake_link_peek(member(&f, i));
         CHECK(ran(&f, i, RDL_SCRIPT_SHARED_ACQUIRE, &r, 8));
-        CHECK(c && c->argc == 13 && strcmp(c->argv[12], "") == 0); /* polls */
+        /* polls; a free resource is not handed over (no one order) */
+        CHECK(c && c->argc == 14 && strcmp(c->argv[12], "") == 0 && strcmp(c->argv[13], "0") == 0);
     }
     fake_link_reply_int(member(&f, 0), 1);
     fake_link_reply_int(member(&f, 1), 1);
@@ -191,6 +192,8 @@ void test_quorum_shared_lease(void)
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
     fake_link_reply_int(member(&f, 1), 1);
     CHECK(cleaned_by(&f, 1, RDL_SCRIPT_SHARED_RELEASE, &r, 8));
+    fake_cmd *cc = fake_link_peek(member(&f, 1)); /* in no order, as its lock's own */
+    CHECK(cc && cc->argc == 10 && strcmp(cc->argv[9], "0") == 0);
     CHECK(idle(&f, 0) && idle(&f, 2));
     fake_link_reply_int(member(&f, 1), 1);
     fake_run(&f);

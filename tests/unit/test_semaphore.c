@@ -391,7 +391,7 @@ static void test_shared_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 15);
+    CHECK_EQ(c->argc, 16);
     CHECK_STR(c->argv[2], "6");
     CHECK_STR(c->argv[8], "lock:{s}:fence");
     CHECK_STR(c->argv[9], redlease_lock_token(r.lk));
@@ -399,7 +399,8 @@ static void test_shared_scripts(void)
     CHECK_STR(c->argv[11], "3000"); /* the entry's life */
     CHECK_STR(c->argv[12], "2000"); /* its claim */
     CHECK_STR(c->argv[13], "");     /* a single attempt does not queue */
-    CHECK_STR(c->argv[14], "603000");
+    CHECK_STR(c->argv[14], "1");    /* one server's queue: in order */
+    CHECK_STR(c->argv[15], "603000");
     fake_reply_int(&f, 99);
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_OK);
@@ -419,8 +420,9 @@ static void test_shared_scripts(void)
     CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_RELEASE));
     c = fake_peek(&f);
     if (c) {
-        CHECK_EQ(c->argc, 9);
+        CHECK_EQ(c->argc, 10);
         CHECK_STR(c->argv[8], redlease_lock_token(r.lk));
+        CHECK_STR(c->argv[9], "1");
     }
     fake_reply_int(&f, 1);
     fake_run(&f);
