@@ -48,6 +48,14 @@ function last_below(key, n, x,    lo, hi, mid) {
     while (lo < hi) { mid = int((lo + hi + 1) / 2); if (key[mid] < x) lo = mid; else hi = mid - 1 }
     return lo
 }
+# Fences are compared as the decimal integers they are, never as awk's
+# doubles: a quorum's pass 2^53, where a double merges neighbours. a >= b
+# for digit strings without leading zeros ("" counts as less than any).
+function fence_ge(a, b) {
+    a = a ""; b = b ""
+    if (length(a) != length(b)) return length(a) > length(b)
+    return a >= b
+}
 function max(a, b) { return a > b ? a : b }
 function min(a, b) { return a < b ? a : b }
 # The permits worker w holds (its start line's weight; 1 on a mutex).
@@ -106,8 +114,8 @@ file == "faults.log" {
 }
 
 file == "store.log" {  # replay: "read|write ok|refused W FENCE VALUE"
-    fence = $4 + 0
-    if (($2 == "ok") != (fence >= highest)) store_bad++
+    fence = $4 ""
+    if (($2 == "ok") != fence_ge(fence, highest)) store_bad++
     if ($2 == "ok") highest = fence
     if ($1 == "write" && $2 == "ok") {
         if ($5 != replay + 1) lost_updates++
@@ -214,8 +222,8 @@ END {
     n = 0
     while ((getline line < tmp) > 0) {
         split(line, f, " "); n++
-        c[n] = f[1] + 0; s[n] = f[2] + 0; fe[n] = f[3] + 0; cw[n] = f[4]
-        pmax[n] = n > 1 && pmax[n - 1] > fe[n] ? pmax[n - 1] : fe[n]
+        c[n] = f[1] + 0; s[n] = f[2] + 0; fe[n] = f[3] ""; cw[n] = f[4]
+        pmax[n] = n > 1 && !fence_ge(fe[n], pmax[n - 1]) ? pmax[n - 1] : fe[n]
     }
     close(tmp)
     # --- every live waiter served. In a FIFO queue a worker w that joins
@@ -314,7 +322,7 @@ END {
     # it: its fence must be higher. The send time is whole-ms rtt: 1 ms slack.
     for (i = 1; i <= n; i++) {
         j = last_below(c, n, s[i] - 1)
-        if (j > 0 && j < i && pmax[j] >= fe[i]) fence_bad++
+        if (j > 0 && j < i && fence_ge(pmax[j], fe[i])) fence_bad++
     }
     # Acquisitions at once (a semaphore's holders) are not ordered by that,
     # but each mints a fence of its own: none may share one.
