@@ -43,7 +43,7 @@ typedef struct rdl_qop {
                         send again behind it, so it is never owed for later */
     int yes, no, errors, definite, gone;
     uint64_t fence;  /* the largest counter a yes carried ... */
-    uint8_t fence_member; /* ... and a member that minted it */
+    uint8_t fence_member; /* ... and the rank of a member that minted it */
     int64_t left;    /* the queue's acquire: the least TTL a no said its
                         holder has left (ms), or -1 */
     char err[80];    /* the first error's text (a definite one's, once seen) */
@@ -73,6 +73,14 @@ int rdl_quorum_init(rdl_quorum *q, rdl_svc *svc, rdl_node *front, rdl_node **mem
     q->scripts_epoch = rdl_calloc(n, sizeof *q->scripts_epoch);
     if (!q->member || !q->owed_n || !q->scripts || !q->scripts_epoch) return REDLEASE_ENOMEM;
     memcpy(q->member, members, n * sizeof *q->member);
+    for (size_t i = 0; i < n; i++) { /* by host, then port: the same whatever the list's order */
+        const rdl_conn *a = &members[i]->conn;
+        for (size_t j = 0; j < n; j++) {
+            const rdl_conn *b = &members[j]->conn;
+            int c = strcmp(rdl_conn_host(b) ? rdl_conn_host(b) : "", rdl_conn_host(a) ? rdl_conn_host(a) : "");
+            q->rank[i] += c < 0 || (c == 0 && rdl_conn_port(b) < rdl_conn_port(a));
+        }
+    }
     rdl_node_set_via(front, &front_via, q);
     return REDLEASE_OK;
 }
@@ -419,7 +427,8 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             return;
         } else if (op->kind == RDL_REQ_ACQUIRE || r->integer == 1) {
             said = SAID_YES, op->yes++;
-            if ((uint64_t)r->integer > op->fence) op->fence = (uint64_t)r->integer, op->fence_member = pt->member;
+            if ((uint64_t)r->integer > op->fence)
+                op->fence = (uint64_t)r->integer, op->fence_member = op->q->rank[pt->member];
         }
     }
     if (said == SAID_ERROR && r && r->type != RDL_REPLY_ERROR) {

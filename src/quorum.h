@@ -60,11 +60,14 @@
 #include <stdint.h>
 
 /* A quorum's fence: the largest counter of a majority's yes answers times
- * 16, plus the index of a member that minted it (REDLEASE_MAX_QUORUM is
+ * 16, plus the rank of a member that minted it (REDLEASE_MAX_QUORUM is
  * below 16). Each member mints each value once, so two holders at once (a
  * semaphore's, shared ones) never share a fence, though the counters,
  * raised to one another, often give them the same largest value; a later
- * holder's counter is larger, so its fence is too (docs/design.md, 10). */
+ * holder's counter is larger, so its fence is too (docs/design.md, 10).
+ * The rank is the member's place among the members sorted by host, then
+ * port, not its place in quorum_addrs: clients that list the same servers
+ * in different orders mark each server alike. */
 #define RDL_QUORUM_FENCE_SPREAD 16
 /* The largest counter that makes a fence: beyond, the fence would not fit
  * the 63 bits of Redis' integers (counters start near the server's clock
@@ -84,6 +87,7 @@ typedef struct rdl_quorum {
                                  (rdl_node_via, registered by init) */
     struct rdl_node **member; /* n of them, nodes of the client */
     size_t n, need;           /* need: a majority, n / 2 + 1 */
+    uint8_t rank[RDL_QUORUM_FENCE_SPREAD]; /* each member's place by address (fences) */
     uint64_t epoch;           /* bumped each time a member becomes ready */
     uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
     uint32_t *scripts;        /* per member: scripts sent on its link already

@@ -760,6 +760,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_semaphore_capacity),
         TEST_CASE(test_quorum_semaphore_lease),
         TEST_CASE(test_quorum_shared_lease),
+        TEST_CASE(test_quorum_fence_names_the_server_not_the_place),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

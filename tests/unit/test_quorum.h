@@ -119,5 +119,6 @@ void test_quorum_semaphore_capacity_rule(void);
 void test_quorum_semaphore_capacity(void);
 void test_quorum_semaphore_lease(void);
 void test_quorum_shared_lease(void);
+void test_quorum_fence_names_the_server_not_the_place(void);
 
 #endif

@@ -209,3 +209,38 @@ void test_quorum_shared_lease(void)
     fake_run(&f);
     end(&f);
 }
+
+/* A quorum's fence names the member that minted its counter by the
+ * member's rank among the servers sorted by address, not by its place in
+ * quorum_addrs: two clients listing the same servers in other orders mark
+ * each server alike, so their holders at once never share a fence. */
+void test_quorum_fence_names_the_server_not_the_place(void)
+{
+    static const char *const lists[] = {"10.0.0.1:7001,10.0.0.2:7002,10.0.0.3:7003",
+                                        "10.0.0.3:7003,10.0.0.1:7001,10.0.0.2:7002",
+                                        "10.0.0.2:7002,10.0.0.3:7003,10.0.0.1:7001"};
+    for (int l = 0; l < 3; l++) {
+        fake f;
+        redlease_client_options co;
+        redlease_client_options_init(&co);
+        co.quorum_addrs = lists[l];
+        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        if (!attach_recording(&f, &co)) return;
+        for (int i = 0; i < 3; i++) fake_link_connect(&f, member(&f, i));
+        scripts_warm(&f);
+        rec r = {0};
+        redlease_lock_options o = opts(3000);
+        o.fencing = 1;
+        CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+        fake_run(&f);
+        /* the largest counter from the list's second server, whichever it is */
+        for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), i == 1 ? 50 : 40);
+        fake_run(&f);
+        CHECK_EQ(r.acq_status, REDLEASE_OK);
+        int rank = l == 0 ? 1 : l == 1 ? 0 : 2; /* 10.0.0.2, 10.0.0.1, 10.0.0.3 */
+        CHECK_EQ(redlease_lock_fence(r.lk), (uint64_t)(50 * 16 + rank));
+        for (int i = 0; i < 3; i++) fake_link_reply_int(member(&f, i), 1); /* the raises */
+        fake_run(&f);
+        end(&f);
+    }
+}
