@@ -18,6 +18,7 @@
 #include "msg.h"
 #include "server.h"
 #include "addr.h" /* the library's address parser */
+#include "identity.h" /* holders' records, cleaned for display */
 
 enum { OPT_SHOW_TOKEN = 1, OPT_QUIET, OPT_HELP };
 
@@ -291,6 +292,42 @@ static long long whole(const redisReply *r)
     return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
 }
 
+/* Prints who a record (src/identity.h, "PID AT HOST LABEL") says holds,
+ * ", held by LABEL (pid PID on HOST, for N ms)", each part cleaned for
+ * display again (anyone may write a key); nothing for what is no record. */
+static void print_record(const char *rec, size_t len, long long now)
+{
+    char text[RDL_RECORD_MAX + 1], label[REDLEASE_MAX_LABEL + 1], host[RDL_HOST_MAX + 1];
+    if (len > RDL_RECORD_MAX) return;
+    memcpy(text, rec, len);
+    text[len] = '\0';
+    long long pid, at;
+    int n = 0, h = 0;
+    if (sscanf(text, "%lld %lld %n", &pid, &at, &n) != 2 || n == 0) return;
+    const char *sp = strchr(text + n, ' ');
+    if (!sp) return;
+    h = (int)(sp - (text + n));
+    rdl_identity_clean(host, RDL_HOST_MAX, text + n, (size_t)h, 1);
+    rdl_identity_clean(label, REDLEASE_MAX_LABEL, sp + 1, strlen(sp + 1), 0);
+    printf(", held by %s (pid %lld on %s", label, pid, host);
+    if (at > 0 && now >= at) printf(", for %lld ms", now - at);
+    printf(")");
+}
+
+/* A holder's record in the weights hash, the field "#TOKEN" (w sorted by
+ * by_token), or NULL. */
+static const redisReply *record_of(const weight *w, size_t nw, const redisReply *token)
+{
+    char field[64];
+    if (token->type != REDIS_REPLY_STRING || token->len + 2 > sizeof field) return NULL;
+    field[0] = '#';
+    memcpy(field + 1, token->str, token->len);
+    redisReply key = {.type = REDIS_REPLY_STRING, .str = field, .len = token->len + 1};
+    weight probe = {&key, NULL};
+    const weight *found = bsearch(&probe, w, nw, sizeof *w, by_token);
+    return found && found->value->type == REDIS_REPLY_STRING ? found->value : NULL;
+}
+
 /* One more server admits the holder token (its permits, ms left there):
  * 0, or -1 out of memory. Tokens are a holder's 32 hex digits; anything
  * longer is no holder of ours and is not tallied. */
@@ -382,6 +419,8 @@ static int show_holders(status_query *q, const char *key, long long limit,
             else
                 printf("holder: shared, ");
             printf("%lld ms left", whole(holders->element[2 * i + 1]) - now);
+            const redisReply *rec = record_of(w, nw, holders->element[2 * i]);
+            if (rec) print_record(rec->str, rec->len, now);
             if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
             printf("\n");
         }
@@ -432,7 +471,14 @@ static int report(status_query *q, const char *key, redisReply *const *got)
             printf("held, no expiry");
         else
             printf("held, %lld ms left", ms);
-        if (q->show_token && token) printf(", token %s", token);
+        /* this version's holders write "TOKEN RECORD" (src/identity.h) */
+        size_t toklen = token && value->len > 33 && token[32] == ' ' ? 32 : token ? value->len : 0;
+        const redisReply *time = q->legacy ? NULL : got[R_TIME];
+        if (held && toklen == 32 && token[32] == ' ' && time && time->type == REDIS_REPLY_ARRAY &&
+            time->elements == 2)
+            print_record(token + 33, value->len - 33,
+                         whole(time->element[0]) * 1000 + whole(time->element[1]) / 1000);
+        if (q->show_token && token) printf(", token %.*s", (int)toklen, token);
         if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
         if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
         printf("\n");

@@ -210,6 +210,14 @@ typedef struct redlease_client_options {
     const char *tls_key_file;    /* its private key, PEM */
     const char *tls_server_name; /* SNI, and the name the certificate must carry; NULL: host */
     int tls_insecure;            /* nonzero: do not verify the server at all (tests only) */
+    /* Who holds (man 3 redlease, HOLDERS): every lease and every queued
+     * waiter of this client leaves a record beside its token in Redis,
+     * "PID AT HOST LABEL" (the pid, when by the server's clock, the host
+     * name, this label), for redlease status and the like to show. It
+     * never decides ownership: the token does. */
+    const char *label;           /* NULL: the program's name; else 1 to REDLEASE_MAX_LABEL
+                                    bytes, shown cleaned (control characters and invalid
+                                    UTF-8 as "?") */
 } redlease_client_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */
@@ -407,6 +415,7 @@ REDLEASE_EXTERN void redlease_lock_options_init_sized(redlease_lock_options *o, 
  * command) check their arguments against these, not against copies. */
 #define REDLEASE_MAX_RESOURCE 1024 /* resource name, bytes, without the key prefix */
 #define REDLEASE_MAX_PREFIX 256    /* key_prefix, bytes */
+#define REDLEASE_MAX_LABEL 64      /* label, bytes */
 #define REDLEASE_MIN_TTL_MS 10     /* ttl_ms */
 /* ttl_ms: about 11.6 days, far below any overflow of the millisecond
  * arithmetic (t0 + ttl) and of Redis' PX argument */

@@ -66,6 +66,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
                               .release_probe = !several, .split_votes = several,
                               .moving_keys = sharded, .copies = 1, .need = 1};
     rdl_locks_init(&c->set, &c->svc, &target);
+    rdl_identity_of_process(&c->set.identity, o->label);
     rdl_tls_config tls = {o->tls,          o->tls_ca_file,     o->tls_ca_dir,  o->tls_cert_file,
                           o->tls_key_file, o->tls_server_name, o->tls_insecure};
     rdl_conn_config cc = {.host = o->unix_path ? NULL : o->host ? o->host : REDLEASE_DEFAULT_HOST,
@@ -111,7 +112,9 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
         ok = c->sentinel && rdl_sentinel_init(c->sentinel, &sc, &cc, &sentinel_owner, c,
                                               &c->svc.clock, &c->svc.rng) == REDLEASE_OK;
     }
+    cc.read_clock = 1; /* the lock nodes' handshakes read the clock (holders' records) */
     ok = rdl_node_init(&c->main, &c->svc, &node_owner, c, &cc) == REDLEASE_OK && ok;
+    cc.read_clock = 0;
     if (ok) { /* a quorum's listens on its first member (below) */
         const char *prefix = o->key_prefix ? o->key_prefix : "";
         c->waker = rdl_calloc(1, sizeof *c->waker);

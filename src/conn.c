@@ -62,6 +62,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     cn->verify_primary = cfg->verify_primary;
     cn->hold_backoff = cfg->hold_backoff;
     cn->probe = cfg->probe;
+    cn->read_clock = cfg->read_clock;
     cn->connect_timeout = cfg->connect_timeout;
     cn->command_timeout = cfg->command_timeout;
     rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
@@ -87,6 +88,7 @@ void rdl_conn_settings(const rdl_conn *cn, rdl_conn_config *out)
     out->verify_primary = cn->verify_primary;
     out->hold_backoff = cn->hold_backoff;
     out->probe = cn->probe;
+    out->read_clock = cn->read_clock;
 }
 
 void rdl_conn_free(rdl_conn *cn)
@@ -241,6 +243,10 @@ static void handshake_start(rdl_conn *cn, int64_t now)
     }
     const char *argv[1] = {"PING"};
     handshake_send(cn, RDL_REQ_PING, 1, argv);
+    if (cn->read_clock) {
+        const char *time[1] = {"TIME"};
+        handshake_send(cn, RDL_REQ_TIME, 1, time);
+    }
     if (cn->verify_primary) {
         const char *role[1] = {"ROLE"};
         handshake_send(cn, RDL_REQ_ROLE, 1, role);
@@ -333,12 +339,40 @@ static void become_ready(rdl_conn *cn)
     emit(cn, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
 }
 
+/* A decimal of at most 18 digits (TIME's seconds and microseconds), or -1. */
+static int64_t small_decimal(const rdl_reply *r)
+{
+    if (r->type != RDL_REPLY_STRING || r->len == 0 || r->len > 18) return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < r->len; i++) {
+        if (r->str[i] < '0' || r->str[i] > '9') return -1;
+        v = v * 10 + (r->str[i] - '0');
+    }
+    return v;
+}
+
+/* TIME's answer, [seconds, microseconds]: the server's clock minus ours,
+ * ours taken halfway through the round trip. Anything else (an ACL
+ * without TIME, a proxy) leaves the clock unknown, and records say 0:
+ * it is for showing, never a reason to refuse the link. */
+static void clock_reply(rdl_conn *cn, const rdl_req *req, const rdl_reply *r)
+{
+    if (r->type != RDL_REPLY_ARRAY || r->elements != 2) return;
+    int64_t sec = small_decimal(&r->element[0]), usec = small_decimal(&r->element[1]);
+    if (sec < 0 || usec < 0) return;
+    int64_t now = now_of(cn);
+    cn->clock_offset = sec * 1000 + usec / 1000 - (req->t0 + (now - req->t0) / 2);
+    cn->clock_epoch = cn->epoch + 1;
+}
+
 static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
 {
     if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
     cn->hs_pending--;
     if (!r) return; /* the disconnect report follows */
-    if (req->kind == RDL_REQ_ROLE) {
+    if (req->kind == RDL_REQ_TIME) {
+        clock_reply(cn, req, r);
+    } else if (req->kind == RDL_REQ_ROLE) {
         /* not the primary: transient, the owner asks where it is now */
         if (!cn->hs_failed && !role_is_primary(cn, r))
             cn->hs_failed = r->type == RDL_REPLY_ERROR ? handshake_status(req, r) : REDLEASE_ECONN;

@@ -109,6 +109,8 @@ typedef struct rdl_conn_config {
                            owner does (rdl_conn_backoff_reset) once it proved useful */
     int probe;          /* once ready, ask which conditional commands the server
                            has (rdl_conn_native) */
+    int read_clock;     /* the handshake reads the server's clock (TIME):
+                           rdl_conn_server_ms() */
 } rdl_conn_config;
 
 /* The server's own conditional commands a connection found: RDL_NATIVE_*
@@ -127,7 +129,10 @@ typedef struct rdl_conn {
     char *host, *unix_path, *username, *password;
     rdl_tls_config tls; /* its strings are the connection's copies */
     int port, db;
-    int verify_primary, hold_backoff, probe;
+    int verify_primary, hold_backoff, probe, read_clock;
+    int64_t clock_offset; /* the server's clock minus ours, as the handshake of
+                             epoch clock_epoch read it */
+    uint64_t clock_epoch;
     int native;  /* RDL_NATIVE_* the server of this epoch has (0 until its probe is answered) */
     int go_now; /* dropped to go elsewhere: reconnect at once */
     int64_t connect_timeout, command_timeout;
@@ -193,6 +198,13 @@ void rdl_conn_backoff_reset(rdl_conn *cn);
 static inline int rdl_conn_native(const rdl_conn *cn)
 {
     return cn->state == RDL_CONN_READY ? cn->native : 0;
+}
+/* The server's clock now (ms since the epoch), from ours now and what the
+ * handshake of the ready link read, to within half its round trip; -1
+ * when not ready, or not read (not asked, or TIME refused). */
+static inline int64_t rdl_conn_server_ms(const rdl_conn *cn, int64_t now)
+{
+    return cn->state == RDL_CONN_READY && cn->clock_epoch == cn->epoch ? now + cn->clock_offset : -1;
 }
 /* The server refused one of them (an unknown command, ACL, syntax): scripts
  * on this link from now on; a new link asks again. */

@@ -32,6 +32,21 @@ void rdl_cmd_as_eval(const char **argv, size_t *lens, int script)
     lens[1] = strlen(argv[1]);
 }
 
+/* "TOKEN RECORD", what a mutex's key holds, into c->value; its length. */
+static size_t value(rdl_cmd *c, const rdl_cmd_spec *s)
+{
+    if (s->who) return rdl_identity_value(s->who, s->token, s->at, c->value);
+    memcpy(c->value, s->token, RDL_TOKEN_LEN); /* nobody to name: the token alone */
+    return RDL_TOKEN_LEN;
+}
+
+/* An acquire's last argument: its record (src/identity.h). */
+static void record(rdl_cmd *c, const rdl_cmd_spec *s)
+{
+    size_t len = value(c, s);
+    ARG(c, c->value + RDL_TOKEN_LEN + 1, len - RDL_TOKEN_LEN - 1);
+}
+
 static void counter_ttl(rdl_cmd *c, const rdl_cmd_spec *s)
 {
     ARG(c, c->counter_ttl, rdl_decimal(c->counter_ttl, s->ttl + RDL_FENCE_COUNTER_EXTRA_MS));
@@ -66,7 +81,8 @@ static void waiting_args(rdl_cmd *c, const rdl_cmd_spec *s)
 }
 
 /* The queue's scripts: KEYS key, queue, waiters[, fence key]; ARGV token
- * and (an acquire) its times and channel, then the order[, counter ttl]. */
+ * and (an acquire) its times and channel, then the order[, counter ttl]
+ * (an acquire's), then an acquire's record. */
 static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
 {
     int acq = s->script == RDL_SCRIPT_QUEUE_ACQUIRE;
@@ -79,6 +95,7 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     }
     ARG(c, order, 1);
     if (fenced) counter_ttl(c, s);
+    if (acq) record(c, s);
 }
 
 /* The scripts of a set of holders, a semaphore's or shared ones: KEYS the
@@ -86,8 +103,8 @@ static void queue_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
  * the renewal) the queue's two, or a shared holder's queue's two, holders
  * and weights[, fence key]; ARGV token, then an acquire's weight, limit
  * and capacity (a semaphore's), ttl and the entry's life, claim and
- * channel, a shared holder's order[, counter ttl], or the renewal's limit
- * (0: shared) and ttl. */
+ * channel, a shared holder's order[, counter ttl] and the record, or the
+ * renewal's limit (0: shared) and ttl. */
 static const int sem_keys[] = {REDLEASE_KEY_HOLDERS, REDLEASE_KEY_WEIGHTS, REDLEASE_KEY_QUEUE,
                                REDLEASE_KEY_WAITERS};
 
@@ -107,6 +124,7 @@ static void holders_script(rdl_cmd *c, const rdl_cmd_spec *s, size_t ttl_len)
     if (acq) waiting_args(c, s);
     if (!sem) ARG(c, s->unordered ? "0" : "1", 1); /* a shared holder's: how a free resource is given */
     if (fenced) counter_ttl(c, s);
+    if (acq) record(c, s);
 }
 
 void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
@@ -115,26 +133,30 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
     int native = s->script == RDL_SCRIPT_RENEW || s->script == RDL_SCRIPT_RELEASE ? s->native : 0;
     c->argc = 0;
     if (native && s->script == RDL_SCRIPT_RENEW) { /* OK, or nil when not ours */
+        size_t len = value(c, s);
         ARG(c, "SET", 3);
         ARG(c, s->key, s->keylen);
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        ARG(c, c->value, len);
         ARG(c, "IFEQ", 4);
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        ARG(c, c->value, len);
         ARG(c, "PX", 2);
         ARG(c, c->ttl, ttl_len);
     } else if (native & RDL_NATIVE_DELIFEQ) { /* 1 or 0, as the script */
+        size_t len = value(c, s);
         ARG(c, "DELIFEQ", 7);
         ARG(c, s->key, s->keylen);
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        ARG(c, c->value, len);
     } else if (native) {
+        size_t len = value(c, s);
         ARG(c, "DELEX", 5);
         ARG(c, s->key, s->keylen);
         ARG(c, "IFEQ", 4);
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        ARG(c, c->value, len);
     } else if (s->script < 0) {
+        size_t len = value(c, s);
         ARG(c, "SET", 3);
         ARG(c, s->key, s->keylen);
-        ARG(c, s->token, RDL_TOKEN_LEN);
+        ARG(c, c->value, len);
         ARG(c, "NX", 2);
         ARG(c, "PX", 2);
         ARG(c, c->ttl, ttl_len);
@@ -157,5 +179,6 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
         ARG(c, s->token, RDL_TOKEN_LEN);
         if (s->script != RDL_SCRIPT_RELEASE) ARG(c, c->ttl, ttl_len);
         if (fenced) counter_ttl(c, s);
+        if (s->script == RDL_SCRIPT_ACQUIRE || fenced) record(c, s);
     }
 }

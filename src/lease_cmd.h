@@ -17,10 +17,11 @@
 #include <stdint.h>
 
 #include "decimal.h"
+#include "identity.h"
 #include "redlease.h"
 
 /* The most arguments a lease's command has: a semaphore's fenced acquire. */
-#define RDL_CMD_MAX_ARGS 18
+#define RDL_CMD_MAX_ARGS 19
 /* The longest key a lease derives (its queue's), with room to spare. */
 #define RDL_CMD_KEY_MAX (REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 16)
 
@@ -34,6 +35,14 @@ typedef struct rdl_cmd_spec {
     const char *key; /* the lock key, keylen bytes (any byte, NUL included) */
     size_t keylen;
     const char *token;     /* RDL_TOKEN_LEN bytes */
+    /* Who holds (src/identity.h): an acquire writes its record, made of who
+     * and at (the server's clock when the attempt was sent, ms; below 0:
+     * not known), and a mutex's key holds "TOKEN RECORD", which the
+     * server's own conditional commands compare whole (the scripts
+     * compare the token); NULL for the commands that need neither (a
+     * quorum's clean-up and fence raise) */
+    const rdl_identity *who;
+    int64_t at;
     const char *fence_key; /* a fenced acquire's or a fence raise's, or NULL */
     size_t fence_keylen;
     int64_t ttl;           /* ms */
@@ -57,6 +66,7 @@ typedef struct rdl_cmd {
     char ttl[RDL_DECIMAL_MAX], counter_ttl[RDL_DECIMAL_MAX], life[RDL_DECIMAL_MAX],
         claim[RDL_DECIMAL_MAX], fence[RDL_DECIMAL_MAX], limit[RDL_DECIMAL_MAX],
         weight[RDL_DECIMAL_MAX], capacity[RDL_DECIMAL_MAX];
+    char value[RDL_VALUE_MAX + 1]; /* "TOKEN RECORD": the record is what follows the space */
     /* a script's keys after the lock key, derived from it: the queue's
      * order and entries, then the holders and their weights */
     char derived[4][RDL_CMD_KEY_MAX];

@@ -12,6 +12,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/heap.c %reldir%/heap.h \
 	%reldir%/backoff.c %reldir%/backoff.h \
 	%reldir%/token.c %reldir%/token.h \
+	%reldir%/identity.c %reldir%/identity.h \
 	%reldir%/lease_math.h %reldir%/decimal.h \
 	%reldir%/resp.c %reldir%/resp.h \
 	%reldir%/scripts.c %reldir%/scripts.h \

@@ -17,6 +17,7 @@
 
 #include "backoff.h"
 #include "heap.h"
+#include "identity.h"
 #include "list.h"
 #include "redlease.h"
 #include "svc.h"
@@ -69,6 +70,7 @@ typedef struct rdl_locks {
     char *prefix;                /* key_prefix */
     size_t prefix_len;
     int64_t command_timeout;     /* each lock operation's, and a close's */
+    rdl_identity identity;       /* who this client's holders say they are */
     rdl_list locks, notify;      /* every handle; those owed callbacks */
     uint64_t parked; /* locks with lk->parked set (close waits for them) */
     uint64_t release_retries; /* releases waiting to retry (close waits for them);
@@ -146,6 +148,9 @@ struct redlease_lock {
     int64_t op_deadline;
     int64_t drop_until; /* a pending drop: after this the key has expired by itself */
     int64_t next_action; /* next attempt or renewal, or RDL_NEVER */
+    int64_t at;          /* the server's clock when the last acquire attempt was
+                            sent (-1: not known), in the record the key holds
+                            (src/identity.h) */
     /* One field for two states: no handle needs both, and every held
      * lease would carry the one it does not need. */
     union {

@@ -185,6 +185,8 @@ static void on_lease(const rdl_req *req, rdl_cmd_spec *spec)
     spec->key = lk->key;
     spec->keylen = lk->keylen;
     spec->token = lk->token;
+    spec->who = &lk->set->identity;
+    spec->at = lk->at;
     spec->ttl = lk->ttl;
     spec->fence_key = lk->fencing ? rdl_lock_fence_key(lk) : NULL;
     spec->fence_keylen = lk->fencing ? lk->opts->fence_keylen : 0;

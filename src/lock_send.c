@@ -133,7 +133,8 @@ int rdl_lock_req_submit(rdl_req *req)
                       : 0;
     rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
                          .probe = req->probe, .unordered = lk->unordered, .key = lk->key,
-                         .keylen = lk->keylen, .token = lk->token, .ttl = lk->ttl};
+                         .keylen = lk->keylen, .token = lk->token, .ttl = lk->ttl,
+                         .who = &lk->set->identity, .at = lk->at};
     if (lk->fencing) {
         spec.fence_key = rdl_lock_fence_key(lk);
         spec.fence_keylen = lk->opts->fence_keylen;
@@ -178,6 +179,10 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe &&
                  !rdl_lock_limit(lk) && !rdl_lock_shared(lk); /* the mutex's two-key form (scripts.c) */
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
+    /* Each attempt writes the record of its own send: one that takes the
+     * lease rewrites what an earlier one may have left (scripts.c, mine());
+     * the renewals and the release then send that value. */
+    if (kind == RDL_REQ_ACQUIRE) lk->at = rdl_node_server_ms(lk->node, now);
     int rc = rdl_lock_req_submit(req);
     if (rc) {
         rdl_free(req);

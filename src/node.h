@@ -58,6 +58,7 @@ typedef struct rdl_node_via {
     int (*ready)(const void *arg);
     uint64_t (*epoch)(const void *arg);
     int64_t (*rtt_floor)(const void *arg);
+    int64_t (*server_ms)(const void *arg, int64_t now);
     int (*refusal)(const void *arg);
     int (*status)(const void *arg);
     void (*note_timeout)(void *arg, int64_t sent_at, int64_t now);
@@ -151,6 +152,11 @@ static inline uint64_t rdl_node_epoch(const rdl_node *n)
 static inline int64_t rdl_node_rtt_floor(const rdl_node *n)
 {
     return n->via ? n->via->rtt_floor(n->via_arg) : rdl_conn_rtt_floor(&n->conn);
+}
+/* The server's clock now in ms, or -1: not known (rdl_conn_server_ms()). */
+static inline int64_t rdl_node_server_ms(const rdl_node *n, int64_t now)
+{
+    return n->via ? n->via->server_ms(n->via_arg, now) : rdl_conn_server_ms(&n->conn, now);
 }
 static inline int rdl_node_refusal(const rdl_node *n)
 {

@@ -166,6 +166,8 @@ static int common_check(const redlease_client_options *o, const char **why)
         return REFUSE("reconnect_max_ms: below reconnect_min_ms, or out of range");
     if (!in_range(o->commands, REDLEASE_COMMANDS_AUTO, REDLEASE_COMMANDS_SCRIPTS))
         return REFUSE("commands: no such setting");
+    if (o->label && !in_range((int64_t)strnlen(o->label, REDLEASE_MAX_LABEL + 1), 1, REDLEASE_MAX_LABEL))
+        return REFUSE("label: empty, or longer than REDLEASE_MAX_LABEL bytes");
     return tls_options_check(o, why);
 }
 

@@ -125,6 +125,17 @@ int64_t rdl_quorum_rtt_floor(const rdl_quorum *q)
     return worst;
 }
 
+/* The servers' clock, as the first member that read it sees it: each
+ * member has its own, and a record needs one (src/identity.h). */
+int64_t rdl_quorum_server_ms(const rdl_quorum *q, int64_t now)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        int64_t t = rdl_node_server_ms(q->member[i], now);
+        if (t >= 0) return t;
+    }
+    return -1;
+}
+
 /* Refused for good by more members than may fail: no majority is
  * possible until the user changes something. */
 int rdl_quorum_refusal(const rdl_quorum *q)
@@ -644,6 +655,7 @@ static int via_submit(void *q, rdl_req *req, int argc, const char **argv, const 
 static int via_ready(const void *q) { return rdl_quorum_ready(q); }
 static uint64_t via_epoch(const void *q) { return ((const rdl_quorum *)q)->epoch; }
 static int64_t via_rtt_floor(const void *q) { return rdl_quorum_rtt_floor(q); }
+static int64_t via_server_ms(const void *q, int64_t now) { return rdl_quorum_server_ms(q, now); }
 static int via_refusal(const void *q) { return rdl_quorum_refusal(q); }
 static int via_status(const void *q) { return rdl_quorum_status(q); }
 static void via_note_timeout(void *q, int64_t sent_at, int64_t now)
@@ -656,6 +668,7 @@ static const rdl_node_via front_via = {
     .ready = via_ready,
     .epoch = via_epoch,
     .rtt_floor = via_rtt_floor,
+    .server_ms = via_server_ms,
     .refusal = via_refusal,
     .status = via_status,
     .note_timeout = via_note_timeout,

@@ -122,6 +122,7 @@ void rdl_quorum_free(rdl_quorum *q);
 int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, const size_t *lens);
 int rdl_quorum_ready(const rdl_quorum *q);
 int64_t rdl_quorum_rtt_floor(const rdl_quorum *q);
+int64_t rdl_quorum_server_ms(const rdl_quorum *q, int64_t now);
 int rdl_quorum_refusal(const rdl_quorum *q);
 int rdl_quorum_status(const rdl_quorum *q);
 void rdl_quorum_note_timeout(rdl_quorum *q, int64_t sent_at, int64_t now);

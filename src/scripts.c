@@ -67,7 +67,7 @@
     "local QK, EK = KEYS[" q "], KEYS[" e "]\n" \
     "local function leave(tok)\n" \
     "  redis.call('ZREM', QK, tok)\n" \
-    "  redis.call('HDEL', EK, tok)\n" \
+    "  redis.call('HDEL', EK, tok, '#' .. tok)\n" \
     "end\n" \
     "local function head()\n" \
     "  while true do\n" \
@@ -95,7 +95,9 @@
     "end\n" \
     "local function enqueue(tok, life, claim, ch)\n" \
     "  local placed = redis.call('ZSCORE', QK, tok)\n" \
-    "  redis.call('HSET', EK, tok, string.format('%.0f %s %s', clock() + life, claim, ch))\n" \
+    "  local e = string.format('%.0f %s %s', clock() + life, claim, ch)\n" \
+    "  if placed then redis.call('HSET', EK, tok, e)\n" \
+    "  else redis.call('HSET', EK, tok, e, '#' .. tok, ARGV[#ARGV]) end\n" \
     "  if not placed then\n" \
     "    local last = redis.call('ZRANGE', QK, -1, -1, 'WITHSCORES')\n" \
     "    redis.call('ZADD', QK, last[2] and last[2] + 1 or 1, tok)\n" \
@@ -163,9 +165,12 @@
     "  while true do\n" \
     "    local dead = redis.call('ZRANGEBYSCORE', HK, '-inf', clock(), 'LIMIT', 0, 500)\n" \
     "    if #dead == 0 then return end\n" \
-    "    local sum = 0\n" \
-    "    for _, w in ipairs(redis.call('HMGET', WK, unpack(dead))) do sum = sum + (tonumber(w) or 0) end\n" \
-    "    redis.call('HDEL', WK, unpack(dead))\n" \
+    "    local sum, gone = 0, {}\n" \
+    "    for i, w in ipairs(redis.call('HMGET', WK, unpack(dead))) do\n" \
+    "      sum = sum + (tonumber(w) or 0)\n" \
+    "      gone[2 * i - 1], gone[2 * i] = dead[i], '#' .. dead[i]\n" \
+    "    end\n" \
+    "    redis.call('HDEL', WK, unpack(gone))\n" \
     "    if sum ~= 0 then redis.call('HINCRBY', WK, 'used', -sum) end\n" \
     "    redis.call('ZREM', HK, unpack(dead))\n" \
     "  end\n" \
@@ -183,7 +188,7 @@
     "  redis.call('PEXPIRE', WK, life)\n" \
     "end\n" \
     "local function admit(tok, weight, used)\n" \
-    "  redis.call('HSET', WK, tok, weight, 'used', used + weight)\n" \
+    "  redis.call('HSET', WK, tok, weight, '#' .. tok, ARGV[#ARGV], 'used', used + weight)\n" \
     "end\n" \
     "local function drop(tok, kind)\n" \
     "  if not redis.call('ZSCORE', HK, tok) then\n" \
@@ -196,7 +201,7 @@
     "  end\n" \
     "  redis.call('ZREM', HK, tok)\n" \
     "  local w = tonumber(redis.call('HGET', WK, tok)) or 0\n" \
-    "  redis.call('HDEL', WK, tok)\n" \
+    "  redis.call('HDEL', WK, tok, '#' .. tok)\n" \
     "  redis.call('HINCRBY', WK, 'used', -w)\n" \
     "  keep(kind)\n" \
     "  return true\n" \
@@ -205,6 +210,17 @@
 /* What a mutex's or a shared holder's acquire says when the lock key is
  * a semaphore's kind (LUA_HOLDERS): refused, naming it, before anything
  * is written; nil for a holder's token or "shared". */
+/* A mutex's key is ours when it holds our token, alone (handed to us by
+ * the queue, or written by an older client) or with our record after it
+ * (src/identity.h): the token owns the lease, the record never decides.
+ * mine() is what an acquire writes there: the token and our record, the
+ * last argument of every acquire. */
+#define LUA_OWNS \
+    "local function owns(v, tok)\n" \
+    "  return v == tok or (v and string.sub(v, 1, #tok + 1) == tok .. ' ')\n" \
+    "end\n" \
+    "local function mine(tok) return tok .. ' ' .. ARGV[#ARGV] end\n"
+
 #define LUA_KIND \
     "local function other_kind(v)\n" \
     "  local n = string.match(v, '^semaphore (%d+)$')\n" \
@@ -216,18 +232,14 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * PX). An earlier attempt of this handle may have set the key after all
      * (it timed out, its link broke, its answer came too late): the key then
      * holds our own token, and the lease is ours from this attempt's send,
-     * its TTL restarted. GET, not EXISTS: a key of another type is an error
+     * its TTL restarted and its record this attempt's. GET, not EXISTS: a key of another type is an error
      * (WRONGTYPE), never mistaken for a holder, and a semaphore's kind is
      * refused (KIND). */
     [RDL_SCRIPT_ACQUIRE] =
-        LUA_KIND
+        LUA_OWNS LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v == ARGV[1] then\n"
-        "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-        "  return 1\n"
-        "end\n"
-        "if v then return other_kind(v) or 0 end\n"
-        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+        "if v and not owns(v, ARGV[1]) then return other_kind(v) or 0 end\n"
+        "redis.call('SET', KEYS[1], mine(ARGV[1]), 'PX', ARGV[2])\n"
         "return 1\n",
     /* Acquire with a fencing token; a key holding our own token is
      * reclaimed as above, with a new fence. The counter shares the key's
@@ -238,21 +250,23 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * value at the counter: WRONGTYPE) must not leave a lock key nobody was
      * told about, since Redis does not undo a script's writes. */
     [RDL_SCRIPT_ACQUIRE_FENCED] =
-        LUA_MINT LUA_KIND
+        LUA_MINT LUA_OWNS LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v and v ~= ARGV[1] then return other_kind(v) or 0 end\n"
+        "if v and not owns(v, ARGV[1]) then return other_kind(v) or 0 end\n"
         "local fence = mint(KEYS[2], ARGV[3])\n"
-        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+        "redis.call('SET', KEYS[1], mine(ARGV[1]), 'PX', ARGV[2])\n"
         "return fence\n",
     /* Strict compare-and-pexpire: never re-creates a missing key. */
     [RDL_SCRIPT_RENEW] =
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+        LUA_OWNS
+        "if owns(redis.call('GET', KEYS[1]), ARGV[1]) then\n"
         "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
         "end\n"
         "return 0\n",
     /* Compare-and-delete: a holder can never delete someone else's lock. */
     [RDL_SCRIPT_RELEASE] =
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+        LUA_OWNS
+        "if owns(redis.call('GET', KEYS[1]), ARGV[1]) then\n"
         "  return redis.call('DEL', KEYS[1])\n"
         "end\n"
         "return 0\n",
@@ -284,7 +298,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * fence) is the first write, so over maxmemory the server refuses the
      * take as it refuses a SET: a script that has written is let finish. */
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_KIND
+        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_OWNS LUA_KIND
         "local tok = ARGV[1]\n"
         "local function join()\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], ARGV[5]) end\n"
@@ -294,13 +308,13 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
         "  local fence = 1\n"
         "  if KEYS[4] then fence = mint(KEYS[4], ARGV[7]) end\n"
-        "  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
+        "  redis.call('SET', KEYS[1], mine(tok), 'PX', ARGV[2])\n"
         "  if ARGV[6] ~= '1' then join()\n"
         "  elseif placed or entry == 1 then leave(tok) end\n"
         "  return fence\n"
         "end\n"
         "local v = redis.call('GET', KEYS[1])\n"
-        "if v == tok then return take() end\n"
+        "if owns(v, tok) then return take() end\n"
         "local k = v and other_kind(v)\n"
         "if k then return k end\n"
         "if not v then\n"
@@ -324,16 +338,18 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * answers -1, changing nothing, when there is a queue: the holder
      * then sends it whole. */
     [RDL_SCRIPT_QUEUE_RELEASE] =
+        LUA_OWNS
         "local v = redis.call('GET', KEYS[1])\n"
+        "local ours = owns(v, ARGV[1])\n"
         "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-        "  if v == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
+        "  if ours then return redis.call('DEL', KEYS[1]) end\n"
         "  return 0\n"
         "end\n"
         "if not KEYS[3] then return -1 end\n"
         LUA_CLOCK LUA_QUEUE
         "leave(ARGV[1])\n"
         "if v == 'shared' then remind_head(true) end\n"
-        "if v and v ~= ARGV[1] then return 0 end\n"
+        "if v and not ours then return 0 end\n"
         "if v then redis.call('DEL', KEYS[1]) end\n"
         "if ARGV[2] == '1' then\n"
         "  hand_over()\n"
@@ -500,18 +516,18 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * share the table without a race. tests/unit/test_tables.c checks each
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
-    [RDL_SCRIPT_ACQUIRE] = "c3c1aeb02a9827f8144252734ce0f2f5402960a6",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "d15eb84500b8d7697bfd8561227dbb911e74a589",
-    [RDL_SCRIPT_RENEW] = "3a32323a05c08607e6bc7842cfeea9552d0b61f5",
-    [RDL_SCRIPT_RELEASE] = "c89cee65b7ab260d98c281f3c3eb6fa7c992cdd2",
+    [RDL_SCRIPT_ACQUIRE] = "9eab094525fdea42acfb59b228fd33725a032565",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "2631a2304fae3fc7cdf0d599e8d13777b622d7c5",
+    [RDL_SCRIPT_RENEW] = "b70148d38c1f1bc18037a6d20c4d6542d23b2c29",
+    [RDL_SCRIPT_RELEASE] = "bd4f5daadfbc4259b9d0a0d3af64212fc1b639b3",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "05729b86d482b1dc8baa02f9bca2ac715a4d3930",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "7e00611c86c523ee40fce0f878a0a0e29d751356",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "bf7ee6f8351811382a1ebc873d26b19dbccd32ff",
-    [RDL_SCRIPT_SEM_RENEW] = "aea18d24788a043b4412bacba2b83b2ddc99a7ec",
-    [RDL_SCRIPT_SEM_RELEASE] = "2c3965bee217fc04c8f6b8fb2714da21fa5c129a",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "5f056a9b5f6664a0c6c1ec94cb7c6dd64db6a26c",
-    [RDL_SCRIPT_SHARED_RELEASE] = "0befe63c14c85a697603b1d6788ae39186cb4dab",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "8b1fa42835c325b539e43a6fa16963d32eb5d19b",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "beaeb5e0e7650775e34447ebdf04ed93fb1d0803",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "926e17d7eda12063c0cb92c985ed4f59c15b616d",
+    [RDL_SCRIPT_SEM_RENEW] = "f8a9ce8e886dc86208014923d8802109062470de",
+    [RDL_SCRIPT_SEM_RELEASE] = "410ed14e664b6c1ed2a58d37d9effb3ed4cb7eab",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "e9f774987b3776dffc6a4ba6250764d858fb17cd",
+    [RDL_SCRIPT_SHARED_RELEASE] = "d83639331e0132fb581a8955a7eeff44f8c91cde",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <redlease.h>
@@ -277,12 +278,33 @@ static inline redisReply *adm(const char *fmt, ...)
 /* The value at a binary key, or "" when there is none (static buffer). */
 static inline const char *get_bin(const char *key, size_t len)
 {
-    static char v[128];
+    static char v[512];
     redisReply *r = adm("GET %b", key, len);
     v[0] = '\0';
     if (r && r->type == REDIS_REPLY_STRING) snprintf(v, sizeof v, "%s", r->str);
     freeReplyObject(r);
     return v;
+}
+
+/* The server's clock now, ms (TIME). */
+static inline long long server_ms(void)
+{
+    redisReply *r = adm("TIME");
+    long long ms = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* v is what lk's mutex key holds: its token, then its record "PID AT HOST
+ * LABEL" (src/identity.h), this process's, written within the last minute
+ * by the server's clock. */
+static inline int is_lease_value(const char *v, const redlease_lock *lk)
+{
+    long long at = is_value_of(v, redlease_lock_token(lk)) ? atoll(strchr(v + 33, ' ') + 1) : 0;
+    long long now = server_ms();
+    return at <= now && at > now - 60000;
 }
 
 static inline redlease_client *real_client(obs *o, const char *password)

@@ -18,7 +18,7 @@ void test_sequential_holders(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     CHECK(a.acted);
-    CHECK_STR(get(key_of("seq", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    CHECK(is_value_of(get(key_of("seq", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
     long long t = pttl(key_of("seq", REDLEASE_KEY_LOCK));
     CHECK(t > 4000 && t <= 5000);
     acquire(&b, "seq", lopts(5000, 0));
@@ -108,7 +108,7 @@ void test_renewal_keeps_lease_past_ttls(void)
     }
     CHECK(always);
     CHECK_EQ(a.lost, 0);
-    CHECK_STR(get(key_of("long", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    CHECK(is_value_of(get(key_of("long", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
     redlease_stats st;
     redlease_client_stats(a.c, &st);
     CHECK(st.renewed >= 10);
@@ -361,7 +361,7 @@ void test_auth_and_wrong_password(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     cmd_free("SELECT 2", NULL);
-    CHECK_STR(get(key_of("authed", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    CHECK(is_value_of(get(key_of("authed", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
     cmd_free("SELECT 0", NULL);
     release(&a);
     free_and_check_loop_empty(c);
@@ -394,7 +394,7 @@ void test_graceful_close_deletes_keys(void)
     holder a = {.c = c};
     acquire(&a, "closing", lopts(30000, 0));
     run_until(&a.acquired, 2000);
-    CHECK_STR(get(key_of("closing", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+    CHECK(is_value_of(get(key_of("closing", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
     redlease_client_close(c, on_closed, NULL);
     run_until(&closed, 2000);
     CHECK_EQ(closed, 1);
@@ -451,7 +451,7 @@ void test_conditional_commands_where_the_server_has_them(void)
         CHECK_EQ(a.acq_status, REDLEASE_OK);
         run_for(350); /* three renewals, past the TTL */
         CHECK(redlease_lock_held(a.lk));
-        CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk));
+        CHECK(is_value_of(get(key_of("conditional", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
         release(&a);
         CHECK_EQ(a.rel_status, REDLEASE_OK);
         CHECK_STR(get(key_of("conditional", REDLEASE_KEY_LOCK)), "");

@@ -33,6 +33,25 @@ static const char *tok(int i)
     return t[i];
 }
 
+/* Holder i's record (src/identity.h): an acquire's last argument. */
+static const char *record(int i)
+{
+    static char r[8][64];
+    snprintf(r[i], sizeof r[i], "4242 1700000000000 host-%d same label", i);
+    return r[i];
+}
+
+/* Holder i's record as the weights hash keeps it ("" when none). */
+static const char *kept_record(int i)
+{
+    static char v[64];
+    redisReply *r = adm("HGET %s #%s", WEIGHTS, tok(i));
+    v[0] = '\0';
+    if (r && r->type == REDIS_REPLY_STRING) snprintf(v, sizeof v, "%s", r->str);
+    freeReplyObject(r);
+    return v;
+}
+
 /* Runs script s with the keys and arguments given (nkeys first); the
  * reply, which the caller frees. */
 static redisReply *run(int s, int nkeys, int nargs, const char **words)
@@ -65,10 +84,10 @@ static long long acquire_cap(int t, const char *weight, const char *limit, const
 {
     /* not queued (channel ""): the queue has its own cases through the API */
     const char *w[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, FENCE, tok(t), weight, limit, cap, ttl,
-                       "1000", "100", "", "600000"};
+                       "1000", "100", "", "600000", record(t)};
     const char *nofence[] = {KIND, HOLDERS, WEIGHTS, QUEUE, WAITERS, tok(t), weight, limit, cap, ttl,
-                             "1000", "100", ""};
-    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 6, 9, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 5, 8, nofence);
+                             "1000", "100", "", record(t)};
+    redisReply *r = fenced ? run(RDL_SCRIPT_SEM_ACQUIRE, 6, 10, w) : run(RDL_SCRIPT_SEM_ACQUIRE, 5, 9, nofence);
     long long v = -99999999;
     if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
     if (r && r->type == REDIS_REPLY_ERROR && err) snprintf(err, size, "%s", r->str);
@@ -119,6 +138,8 @@ static void test_sem_limit_and_weights(void)
     CHECK_EQ(acquire_w(0, "2", "3", "5000", 0, NULL, 0), 1);
     CHECK_EQ(acquire_w(1, "1", "3", "5000", 0, NULL, 0), 1);
     CHECK_EQ(used(), 3);
+    CHECK_STR(kept_record(0), record(0)); /* who holds, beside the weight */
+    CHECK_STR(kept_record(1), record(1));
     long long full = acquire_w(2, "1", "3", "5000", 0, NULL, 0);
     int64_t took = mono_ms() - t0; /* margins from what was measured */
     CHECK(full < 0 && -full - 1 <= 5000 && -full - 1 >= 5000 - took - 1); /* until the first deadline */
@@ -130,6 +151,8 @@ static void test_sem_limit_and_weights(void)
     CHECK_EQ(sem_release(0), 1);
     CHECK_EQ(sem_release(0), 0); /* once */
     CHECK_EQ(used(), 1);
+    CHECK_STR(kept_record(0), ""); /* the record goes with the holder */
+    CHECK_STR(kept_record(1), record(1));
     CHECK_EQ(acquire_w(2, "2", "3", "5000", 0, NULL, 0), 1);
     CHECK_EQ(acquire_w(3, "1", "3", "5000", 0, NULL, 0) < 0, 1);
     CHECK_EQ(sem_release(1), 1);
@@ -195,6 +218,8 @@ static void test_sem_dead_holders_pruned_and_never_renewed(void)
     while (mono_ms() - t0 < 400) usleep(10 * 1000); /* past its deadline by the server's clock */
     if (early < 0) CHECK_EQ(acquire_w(1, "1", "2", "5000", 0, NULL, 0), 1);
     CHECK_EQ(used(), 1);
+    CHECK_STR(kept_record(0), ""); /* pruned with its weight */
+    CHECK_STR(kept_record(1), record(1));
     CHECK_EQ(sem_renew(0, "2", "5000"), 0);
     CHECK_EQ(admin_int("ZSCORE %s " "00000000000000000000000000000001", HOLDERS), -99); /* nil */
     CHECK_EQ(used(), 1);
@@ -389,7 +414,7 @@ static void test_sem_api_other_kinds_refused(void)
     hold_real(c[0], &o[0], "api-kind", lopts(5000, 0, 0));
     expect_kind(c[1], "api-kind", sopts(2, 0, 10000), "KIND a mutex");
     CHECK_EQ(redlease_lock_held(o[0].lk), 1);
-    CHECK_STR(get_bin("lock:{api-kind}", 15), redlease_lock_token(o[0].lk));
+    CHECK(is_lease_value(get_bin("lock:{api-kind}", 15), o[0].lk));
     release(&o[0], NULL);
 
     obs h = {0};
@@ -611,7 +636,7 @@ static void test_shared_and_exclusive(void)
            (long long)(mono_ms() - t0));
     CHECK_EQ(o[2].acq_st, REDLEASE_OK);
     CHECK(mono_ms() - t0 < 2000 * S); /* handed over: its retry was 5 s away */
-    CHECK_STR(get_bin("lock:{rw}", 9), redlease_lock_token(o[2].lk));
+    CHECK(is_lease_value(get_bin("lock:{rw}", 9), o[2].lk));
     /* shared holders wait for the exclusive one, and enter after it */
     acquire(c[0], &o[N], res, shopts(10000, 10000));
     acquire(c[1], &o[N + 1], res, shopts(10000, 10000));

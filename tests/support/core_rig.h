@@ -14,8 +14,25 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "identity.h"
 #include "fake.h"
 #include "testutil.h"
+
+/* What a mutex's key holds for lk, "TOKEN RECORD" (src/identity.h), as its
+ * last acquire attempt wrote it: what SET NX PX, SET IFEQ and DELIFEQ
+ * send. Valid until the next call. */
+static inline const char *lease_value(const redlease_lock *lk)
+{
+    static char v[RDL_VALUE_MAX + 1];
+    rdl_identity_value(&lk->set->identity, lk->token, lk->at, v);
+    return v;
+}
+
+/* s is lk's record: what its acquire scripts take last, "PID AT HOST LABEL". */
+static inline int is_record_of(const char *s, const redlease_lock *lk)
+{
+    return strcmp(s, lease_value(lk) + RDL_TOKEN_LEN + 1) == 0;
+}
 
 /* ------------------------------------------------------------- recorder */
 

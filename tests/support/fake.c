@@ -256,6 +256,27 @@ static rdl_reply *probe_answer(int native, rdl_reply elem[2], rdl_reply name[2],
 }
 
 static int is_probe(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "COMMAND") == 0; }
+static int is_time(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "TIME") == 0; }
+
+/* TIME's answer, [seconds, microseconds]: the fake server's clock is the
+ * virtual one plus FAKE_SERVER_CLOCK_MS. */
+static rdl_reply *time_answer(const fake *f, char text[2][24], rdl_reply elem[2], rdl_reply *out)
+{
+    int64_t ms = FAKE_SERVER_CLOCK_MS + f->now;
+    snprintf(text[0], 24, "%lld", (long long)(ms / 1000));
+    snprintf(text[1], 24, "%lld", (long long)(ms % 1000 * 1000));
+    for (int i = 0; i < 2; i++)
+        elem[i] = (rdl_reply){.type = RDL_REPLY_STRING, .str = text[i], .len = strlen(text[i])};
+    *out = (rdl_reply){.type = RDL_REPLY_ARRAY, .elements = 2, .element = elem};
+    return out;
+}
+
+void fake_reply_time(fake *f)
+{
+    char text[2][24];
+    rdl_reply elem[2], r;
+    answer(f, time_answer(f, text, elem, &r));
+}
 
 void fake_read_done(fake *f) { rdl_conn_on_read_done(&f->tc->main.conn); }
 void fake_read_begin(fake *f) { rdl_conn_read_begin(&f->tc->main.conn); }
@@ -274,6 +295,8 @@ void fake_answer_handshake(fake *f)
         rdl_reply elem[2], name[2], r;
         if (strcmp(cmd->argv[0], "ROLE") == 0)
             reply_role(f, f->role ? f->role : "master");
+        else if (is_time(cmd))
+            fake_reply_time(f);
         else if (is_probe(cmd))
             answer(f, probe_answer(f->native, elem, name, &r));
         else
@@ -497,9 +520,12 @@ void fake_link_connect(fake *f, fake_side *s)
     rdl_conn_on_connected(s->cn, REDLEASE_OK, NULL);
     for (fake_cmd *cmd; (cmd = fake_link_peek(s)) &&
                         (strcmp(cmd->argv[0], "AUTH") == 0 || strcmp(cmd->argv[0], "SELECT") == 0 ||
-                         strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd));) {
+                         strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd) || is_time(cmd));) {
         rdl_reply elem[2], name[2], r;
-        if (is_probe(cmd))
+        char text[2][24];
+        if (is_time(cmd))
+            fake_link_reply(s, time_answer(f, text, elem, &r));
+        else if (is_probe(cmd))
             fake_link_reply(s, probe_answer(0, elem, name, &r));
         else
             fake_link_reply_status(s, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");

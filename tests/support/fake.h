@@ -70,6 +70,10 @@ void fake_attach(fake *f, const redlease_client_options *o);
 void fake_connect(fake *f);
 /* Answer every pending command as the handshake's (PING: PONG, others
  * OK), without running the timer. */
+/* The fake server's clock (TIME) is the virtual one plus this, in ms. */
+#define FAKE_SERVER_CLOCK_MS INT64_C(1700000000000)
+/* Answers the next command, TIME, with the fake server's clock. */
+void fake_reply_time(fake *f);
 void fake_answer_handshake(fake *f);
 /* Finish the connect, leaving the handshake commands for the test to answer. */
 void fake_connect_raw(fake *f);

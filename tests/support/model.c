@@ -294,7 +294,7 @@ static void check_held(void)
          * deadline there has not come: on_lost comes first) */
         if (told && !excused) {
             kv *e = in_holders(l) ? NULL : find(l->key, F.now);
-            if (e && strcmp(e->val, l->token) != 0)
+            if (e && !owns_val(e->val, l->token))
                 violation("lease %d told held until %lld, but %s holds %s (t=%lld)", i,
                           (long long)l->deadline, l->key, e->val, (long long)F.now);
             if (in_holders(l) && !holder_counts(l))
@@ -309,7 +309,7 @@ static void check_held(void)
             violation("%s held at t=%lld, its deadline %lld", l->key, (long long)F.now,
                       (long long)l->deadline);
         kv *e = find(l->key, F.now);
-        if (in_holders(l) ? holder_counts(l) : e && strcmp(e->val, l->token) == 0) continue;
+        if (in_holders(l) ? holder_counts(l) : e && owns_val(e->val, l->token)) continue;
         if (F.now < l->exempt_until && l->exempt_link == links) {
             model_reached.held_on_wiped++;
             if (l->limit) model_reached.sem_excused++;
@@ -888,7 +888,7 @@ static void check_granted(void)
         told_g[i] = 0;
         if (!l->alive || l->acq_done || l->release_called) continue;
         kv *e = find(l->key, F.now);
-        if (e && e->handed && strcmp(e->val, l->token) == 0)
+        if (e && e->handed && owns_val(e->val, l->token))
             violation("lease %d read that %s was handed to it and has not taken it (t=%lld)", i, l->key,
                       (long long)F.now);
     }

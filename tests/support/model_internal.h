@@ -10,8 +10,10 @@
 #ifndef REDLEASE_MODEL_INTERNAL_H
 #define REDLEASE_MODEL_INTERNAL_H
 #include <stdint.h>
+#include <string.h>
 
 #include "fake.h"
+#include "identity.h"
 #include "model.h"
 
 /* ------------------------------------------------------------ model.c */
@@ -59,6 +61,13 @@ static inline int in_holders(const lease *l) { return l->limit || l->shared; }
 int R(int n);
 extern fake F;
 extern int64_t command_timeout;
+/* A mutex's key value val is tok's: the token alone (handed over) or
+ * with a record after it, as the scripts' owns() decides. */
+static inline int owns_val(const char *val, const char *tok)
+{
+    size_t n = strlen(tok);
+    return strncmp(val, tok, n) == 0 && (val[n] == '\0' || val[n] == ' ');
+}
 void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t contract_drift(int64_t ttl);
 int64_t contract_until(int64_t t0, int64_t ttl);
@@ -69,7 +78,7 @@ lease *by_token_any(const char *token);
 /* ------------------------------------------------------ model_redis.c */
 
 typedef struct kv {
-    char key[64], val[64];
+    char key[64], val[RDL_VALUE_MAX + 1]; /* a mutex's: "TOKEN RECORD" (src/identity.h) */
     int64_t exp;
     int used;
     int handed; /* set by a queue's hand-over, not by its holder's own command */

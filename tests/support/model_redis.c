@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lock_int.h" /* a lock's current request (note_delivery) */
 #include "model_internal.h"
@@ -556,6 +557,8 @@ typedef struct view {
     int s;            /* RDL_SCRIPT_* or -1 (SET NX PX) */
     int native;
     const char *key, *token, *px;
+    const char *value; /* what a mutex's acquire writes, a native command compares:
+                          "TOKEN RECORD" (src/identity.h) */
     const char *life, *claim, *ch, *order; /* the queue's (order also the release's) */
     const char *weight, *limit, *capacity; /* a semaphore's acquire (limit also the holders'
                                               renewal: "0" a shared holder's) */
@@ -589,7 +592,7 @@ static view queue_view(const fake_cmd *c, int s)
         model_reached.release_probes++;
         return (view){.s = s, .key = c->argv[3], .token = c->argv[5], .probe = 1};
     }
-    if (acq ? !((nk == 3 && c->argc == 12) || (nk == 4 && c->argc == 14)) : !(nk == 3 && c->argc == 8))
+    if (acq ? !((nk == 3 && c->argc == 13) || (nk == 4 && c->argc == 15)) : !(nk == 3 && c->argc == 8))
         abort(); /* not the layout this model knows */
     if (!beside(c, 4, "queue") || !beside(c, 5, "waiters")) abort();
     view v = {.s = s, .key = c->argv[3], .token = c->argv[3 + nk], .fenced = nk == 4};
@@ -615,7 +618,7 @@ static view sem_view(const fake_cmd *c, int s)
     int nk = atoi(c->argv[2]);
     int want = s == RDL_SCRIPT_SEM_RENEW ? 3 : 5;
     int fenced = s == RDL_SCRIPT_SEM_ACQUIRE && nk == 6;
-    int nargs = s == RDL_SCRIPT_SEM_ACQUIRE ? 7 + fenced : s == RDL_SCRIPT_SEM_RENEW ? 2 : 0;
+    int nargs = s == RDL_SCRIPT_SEM_ACQUIRE ? 8 + fenced : s == RDL_SCRIPT_SEM_RENEW ? 2 : 0; /* + record */
     if (nk != want + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
     if (!beside(c, 4, "holders") || !beside(c, 5, "weights")) abort();
     if (want == 5 && (!beside(c, 6, "queue") || !beside(c, 7, "waiters"))) abort();
@@ -646,7 +649,7 @@ static view shared_view(const fake_cmd *c, int s)
     int nk = atoi(c->argv[2]);
     int acq = s == RDL_SCRIPT_SHARED_ACQUIRE;
     int fenced = acq && nk == 6;
-    int nargs = acq ? 5 + fenced : 1;
+    int nargs = acq ? 6 + fenced : 1; /* an acquire's record last */
     if (nk != 5 + fenced || c->argc != 4 + nk + nargs) abort(); /* not the layout this model knows */
     /* one server: its queue is in order, and a free resource is handed over */
     if (strcmp(c->argv[(acq ? 8 : 4) + nk], "1") != 0) abort();
@@ -678,28 +681,75 @@ static int kind_of(const view *v)
     return is_shared(v->s) ? 2 : is_sem(v->s);
 }
 
+/* The token a lock value starts with (the commands that send the value
+ * whole); one view at a time is read. */
+static const char *token_in(const char *value)
+{
+    static char tok[RDL_TOKEN_LEN + 1];
+    snprintf(tok, sizeof tok, "%s", value);
+    return tok;
+}
+
+/* An acquire's record, its last argument: "PID AT HOST LABEL", this
+ * process's, from no later than the send by the fake server's clock (every
+ * client the model runs has the same: two holders never one for it). */
+static void check_record(const fake_cmd *c, const char *rec)
+{
+    long long pid, at;
+    int n = 0;
+    if (sscanf(rec, "%lld %lld %n", &pid, &at, &n) != 2 || n == 0 || pid != (long long)getpid() || at <= 0 ||
+        at > FAKE_SERVER_CLOCK_MS + c->sent_at || !strchr(rec + n, ' '))
+        violation("an acquire's record is not this process's, or not from its send: \"%s\" (t=%lld)", rec,
+                  (long long)F.now);
+}
+
+/* The value an acquire script writes to a mutex's key: its token and
+ * record. */
+static const char *value_of(const fake_cmd *c, const char *token)
+{
+    static char value[RDL_VALUE_MAX + 1];
+    check_record(c, c->argv[c->argc - 1]);
+    snprintf(value, sizeof value, "%s %s", token, c->argv[c->argc - 1]);
+    return value;
+}
+
 static view view_of(const fake_cmd *c)
 {
     if (arg_is(c, 0, "DELIFEQ") && c->argc == 3)
-        return (view){.s = RDL_SCRIPT_RELEASE, .native = 1, .key = c->argv[1], .token = c->argv[2]};
+        return (view){.s = RDL_SCRIPT_RELEASE, .native = 1, .key = c->argv[1], .token = token_in(c->argv[2]),
+                      .value = c->argv[2]};
     if (arg_is(c, 0, "DELEX") && c->argc == 4 && arg_is(c, 2, "IFEQ"))
-        return (view){.s = RDL_SCRIPT_RELEASE, .native = 1, .key = c->argv[1], .token = c->argv[3]};
+        return (view){.s = RDL_SCRIPT_RELEASE, .native = 1, .key = c->argv[1], .token = token_in(c->argv[3]),
+                      .value = c->argv[3]};
     if (arg_is(c, 0, "SET") && c->argc == 7 && arg_is(c, 3, "IFEQ") && arg_is(c, 5, "PX")) {
         /* compared with IFEQ's operand; the library never changes the value */
         if (strcmp(c->argv[2], c->argv[4]) != 0) abort();
-        return (view){.s = RDL_SCRIPT_RENEW, .native = 1, .key = c->argv[1], .token = c->argv[4], .px = c->argv[6]};
+        return (view){.s = RDL_SCRIPT_RENEW, .native = 1, .key = c->argv[1], .token = token_in(c->argv[4]),
+                      .value = c->argv[4], .px = c->argv[6]};
     }
     int s = script_of(c);
     if (s < 0) {
         if (!(arg_is(c, 0, "SET") && c->argc == 6 && arg_is(c, 3, "NX") && arg_is(c, 4, "PX")))
             abort(); /* nothing else is sent after the handshake */
-        return (view){.s = -1, .key = c->argv[1], .token = c->argv[2], .px = c->argv[5]};
+        if (strlen(c->argv[2]) <= RDL_TOKEN_LEN + 1 || c->argv[2][RDL_TOKEN_LEN] != ' ') abort();
+        check_record(c, c->argv[2] + RDL_TOKEN_LEN + 1);
+        return (view){.s = -1, .key = c->argv[1], .token = token_in(c->argv[2]), .value = c->argv[2],
+                      .px = c->argv[5]};
     }
-    if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE) return queue_view(c, s);
-    if (is_sem(s)) return sem_view(c, s);
-    if (is_shared(s)) return shared_view(c, s);
-    return (view){.s = s, .key = c->argv[3], .token = token_of(c, s),
-                  .px = s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
+    view v;
+    if (s == RDL_SCRIPT_QUEUE_ACQUIRE || s == RDL_SCRIPT_QUEUE_RELEASE)
+        v = queue_view(c, s);
+    else if (is_sem(s))
+        v = sem_view(c, s);
+    else if (is_shared(s))
+        v = shared_view(c, s);
+    else
+        v = (view){.s = s, .key = c->argv[3], .token = token_of(c, s),
+                   .px = s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
+    if (s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED || s == RDL_SCRIPT_QUEUE_ACQUIRE ||
+        s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE)
+        v.value = value_of(c, v.token);
+    return v;
 }
 
 static int is_delete(int s)
@@ -736,7 +786,7 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
     const char *tok = v->token;
     kv *e = find(v->key, F.now);
     int take = 0;
-    if (e && strcmp(e->val, tok) == 0) {
+    if (e && owns_val(e->val, tok)) {
         take = 1;
     } else if (e && kind_limit(e->val)) {
         kind_error(r, e->val);
@@ -752,7 +802,7 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
         qexpire(q);
         int placed = z_idx(q, tok) >= 0 || w_idx(q, tok) >= 0;
         long long fence = v->fenced ? ++fence_ctr : 1;
-        set_key(v->key, tok, expiry(v->px));
+        set_key(v->key, v->value, expiry(v->px));
         if (strcmp(v->order, "1") != 0) { /* in no order the entry stays (or joins) */
             if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
         } else if (placed) {
@@ -775,7 +825,7 @@ static void queue_release(const view *v, reply *r)
     queue *q = &Q[res_of(v->key)];
     const char *tok = v->token;
     kv *e = find(v->key, F.now);
-    int ours = e && strcmp(e->val, tok) == 0;
+    int ours = e && owns_val(e->val, tok);
     qexpire(q);
     if (!q->nz) { /* nobody queued: the plain compare-and-delete */
         if (ours) e->used = 0;
@@ -1036,8 +1086,8 @@ void execute(void)
             if (is_shared_kind(e->val)) model_reached.excl_on_shared++;
             *r = (reply){REP_NIL, 0, NULL};
         } else {
-            put(c->argv[1], c->argv[2], expiry(c->argv[5]));
-            confirmed(c->argv[2], c->sent_at);
+            put(c->argv[1], v.value, expiry(c->argv[5]));
+            confirmed(v.token, c->sent_at);
             *r = (reply){REP_OK, 0, NULL};
         }
         return;
@@ -1080,7 +1130,8 @@ void execute(void)
         return;
     }
     kv *e = find(v.key, F.now);
-    int ours = e && strcmp(e->val, token) == 0;
+    /* the scripts go by the token, the server's own commands by the whole value */
+    int ours = e && (v.native ? strcmp(e->val, v.value) == 0 : owns_val(e->val, token));
     if (s == RDL_SCRIPT_RENEW) {
         if (ours) {
             e->exp = expiry(v.px);
@@ -1101,7 +1152,7 @@ void execute(void)
         if (is_shared_kind(e->val)) model_reached.excl_on_shared++;
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
-        set_key(v.key, token, expiry(v.px));
+        set_key(v.key, v.value, expiry(v.px));
         confirmed(token, c->sent_at);
         *r = (reply){REP_INT, s == RDL_SCRIPT_ACQUIRE_FENCED ? ++fence_ctr : 1, NULL};
     }
@@ -1178,9 +1229,12 @@ void reconnect(void)
      * or not, one that says so and then refuses them. */
     native = (int[]){0, RDL_NATIVE_DELIFEQ, RDL_NATIVE_DELEX}[R(3)];
     native_refused = native && R(4) == 0;
-    while ((c = fake_peek(&F)) && (strcmp(c->argv[0], "PING") == 0 || strcmp(c->argv[0], "COMMAND") == 0)) {
+    while ((c = fake_peek(&F)) && (strcmp(c->argv[0], "PING") == 0 || strcmp(c->argv[0], "COMMAND") == 0 ||
+                                   strcmp(c->argv[0], "TIME") == 0)) {
         if (strcmp(c->argv[0], "PING") == 0)
             fake_reply_status(&F, "PONG");
+        else if (strcmp(c->argv[0], "TIME") == 0)
+            fake_reply_time(&F);
         else
             fake_reply_probe(&F, native);
     }

@@ -3,6 +3,7 @@
  * "not ok N - name", so automake's TAP driver counts every case. */
 #ifndef REDLEASE_TESTUTIL_H
 #define REDLEASE_TESTUTIL_H
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,6 +81,17 @@ static inline int run_tests(const test_case *t, size_t n, int argc, char **argv)
     }
     printf("# %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+/* v is what a mutex's key holds for the lease of token (32 hex digits):
+ * the token, a space, then this process's record, "PID AT HOST LABEL"
+ * (src/identity.h). */
+static inline int is_value_of(const char *v, const char *token)
+{
+    long long pid, at;
+    int n = 0;
+    return strncmp(v, token, 32) == 0 && v[32] == ' ' && sscanf(v + 33, "%lld %lld %n", &pid, &at, &n) == 2 &&
+           n > 0 && pid == (long long)getpid() && strchr(v + 33 + n, ' ') != NULL;
 }
 
 #endif

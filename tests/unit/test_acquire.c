@@ -5,6 +5,7 @@
  * timing rule is checked at the exact millisecond on the fake transport,
  * fake loop and virtual clock of tests/support/fake.h. */
 #include <string.h>
+#include <unistd.h>
 
 #include "core_rig.h"
 #include "fake.h"
@@ -28,9 +29,14 @@ static void test_acquire_is_one_set_nx_px(void)
     CHECK_EQ(cmd->argc, 6);
     CHECK_STR(cmd->argv[0], "SET");
     CHECK_STR(cmd->argv[1], "lock:{res}");
-    CHECK_STR(cmd->argv[2], redlease_lock_token(r.lk));
-    CHECK_EQ(strlen(cmd->argv[2]), 32);
+    /* the token, then the record: who holds, from when by the server's clock */
+    CHECK_STR(cmd->argv[2], lease_value(r.lk));
+    CHECK(strncmp(cmd->argv[2], redlease_lock_token(r.lk), 32) == 0);
     CHECK(strspn(cmd->argv[2], "0123456789abcdef") == 32);
+    char want[128];
+    snprintf(want, sizeof want, " %lld %lld ", (long long)getpid(), (long long)(FAKE_SERVER_CLOCK_MS + t0));
+    CHECK(strncmp(cmd->argv[2] + 32, want, strlen(want)) == 0);
+    CHECK(strcmp(cmd->argv[2] + strlen(cmd->argv[2]) - strlen(" test_acquire"), " test_acquire") == 0);
     CHECK_STR(cmd->argv[3], "NX");
     CHECK_STR(cmd->argv[4], "PX");
     CHECK_STR(cmd->argv[5], "3000");
@@ -216,7 +222,8 @@ static void test_cancel_with_acquire_in_flight_releases_late_ok(void)
     CHECK_EQ(r.rel_status, REDLEASE_OK);
     CHECK_STR(r.order, "AR");
     char token[40];
-    strcpy(token, f.cmds[f.head].argv[2]);
+    memcpy(token, f.cmds[f.head].argv[2], 32); /* SET's value: the token, then the record */
+    token[32] = '\0';
     fake_reply_status(&f, "OK"); /* the late OK: the key is ours, nobody wants it */
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     if (fake_peek(&f)) CHECK_STR(fake_peek(&f)->argv[4], token);

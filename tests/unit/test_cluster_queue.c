@@ -32,7 +32,7 @@ void test_cluster_queue_tryagain_tries_one_key(void)
     CHECK_EQ(r.acq_calls, 0); /* a passing refusal: it waits on */
     while (!fake_pending(&f)) fake_advance(&f, 10);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE))); /* one key */
-    CHECK_EQ(fake_peek(&f)->argc, 6);
+    CHECK_EQ(fake_peek(&f)->argc, 7); /* ..., token, ttl, record */
     CHECK(strcmp(fake_peek(&f)->argv[2], "1") == 0);
     fake_reply_int(&f, 0); /* busy */
     fake_run(&f);

@@ -231,8 +231,9 @@ static void test_handshake_auth_select_then_commands(void)
     rec early = {0};
     start_lock(&f, &early, "y", &o); /* asked for during the handshake */
     fake_run(&f);
-    CHECK_EQ(fake_pending(&f), 3); /* AUTH, SELECT, PING: nothing jumps the handshake */
+    CHECK_EQ(fake_pending(&f), 4); /* AUTH, SELECT, PING, TIME: nothing jumps the handshake */
     CHECK_STR(f.cmds[f.head + 2].argv[0], "PING");
+    CHECK_STR(f.cmds[f.head + 3].argv[0], "TIME");
     fake_reply_err(&f, "WRONGPASS invalid username-password pair");
     while (fake_peek(&f)) fake_reply_err(&f, "NOAUTH Authentication required.");
     fake_run(&f);

@@ -28,8 +28,8 @@ static int is_native_renew(fake *f, rec *r)
 {
     fake_cmd *c = fake_peek(f);
     return c && c->argc == 7 && strcmp(c->argv[0], "SET") == 0 && strcmp(c->argv[1], "lock:{job}") == 0 &&
-           strcmp(c->argv[2], redlease_lock_token(r->lk)) == 0 && strcmp(c->argv[3], "IFEQ") == 0 &&
-           strcmp(c->argv[4], redlease_lock_token(r->lk)) == 0 && strcmp(c->argv[5], "PX") == 0 &&
+           strcmp(c->argv[2], lease_value(r->lk)) == 0 && strcmp(c->argv[3], "IFEQ") == 0 &&
+           strcmp(c->argv[4], lease_value(r->lk)) == 0 && strcmp(c->argv[5], "PX") == 0 &&
            strcmp(c->argv[6], "3000") == 0;
 }
 
@@ -64,7 +64,7 @@ static void test_renew_and_release_with_delifeq(void)
     release_sent(&f, &r);
     fake_cmd *c = fake_peek(&f);
     CHECK(c && c->argc == 3 && cmd_is(&f, "DELIFEQ", "lock:{job}") &&
-          strcmp(c->argv[2], redlease_lock_token(r.lk)) == 0);
+          strcmp(c->argv[2], lease_value(r.lk)) == 0);
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r.rel_calls, 1);
@@ -136,6 +136,7 @@ static void test_link_lost_on_the_question_stops_asking(void)
     fake_attach(&f, NULL);
     fake_connect_raw(&f);
     fake_reply_status(&f, "PONG");
+    fake_reply_time(&f);
     CHECK(cmd_is(&f, "COMMAND", "INFO"));
     fake_break(&f); /* the proxy hung up */
     fake_advance(&f, 60);
@@ -143,6 +144,7 @@ static void test_link_lost_on_the_question_stops_asking(void)
     fake_connect_raw(&f);
     CHECK(cmd_is(&f, "PING", NULL));
     fake_reply_status(&f, "PONG");
+    fake_reply_time(&f);
     CHECK_EQ(fake_pending(&f), 0); /* not asked again */
     fake_run(&f);
     CHECK(redlease_client_connected(f.c));
@@ -158,7 +160,7 @@ static void test_release_with_delex(void)
     release_sent(&f, &r);
     fake_cmd *c = fake_peek(&f);
     CHECK(c && c->argc == 4 && cmd_is(&f, "DELEX", "lock:{job}") && strcmp(c->argv[2], "IFEQ") == 0 &&
-          strcmp(c->argv[3], redlease_lock_token(r.lk)) == 0);
+          strcmp(c->argv[3], lease_value(r.lk)) == 0);
     fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
@@ -274,6 +276,7 @@ static void test_commands_scripts_and_a_refused_probe(void)
     fake_connect_raw(&f);
     CHECK(cmd_is(&f, "PING", NULL));
     fake_reply_status(&f, "PONG");
+    fake_reply_time(&f);
     CHECK_EQ(fake_pending(&f), 0); /* nothing asked */
     fake_run(&f);
     rec r = {0};
@@ -285,6 +288,7 @@ static void test_commands_scripts_and_a_refused_probe(void)
     fake_attach(&g, NULL);
     fake_connect_raw(&g);
     fake_reply_status(&g, "PONG");
+    fake_reply_time(&g);
     CHECK(cmd_is(&g, "COMMAND", "INFO"));
     fake_reply_err(&g, "NOPERM User app has no permissions to run the 'command|info' command");
     fake_run(&g);

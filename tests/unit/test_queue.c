@@ -30,8 +30,8 @@ static redlease_lock_options qopts(int64_t wait)
 static int is_attempt_of(fake *f, const rec *r, const char *order, const char **channel)
 {
     fake_cmd *c = fake_peek(f);
-    int ok = c && c->argc == 12 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) &&
-             strcmp(c->argv[11], order) == 0 &&
+    int ok = c && c->argc == 13 && cmd_is(f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)) &&
+             strcmp(c->argv[11], order) == 0 && is_record_of(c->argv[12], r->lk) &&
              strcmp(c->argv[2], "3") == 0 && strcmp(c->argv[3], "lock:{job}") == 0 &&
              strcmp(c->argv[4], "lock:{job}:queue") == 0 && strcmp(c->argv[5], "lock:{job}:waiters") == 0 &&
              strcmp(c->argv[6], redlease_lock_token(r->lk)) == 0 && strcmp(c->argv[7], "30000") == 0 &&
@@ -547,7 +547,7 @@ static void test_noscript_resend_after_the_acquire_ended(void)
     fake_reply_int(&f, 0);
     fake_run(&f);
     fake_cmd *c = fake_peek(&f);
-    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && c->argc == 12 && c->argv[10][0] == '\0');
+    CHECK(c && strcmp(c->argv[0], "EVAL") == 0 && c->argc == 13 && c->argv[10][0] == '\0');
     fake_reply_int(&f, 1); /* a stale take: dropped again */
     fake_run(&f);
     CHECK(is_queue_release(&f, &r));

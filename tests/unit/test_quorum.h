@@ -53,8 +53,9 @@ static inline void start_quorum(fake *f, int n)
 static inline int sent_to(fake *f, int i, const char *a0, const char *a1, rec *r, int k)
 {
     fake_cmd *c = fake_link_peek(member(f, i));
-    return link_cmd_is(member(f, i), a0, a1) && c->argc > k &&
-           strcmp(c->argv[k], redlease_lock_token(r->lk)) == 0;
+    /* SET NX PX sends the lease's value, the token and its record */
+    const char *want = strcmp(a0, "SET") == 0 ? lease_value(r->lk) : redlease_lock_token(r->lk);
+    return link_cmd_is(member(f, i), a0, a1) && c->argc > k && strcmp(c->argv[k], want) == 0;
 }
 
 /* Member i's oldest command is the quorum's own compare-and-delete of r's

@@ -70,8 +70,8 @@ void test_quorum_semaphore_capacity(void)
         for (int m = 0; m < 3; m++) {
             fake_cmd *c = fake_link_peek(member(&f, m));
             CHECK(ran(&f, m, RDL_SCRIPT_SEM_ACQUIRE, &r, 8));
-            CHECK(c && c->argc == 16 && strcmp(c->argv[11], rows[i].cap) == 0 &&
-                  strcmp(c->argv[15], "") == 0); /* polls: joins no queue */
+            CHECK(c && c->argc == 17 && strcmp(c->argv[11], rows[i].cap) == 0 &&
+                  strcmp(c->argv[15], "") == 0 && is_record_of(c->argv[16], r.lk)); /* polls: joins no queue */
             fake_link_reply_int(member(&f, m), 0);
         }
         fake_run(&f);
@@ -172,7 +172,8 @@ void test_quorum_shared_lease(void)
         fake_cmd *c = fake_link_peek(member(&f, i));
         CHECK(ran(&f, i, RDL_SCRIPT_SHARED_ACQUIRE, &r, 8));
         /* polls; a free resource is not handed over (no one order) */
-        CHECK(c && c->argc == 14 && strcmp(c->argv[12], "") == 0 && strcmp(c->argv[13], "0") == 0);
+        CHECK(c && c->argc == 15 && strcmp(c->argv[12], "") == 0 && strcmp(c->argv[13], "0") == 0 &&
+              is_record_of(c->argv[14], r.lk));
     }
     fake_link_reply_int(member(&f, 0), 1);
     fake_link_reply_int(member(&f, 1), 1);

@@ -9,8 +9,8 @@
 static int queued_attempt(fake *f, int i, rec *r, const char *ch)
 {
     fake_cmd *c = fake_link_peek(member(f, i));
-    return ran(f, i, RDL_SCRIPT_QUEUE_ACQUIRE, r, 6) && c->argc == 12 && strcmp(c->argv[10], ch) == 0 &&
-           strcmp(c->argv[11], "0") == 0;
+    return ran(f, i, RDL_SCRIPT_QUEUE_ACQUIRE, r, 6) && c->argc == 13 && strcmp(c->argv[10], ch) == 0 &&
+           strcmp(c->argv[11], "0") == 0 && is_record_of(c->argv[12], r->lk);
 }
 
 /* Members 0, 1, 2 answer r's attempt a, b, c (busy, -(TTL left + 1)).

@@ -90,7 +90,8 @@ static void test_sem_acquire_renew_release_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 16);
+    CHECK_EQ(c->argc, 17);
+    CHECK(is_record_of(c->argv[16], r.lk)); /* who holds, last */
     CHECK_STR(c->argv[2], "5");
     CHECK_STR(c->argv[6], "lock:{s}:queue");
     CHECK_STR(c->argv[7], "lock:{s}:waiters");
@@ -149,7 +150,8 @@ static void test_sem_fenced(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(sem_cmd(&f, RDL_SCRIPT_SEM_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 18);
+    CHECK_EQ(c->argc, 19);
+    CHECK(is_record_of(c->argv[18], r.lk));
     CHECK_STR(c->argv[2], "6");
     CHECK_STR(c->argv[8], "lock:{s}:fence");
     CHECK_STR(c->argv[10], "1"); /* weight 0 is 1 */
@@ -391,7 +393,8 @@ static void test_shared_scripts(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(shared_cmd(&f, RDL_SCRIPT_SHARED_ACQUIRE));
     if (!c) return;
-    CHECK_EQ(c->argc, 16);
+    CHECK_EQ(c->argc, 17);
+    CHECK(is_record_of(c->argv[16], r.lk));
     CHECK_STR(c->argv[2], "6");
     CHECK_STR(c->argv[8], "lock:{s}:fence");
     CHECK_STR(c->argv[9], redlease_lock_token(r.lk));

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* Holders' records (src/identity.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* program_invocation_short_name */
+#endif
+#include "identity.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The length of the valid UTF-8 sequence at s (n bytes left) and its code
+ * point, or 0: no valid sequence starts there (a stray continuation byte,
+ * an overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_at(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char b = s[0];
+    size_t len;
+    uint32_t c, lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (b >= 0xc2 && b <= 0xdf) len = 2, c = b & 0x1f;
+    else if (b >= 0xe0 && b <= 0xef) len = 3, c = b & 0x0f;
+    else if (b >= 0xf0 && b <= 0xf4) len = 4, c = b & 0x07;
+    else return 0;
+    if (b == 0xe0) lo = 0xa0;
+    if (b == 0xed) hi = 0x9f;
+    if (b == 0xf0) lo = 0x90;
+    if (b == 0xf4) hi = 0x8f;
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    *cp = c;
+    return len;
+}
+
+/* What a terminal would act on rather than show, or show in another
+ * order than the bytes have: C1 controls and the bidirectional marks,
+ * embeddings, overrides and isolates. */
+static int hidden(uint32_t cp)
+{
+    return cp <= 0x9f || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+static int host_char(unsigned char b)
+{
+    return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+           b == '.' || b == '-' || b == '_' || b == ':';
+}
+
+size_t rdl_identity_clean(char *out, size_t max, const char *s, size_t len, int host)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = u[i] < 0x80 ? 1 : host ? 0 : utf8_at(u + i, len - i, &cp);
+        int keep = n == 1 ? (host ? host_char(u[i]) : u[i] >= 0x20 && u[i] != 0x7f)
+                          : n > 1 && !hidden(cp);
+        if (n == 0) n = 1; /* a byte of no character: one "?" each */
+        if (o + (keep ? n : 1) > max) break;
+        if (keep)
+            memcpy(out + o, u + i, n), o += n;
+        else
+            out[o++] = '?';
+        i += n;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* The name the program was started by, without its folder. */
+static const char *program_name(void)
+{
+#if defined(__GLIBC__)
+    return program_invocation_short_name;
+#elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__)
+    return getprogname();
+#else
+    return NULL;
+#endif
+}
+
+void rdl_identity_of_process(rdl_identity *id, const char *label)
+{
+    if (!label) label = program_name();
+    if (!label || !*label) label = "-";
+    rdl_identity_clean(id->label, REDLEASE_MAX_LABEL, label, strlen(label), 0);
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) strcpy(host, "-");
+    host[sizeof host - 1] = '\0';
+    if (!rdl_identity_clean(id->host, RDL_HOST_MAX, host, strlen(host), 1)) strcpy(id->host, "-");
+    id->pid = (int64_t)getpid();
+}
+
+size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, char *out)
+{
+    int n = snprintf(out, RDL_RECORD_MAX + 1, "%" PRId64 " %" PRId64 " %s %s", id->pid,
+                     at_ms < 0 ? 0 : at_ms, id->host, id->label);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, char *out)
+{
+    memcpy(out, token, RDL_TOKEN_LEN);
+    out[RDL_TOKEN_LEN] = ' ';
+    return RDL_TOKEN_LEN + 1 + rdl_identity_record(id, at_ms, out + RDL_TOKEN_LEN + 1);
+}

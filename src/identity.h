@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* Who holds a lease (src/identity.c; man 3 redlease, HOLDERS; docs/design.md,
+ * section 13): the record each holder and each queued waiter leaves beside
+ * its token in Redis, "PID AT HOST LABEL". PID is the holding process's,
+ * AT when the attempt that wrote it was sent, in ms by the server's clock
+ * as the connection read it (0: not known), HOST the machine's name and
+ * LABEL the client's (the label option, or the program's name), each
+ * cleaned for display: a record is shown to operators, never parsed for
+ * ownership (the token alone owns a lease), and never used as a key or
+ * spliced into a script (it is a script's argument). A mutex's lock key
+ * holds "TOKEN RECORD"; a semaphore's or a shared holder's record is the
+ * field "#TOKEN" of its weights hash, a waiter's that of the queue's
+ * entries. */
+#ifndef REDLEASE_IDENTITY_H
+#define REDLEASE_IDENTITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "redlease.h"
+#include "token.h"
+
+#define RDL_HOST_MAX 64 /* bytes of the host name kept */
+/* The longest record: two 20-digit numbers, the host, the label, spaces. */
+#define RDL_RECORD_MAX (20 + 1 + 20 + 1 + RDL_HOST_MAX + 1 + REDLEASE_MAX_LABEL)
+/* The longest lock value: the token, a space, the record. */
+#define RDL_VALUE_MAX (RDL_TOKEN_LEN + 1 + RDL_RECORD_MAX)
+
+typedef struct rdl_identity {
+    char label[REDLEASE_MAX_LABEL + 1];
+    char host[RDL_HOST_MAX + 1];
+    int64_t pid;
+} rdl_identity;
+
+/* Copies the len bytes of s to out, cleaned for display, at most max bytes
+ * of them (never part of a UTF-8 sequence), and a NUL; returns the length.
+ * A label keeps valid UTF-8 and spaces; control characters (C0, DEL, C1),
+ * the bidirectional controls that reorder what a terminal shows, and bytes
+ * that are no valid UTF-8 become "?". A host (host nonzero) keeps letters,
+ * digits and ".-_:" only: it is one word of the record. */
+size_t rdl_identity_clean(char *out, size_t max, const char *s, size_t len, int host);
+/* This process's identity: label (NULL: the program's name), the host name,
+ * the pid. */
+void rdl_identity_of_process(rdl_identity *id, const char *label);
+/* Writes "PID AT HOST LABEL" and a NUL to out (RDL_RECORD_MAX + 1 bytes);
+ * at_ms below 0 is written 0 (not known). Returns the length. */
+size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, char *out);
+/* Writes "TOKEN RECORD" and a NUL to out (RDL_VALUE_MAX + 1 bytes): what a
+ * mutex's key holds. Returns the length. */
+size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, char *out);
+
+#endif

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* Who holds (src/identity.h; man 3 redlease, HOLDERS): a label is cleaned
+ * for display and bounded, the record is "PID AT HOST LABEL", and AT is the
+ * server's clock (TIME, read in the handshake) at the attempt's send, or 0
+ * when the server would not tell it, which never fails the link. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core_rig.h"
+#include "fake.h"
+#include "identity.h"
+#include "testutil.h"
+
+static const char *clean(const char *s, size_t max, int host)
+{
+    static char out[256];
+    rdl_identity_clean(out, max, s, strlen(s), host);
+    return out;
+}
+
+/* What a terminal would act on never reaches it; what it shows stays. */
+static void test_label_cleaned_for_display(void)
+{
+    CHECK_STR(clean("billing worker #3", 64, 0), "billing worker #3");
+    CHECK_STR(clean("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x94\x92", 64, 0),
+              "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x94\x92"); /* UTF-8 kept */
+    CHECK_STR(clean("a\x1b[31mb\tc\nd\x7f", 64, 0), "a?[31mb?c?d?");     /* C0, DEL */
+    CHECK_STR(clean("x\xc2\x85y", 64, 0), "x?y");                         /* C1 NEL */
+    CHECK_STR(clean("evil\xe2\x80\xaetxt.exe", 64, 0), "evil?txt.exe");   /* RLO */
+    CHECK_STR(clean("\xe2\x81\xa6i\xe2\x81\xa9", 64, 0), "?i?");          /* isolates */
+    CHECK_STR(clean("\xff\xfe", 64, 0), "??");                            /* no UTF-8 */
+    CHECK_STR(clean("\xc0\xaf", 64, 0), "??");                            /* overlong */
+    CHECK_STR(clean("\xed\xa0\x80", 64, 0), "???");                       /* surrogate */
+    CHECK_STR(clean("\xe6\x97", 64, 0), "??");                            /* cut short */
+    /* bounded, never half a sequence */
+    CHECK_STR(clean("abcd\xc3\xa9", 5, 0), "abcd");
+    CHECK_STR(clean("abcd\xc3\xa9", 6, 0), "abcd\xc3\xa9");
+    /* a host is one word of the record */
+    CHECK_STR(clean("db-1.example.org", 64, 1), "db-1.example.org");
+    CHECK_STR(clean("my host\xc3\xa9!", 64, 1), "my?host???");
+}
+
+static void test_record_format(void)
+{
+    rdl_identity id = {.label = "nightly backup", .host = "db-1", .pid = 4242};
+    char rec[RDL_RECORD_MAX + 1], value[RDL_VALUE_MAX + 1];
+    CHECK_EQ(rdl_identity_record(&id, 1700000000123LL, rec), strlen("4242 1700000000123 db-1 nightly backup"));
+    CHECK_STR(rec, "4242 1700000000123 db-1 nightly backup");
+    rdl_identity_record(&id, -1, rec); /* not known */
+    CHECK_STR(rec, "4242 0 db-1 nightly backup");
+    const char *tok = "0123456789abcdef0123456789abcdef";
+    size_t n = rdl_identity_value(&id, tok, 5, value);
+    CHECK_STR(value, "0123456789abcdef0123456789abcdef 4242 5 db-1 nightly backup");
+    CHECK_EQ(n, strlen(value));
+    /* the longest fits */
+    rdl_identity big = {.pid = INT64_MAX};
+    memset(big.label, 'l', REDLEASE_MAX_LABEL);
+    memset(big.host, 'h', RDL_HOST_MAX);
+    CHECK_EQ(rdl_identity_value(&big, tok, INT64_MAX, value), (size_t)RDL_VALUE_MAX - 2); /* 19-digit numbers */
+    /* this process: its pid, its host, the program's name */
+    rdl_identity me;
+    rdl_identity_of_process(&me, NULL);
+    CHECK_EQ(me.pid, (int64_t)getpid());
+    CHECK_STR(me.label, "test_identity");
+    CHECK(me.host[0] != '\0' && strchr(me.host, ' ') == NULL);
+    rdl_identity_of_process(&me, "x\x1b");
+    CHECK_STR(me.label, "x?");
+}
+
+static void test_label_option_bounded(void)
+{
+    redlease_client_options o;
+    redlease_client_options_init(&o);
+    CHECK(o.label == NULL);
+    char label[REDLEASE_MAX_LABEL + 2];
+    memset(label, 'a', sizeof label);
+    label[REDLEASE_MAX_LABEL] = '\0';
+    o.label = label;
+    CHECK(redlease_client_options_error(&o) == NULL);
+    label[REDLEASE_MAX_LABEL] = 'a';
+    label[REDLEASE_MAX_LABEL + 1] = '\0';
+    CHECK(redlease_client_options_error(&o) != NULL && strstr(redlease_client_options_error(&o), "label"));
+    redlease_client *c = NULL;
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_EINVAL);
+    o.label = "";
+    CHECK_EQ(redlease_client_new(&c, &o), REDLEASE_EINVAL);
+    CHECK(c == NULL);
+}
+
+/* The acquire's SET carries the record: the client's label, cleaned, and
+ * the server's clock at the send. */
+static void test_record_rides_the_acquire(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.label = "api \xe2\x80\xae gateway";
+    fake f;
+    fake_start(&f, &co);
+    fake_advance(&f, 250); /* the server's clock moves with ours */
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(cmd_is(&f, "SET", "lock:{job}"));
+    char want[256];
+    snprintf(want, sizeof want, "%s %lld %lld %s api ? gateway", redlease_lock_token(r.lk), (long long)getpid(),
+             (long long)(FAKE_SERVER_CLOCK_MS + f.now), f.c->set.identity.host);
+    if (c) CHECK_STR(c->argv[2], want);
+    end(&f);
+}
+
+/* A server that will not say its time (an ACL without TIME) still serves:
+ * the record says 0. */
+static void test_time_refused_is_no_failure(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    fake_connect_raw(&f);
+    CHECK(cmd_is(&f, "PING", NULL));
+    fake_reply_status(&f, "PONG");
+    CHECK(cmd_is(&f, "TIME", NULL));
+    fake_reply_err(&f, "NOPERM User app has no permissions to run the 'time' command");
+    fake_answer_handshake(&f); /* the probe */
+    fake_run(&f);
+    CHECK(redlease_client_connected(f.c));
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_cmd *c = fake_peek(&f);
+    char want[128];
+    snprintf(want, sizeof want, "%s %lld 0 ", redlease_lock_token(r.lk), (long long)getpid());
+    CHECK(c && strncmp(c->argv[2], want, strlen(want)) == 0);
+    end(&f);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {
+        TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format),
+        TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
+        TEST_CASE(test_time_refused_is_no_failure),
+    };
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
