@@ -33,6 +33,17 @@ static void join(fake *f, rec *b, redlease_lock_options o)
     CHECK_EQ(fake_pending(f), 0);
 }
 
+/* A started client on f, its events recorded, where a holds "x" with
+ * re-entry (TTL 3000 ms) and b has joined it; returns a's send time. */
+static int64_t shared_lease(fake *f, rec *a, rec *b)
+{
+    fake_alloc_install();
+    start_recording(f);
+    int64_t t0 = hold(f, a, "x", reentrant(3000));
+    join(f, b, reentrant(3000));
+    return t0;
+}
+
 /* The pending command names token among its arguments. */
 static int cmd_has(fake *f, const char *token)
 {
@@ -170,12 +181,9 @@ static void test_second_acquire_without_reentry_says_held_by_this_client(void)
 
 static void test_release_joined_first_then_the_first(void)
 {
-    fake_alloc_install();
     fake f;
-    fake_start(&f, NULL);
     rec a = {0}, b = {0};
-    int64_t t0 = hold(&f, &a, "x", reentrant(3000));
-    join(&f, &b, reentrant(3000));
+    int64_t t0 = shared_lease(&f, &a, &b);
     CHECK_EQ(release(&b), REDLEASE_OK);
     CHECK_EQ(b.rel_calls, 0); /* from the loop */
     fake_run(&f);
@@ -202,14 +210,11 @@ static void test_release_joined_first_then_the_first(void)
  * and reports its real outcome. */
 static void test_release_first_then_joined(void)
 {
-    fake_alloc_install();
     fake f;
-    fake_start(&f, NULL);
     rec a = {0}, b = {0};
-    int64_t t0 = hold(&f, &a, "x", reentrant(3000));
+    int64_t t0 = shared_lease(&f, &a, &b);
     char token[64];
     snprintf(token, sizeof token, "%s", redlease_lock_token(a.lk));
-    join(&f, &b, reentrant(3000));
     release(&a);
     fake_run(&f);
     CHECK_EQ(a.rel_calls, 1);
@@ -249,12 +254,9 @@ static void test_release_first_then_joined(void)
 static void test_loss_reaches_every_handle_once(void)
 {
     for (int carried = 0; carried < 2; carried++) {
-        fake_alloc_install();
         fake f;
-        start_recording(&f);
         rec a = {0}, b = {0}, c = {0};
-        int64_t t0 = hold(&f, &a, "x", reentrant(3000));
-        join(&f, &b, reentrant(3000));
+        int64_t t0 = shared_lease(&f, &a, &b);
         join(&f, &c, reentrant(3000));
         if (carried) {
             release(&a);
@@ -285,12 +287,9 @@ static void test_loss_reaches_every_handle_once(void)
         end(&f);
     }
     /* expired, its first handle released */
-    fake_alloc_install();
     fake f;
-    fake_start(&f, NULL);
     rec a = {0}, b = {0};
-    int64_t t0 = hold(&f, &a, "x", reentrant(3000));
-    join(&f, &b, reentrant(3000));
+    int64_t t0 = shared_lease(&f, &a, &b);
     release(&a);
     fake_run(&f);
     f.connect_rc = REDLEASE_ECONN; /* it never comes back */
@@ -308,12 +307,9 @@ static void test_loss_reaches_every_handle_once(void)
 static void test_client_free_ends_joined_handles(void)
 {
     for (int v = 0; v < 3; v++) {
-        fake_alloc_install();
         fake f;
-        fake_start(&f, NULL);
         rec a = {0}, b = {0};
-        hold(&f, &a, "x", reentrant(3000));
-        join(&f, &b, reentrant(3000));
+        shared_lease(&f, &a, &b);
         if (v >= 1) { /* the first released: it carries the lease */
             release(&a);
             fake_run(&f);
@@ -343,12 +339,9 @@ static void on_close_done(redlease_client *c, void *arg)
 
 static void test_client_close_ends_joined_handles(void)
 {
-    fake_alloc_install();
     fake f;
-    fake_start(&f, NULL);
     rec a = {0}, b = {0}, c = {0};
-    hold(&f, &a, "x", reentrant(3000));
-    join(&f, &b, reentrant(3000));
+    shared_lease(&f, &a, &b);
     join(&f, &c, reentrant(3000));
     release(&a);
     fake_run(&f);
@@ -360,6 +353,40 @@ static void test_client_close_ends_joined_handles(void)
     CHECK_EQ(c.lost_reason, REDLEASE_LOST_CLOSED);
     CHECK_EQ(a.lost_calls, 0);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* the lease is deleted */
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(done, 1);
+    f.c = NULL;
+    end(&f);
+}
+
+/* The joined handle was made before the lease's first handle (it waited
+ * while another client held the lock): a close still ends each once. */
+static void test_close_when_the_joined_handle_came_first(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    rec a = {0}, b = {0};
+    redlease_lock_options o = reentrant(3000);
+    o.wait_ms = 5000;
+    CHECK_EQ(start_lock(&f, &b, "x", &o), REDLEASE_OK);
+    fake_run(&f);
+    reply_busy(&f); /* another client's */
+    fake_run(&f);
+    CHECK_EQ(start_lock(&f, &a, "x", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    CHECK_EQ(b.acq_status, REDLEASE_OK);
+    int done = 0;
+    redlease_client_close(f.c, on_close_done, &done);
+    fake_run(&f);
+    CHECK_EQ(a.lost_calls, 1);
+    CHECK_EQ(b.lost_calls, 1);
+    CHECK_EQ(b.lost_reason, REDLEASE_LOST_CLOSED);
+    CHECK(cmd_has(&f, redlease_lock_token(a.lk)));
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(done, 1);
@@ -405,6 +432,56 @@ static void release_when_joined(redlease_client *c, const redlease_event *ev, vo
     }
 }
 
+/* In the queue: a waiter that joins leaves the queue by a drop of its
+ * own token, never the lease's (which would delete the lease's key). */
+static void test_queued_waiter_joins_and_leaves_by_its_own_token(void)
+{
+    fake_alloc_install();
+    fake f;
+    fake_start(&f, NULL);
+    rec a = {0}, b = {0};
+    redlease_lock_options o = reentrant(3000);
+    o.wait_ms = 20000;
+    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    CHECK_EQ(start_lock(&f, &b, "x", &o), REDLEASE_OK);
+    char own[64];
+    snprintf(own, sizeof own, "%s", redlease_lock_token(b.lk));
+    fake_run(&f);
+    fake_reply_int(&f, -3000); /* another client holds it */
+    fake_run(&f);
+    fake_link_connect(&f, &f.side); /* the channel the first waiter opened */
+    fake_link_subscribed(&f.side);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)));
+    fake_reply_int(&f, -3000); /* now in the queue */
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    CHECK_EQ(start_lock(&f, &a, "x", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_reply_int(&f, 1); /* a acquires (the other's lease expired) */
+    fake_run(&f);
+    CHECK_EQ(a.acq_status, REDLEASE_OK);
+    CHECK_EQ(b.acq_status, REDLEASE_OK); /* b joined at once */
+    CHECK_STR(redlease_lock_token(b.lk), redlease_lock_token(a.lk));
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_RELEASE)));
+    CHECK(cmd_has(&f, own));
+    CHECK(!cmd_has(&f, redlease_lock_token(a.lk)));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    release(&b);
+    fake_run(&f);
+    CHECK_EQ(b.rel_status, REDLEASE_OK);
+    CHECK_EQ(fake_pending(&f), 0);
+    release(&a);
+    fake_run(&f);
+    CHECK(cmd_has(&f, redlease_lock_token(a.lk)));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
 /* Released before its on_acquire: cancelled, the lease is the others'. */
 static void test_joined_released_before_told_is_cancelled(void)
 {
@@ -427,23 +504,13 @@ static void test_joined_released_before_told_is_cancelled(void)
     end(&f);
 }
 
-static void free_client_inside(rec *r, redlease_lock *lk)
-{
-    (void)lk;
-    redlease_client_free(r->f->c);
-    r->f->c = NULL;
-}
-
 /* The client freed from the first on_lost of a lost lease: every other
  * handle still hears of its end once. */
 static void test_free_inside_on_lost_of_a_shared_lease(void)
 {
-    fake_alloc_install();
     fake f;
-    fake_start(&f, NULL);
     rec a = {.on_lost_do = free_client_inside}, b = {0}, c = {0};
-    int64_t t0 = hold(&f, &a, "x", reentrant(3000));
-    join(&f, &b, reentrant(3000));
+    int64_t t0 = shared_lease(&f, &a, &b);
     join(&f, &c, reentrant(3000));
     fake_until(&f, t0 + 1000);
     fake_reply_int(&f, 0);
@@ -550,7 +617,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_loss_reaches_every_handle_once),
         TEST_CASE(test_client_free_ends_joined_handles),
         TEST_CASE(test_client_close_ends_joined_handles),
+        TEST_CASE(test_close_when_the_joined_handle_came_first),
         TEST_CASE(test_waiting_handle_joins_when_the_lease_is_delivered),
+        TEST_CASE(test_queued_waiter_joins_and_leaves_by_its_own_token),
         TEST_CASE(test_joined_released_before_told_is_cancelled),
         TEST_CASE(test_free_inside_on_lost_of_a_shared_lease),
         TEST_CASE(test_semaphore_holders_join_by_weight),
