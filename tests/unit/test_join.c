@@ -13,6 +13,7 @@
 #include "core_rig.h"
 #include "fake.h"
 #include "lock.h" /* RDL_OWN_HOLDER_TEXT */
+#include "test_quorum.h" /* a quorum on the fake's links */
 #include "testutil.h"
 
 static redlease_lock_options reentrant(int64_t ttl)
@@ -546,6 +547,36 @@ static void test_semaphore_holders_join_by_weight(void)
     end(&f);
 }
 
+/* Under a quorum too: joining sends nothing to any member, and the last
+ * release is the quorum's. */
+static void test_join_under_a_quorum(void)
+{
+    fake_alloc_install();
+    fake f;
+    start_quorum(&f, 3);
+    rec a = {0}, b = {0};
+    hold3(&f, &a, "job", reentrant(3000));
+    redlease_lock_options o = reentrant(3000);
+    CHECK_EQ(start_lock(&f, &b, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(b.acq_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
+    CHECK_EQ(redlease_lock_held(b.lk), 1);
+    release(&b);
+    fake_run(&f);
+    CHECK_EQ(b.rel_status, REDLEASE_OK);
+    for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
+    release(&a);
+    fake_run(&f);
+    for (int i = 0; i < 3; i++) {
+        CHECK(ran(&f, i, RDL_SCRIPT_RELEASE, &a, 4));
+        fake_link_reply_int(member(&f, i), i < 2);
+    }
+    fake_run(&f);
+    CHECK_EQ(a.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
 /* ------------------------------------------------- allocation failures */
 
 static void answer_all(fake *f)
@@ -623,6 +654,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_joined_released_before_told_is_cancelled),
         TEST_CASE(test_free_inside_on_lost_of_a_shared_lease),
         TEST_CASE(test_semaphore_holders_join_by_weight),
+        TEST_CASE(test_join_under_a_quorum),
         TEST_CASE(test_allocation_failure_in_a_shared_lease),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
