@@ -66,7 +66,8 @@ enum redlease_status {
     REDLEASE_OK = 0,
     REDLEASE_EINVAL = -1,    /* argument that cannot work */
     REDLEASE_ENOMEM = -2,    /* out of memory */
-    REDLEASE_EBUSY = -3,     /* held by another holder; wait budget or attempts ran out */
+    REDLEASE_EBUSY = -3,     /* held by another lease (this client's own too: see lock
+                                option reentrant); wait budget or attempts ran out */
     REDLEASE_ETIMEDOUT = -4, /* Redis did not answer in time */
     REDLEASE_ECANCELED = -5, /* released before the acquire completed, or client freed */
     REDLEASE_ECONN = -6,     /* no connection to Redis */
@@ -268,7 +269,9 @@ REDLEASE_EXTERN int redlease_client_connected(const redlease_client *c);
 enum redlease_event_type {
     REDLEASE_EV_ATTEMPT = 1,    /* an acquire attempt was sent (attempt = 1, 2, ...) */
     REDLEASE_EV_ACQUIRED,       /* lease confirmed; rtt_ms, remaining_ms */
-    REDLEASE_EV_CONTENDED,      /* the key is held by someone else; retry_in_ms, -1: last */
+    REDLEASE_EV_CONTENDED,      /* the key is held by another lease; retry_in_ms, -1: last;
+                                   detail "held by this client (another of its handles)"
+                                   when it is this client's, else NULL */
     REDLEASE_EV_ACQUIRE_FAILED, /* on_acquire gets status */
     REDLEASE_EV_RENEWED,        /* renewal confirmed; rtt_ms, remaining_ms */
     REDLEASE_EV_RENEW_FAILED,   /* renewal not confirmed (status); lease at risk; remaining_ms */
@@ -314,8 +317,11 @@ typedef struct redlease_stats {
     uint64_t connects, disconnects, commands_sent, timeouts; /* every connection's, the
                                                                 wake-up channel's too */
     uint64_t wakeups;   /* times the adapter's timer fired (on_timer calls) */
-    uint64_t locks_now; /* handles alive */
-    uint64_t held_now;  /* handles in the held state */
+    uint64_t locks_now; /* handles alive: yours, and for a while some you released
+                           (their key being deleted, or a lease they carry for
+                           handles joined to it: lock option reentrant) */
+    uint64_t held_now;  /* leases held: handles in the held state, a lease joined by
+                           several handles once */
 } redlease_stats;
 REDLEASE_EXTERN void redlease_client_stats(const redlease_client *c, redlease_stats *out);
 
@@ -404,6 +410,18 @@ typedef struct redlease_lock_options {
     int limit;                  /* 0: not a semaphore; 1 to REDLEASE_MAX_PERMITS */
     int weight;                 /* 0: 1; with a limit only, at most it */
     int shared;                 /* nonzero: a shared holder; not with a limit */
+    /* Re-entry (man 3 redlease, RE-ENTRY): while another handle of this
+     * client that also set reentrant holds the resource (held, locally
+     * valid, on_acquire(REDLEASE_OK) delivered) with the same kind (limit,
+     * weight, shared) and fencing, this acquire joins its lease: no
+     * command is sent, on_acquire(REDLEASE_OK) comes from the loop, and
+     * the handle reports the lease's token, fence and validity. Checked
+     * before each attempt and when such a lease is delivered. The lease
+     * keeps the terms it was acquired with (ttl_ms, renewals, max_hold_ms,
+     * replicas); it is released in Redis when the last of its handles is,
+     * and a loss reaches every handle's on_lost. Without it (either
+     * handle) a second acquire waits its turn like any other. */
+    int reentrant;              /* 0: never joins nor is joined */
 } redlease_lock_options;
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Who holds a lease (src/identity.c; man 3 redlease, HOLDERS; docs/design.md,
- * section 13): the record each holder and each queued waiter leaves beside
+ * section 14): the record each holder and each queued waiter leaves beside
  * its token in Redis, "PID AT HOST LABEL". PID is the holding process's,
  * AT when the attempt that wrote it was sent, in ms by the server's clock
  * as the connection read it (0: not known), HOST the machine's name and

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backoff.h"
 #include "heap.h"
@@ -111,7 +112,13 @@ struct rdl_lock_acq {
     int64_t recheck_at;  /* a word came while an attempt was out: check by then */
     int64_t holder_left; /* the holder's remaining TTL the last attempt learnt, ms (0: unknown) */
     int split_backoff;   /* votes can split: the last check was a backoff after a split vote */
+    int own_holder;      /* the last attempt found the resource busy while another
+                            handle of this client held it (RDL_OWN_HOLDER_TEXT) */
 };
+
+/* What a contended attempt's events and redlease_client_errstr() say when
+ * another handle of the same client holds the resource. */
+#define RDL_OWN_HOLDER_TEXT "held by this client (another of its handles)"
 
 /* Options few handles use: allocated only when one is set (a fence,
  * replicas to acknowledge, a hold cap, a semaphore, a shared holder), it
@@ -127,6 +134,19 @@ struct rdl_lock_opts {
     int32_t capacity;             /* what each server admits of limit
                                      (rdl_quorum_capacity) */
     uint8_t shared;               /* a shared holder */
+    /* Re-entry (lock_join.c; docs/design.md, section 13): a lease's
+     * handles are its first handle, which carries it (its token, its
+     * requests, its deadlines), and those joined to it, which carry
+     * nothing of their own. */
+    uint8_t reentrant;            /* option: joins, and may be joined */
+    uint8_t carried;              /* the first handle, released by its user while
+                                     joined ones remain: it carries the lease for
+                                     them and owes its user nothing more */
+    uint32_t joined;              /* the first handle: handles joined to it now */
+    struct redlease_lock *lease;  /* a joined handle: the first handle; else NULL */
+    struct redlease_lock *handle; /* whose these are (the ring links options) */
+    rdl_list sharers;             /* the first handle: the ring of those joined to
+                                     it; a joined one: its link there */
 };
 
 /* The handle itself holds what a held lease needs, each field as narrow
@@ -236,6 +256,27 @@ static inline int32_t rdl_lock_limit(const struct redlease_lock *lk)
 static inline int rdl_lock_shared(const struct redlease_lock *lk)
 {
     return lk->opts && lk->opts->shared;
+}
+/* A handle joined to another's lease (re-entry). */
+static inline int rdl_lock_joined(const struct redlease_lock *lk)
+{
+    return lk->opts && lk->opts->lease;
+}
+/* A lease's first handle that its user released while handles joined to
+ * it still hold: it carries the lease for them. */
+static inline int rdl_lock_carried(const struct redlease_lock *lk)
+{
+    return lk->opts && lk->opts->carried;
+}
+/* Two handles of one resource (the same lock key). */
+static inline int rdl_lock_same_key(const struct redlease_lock *a, const struct redlease_lock *b)
+{
+    return a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
+}
+/* The handle that carries lk's lease: its first handle, or lk itself. */
+static inline const struct redlease_lock *rdl_lock_carrier(const struct redlease_lock *lk)
+{
+    return rdl_lock_joined(lk) ? lk->opts->lease : lk;
 }
 /* Asks the CPU for the handle's memory ahead of its use: with many leases
  * each is touched once per renewal interval, long out of cache by then,

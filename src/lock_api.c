@@ -29,7 +29,12 @@ static void cancel_unannounced(struct redlease_lock *lk, int64_t now)
 
 void rdl_lock_close(struct redlease_lock *lk, int64_t now)
 {
-    if (lk->state == RDL_LOCK_ACQUIRING) {
+    if (lk->state == RDL_LOCK_HELD && rdl_lock_joined(lk)) {
+        /* its lease ends for all its handles (the first comes before it
+         * in the client's list: this is only a safeguard) */
+        lk = lk->opts->lease;
+        if (lk->state == RDL_LOCK_HELD) rdl_lock_lose(lk, REDLEASE_LOST_CLOSED, now);
+    } else if (lk->state == RDL_LOCK_ACQUIRING) {
         if (lk->op) rdl_lock_abandon_op(lk);
         rdl_lock_finish_acquire(lk, REDLEASE_ECANCELED, now);
     } else if (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE)) {
@@ -82,7 +87,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
 
     size_t keylen = rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
     size_t fence_keylen = o->fencing ? rdl_key_len(ls->prefix_len, resource, rlen, REDLEASE_KEY_FENCE) : 0;
-    int rare = o->fencing || replica_timeout || o->max_hold_ms || holders;
+    int rare = o->fencing || replica_timeout || o->max_hold_ms || holders || o->reentrant;
     /* the keys start where key[] does, in the struct's tail padding */
     size_t size = offsetof(struct redlease_lock, key) + keylen + 1 + (o->fencing ? fence_keylen + 1 : 0);
     struct redlease_lock *lk = rdl_calloc(1, size > sizeof *lk ? size : sizeof *lk);
@@ -116,6 +121,9 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
         opts->weight = o->weight ? o->weight : 1;
         opts->capacity = (int32_t)capacity;
         opts->shared = o->shared != 0;
+        opts->reentrant = o->reentrant != 0;
+        opts->handle = lk;
+        rdl_list_init(&opts->sharers);
     }
     lk->set = ls;
     lk->node = rdl_lock_route(lk);
@@ -159,6 +167,48 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
     return REDLEASE_OK;
 }
 
+/* A compare-and-delete of the lease, by its first handle, for lk. */
+static void release_lease(struct redlease_lock *lk, int64_t now)
+{
+    rdl_locks *ls = lk->set;
+    if (lk->op) rdl_lock_abandon_op(lk); /* a renewal in flight goes stale */
+    rdl_lock_set_state(lk, RDL_LOCK_RELEASING);
+    lk->op_limit = now + ls->command_timeout; /* retries end there */
+    rdl_lock_start_op(lk, RDL_REQ_RELEASE, now);
+    rdl_lock_reschedule(lk);
+}
+
+/* The release of a held handle that shares its lease (re-entry): 1 when
+ * done here. While another handle holds the lease, lk's release touches
+ * nothing in Redis: on_release(OK), and a first handle carries the lease
+ * on for those joined to it. The last handle's release is the lease's,
+ * which the first handle makes and lk hears the outcome of. */
+static int release_shared(struct redlease_lock *lk, int64_t now)
+{
+    if (!rdl_lock_joined(lk) && !(lk->opts && lk->opts->joined)) return 0;
+    if (rdl_lock_joined(lk) && (lk->notify & RDL_NOTIFY_ACQUIRE)) {
+        /* not told yet: it ends cancelled, and the lease is the others' */
+        lk->acq->status = REDLEASE_ECANCELED;
+        rdl_lock_finish_release(lk, REDLEASE_OK, now);
+        return 1;
+    }
+    if (!rdl_lock_joined(lk) && (lk->notify & RDL_NOTIFY_ACQUIRE)) return 0; /* nobody joined it yet */
+    if (rdl_lock_others_hold(lk)) {
+        if (rdl_lock_joined(lk)) {
+            rdl_lock_finish_release(lk, REDLEASE_OK, now);
+        } else {
+            /* its user's handle ends; the lease goes on, renewed, for the others */
+            lk->opts->carried = 1;
+            rdl_lock_report_release(lk, REDLEASE_OK, now);
+        }
+        return 1;
+    }
+    if (!rdl_lock_joined(lk)) return 0; /* the last holder: its own release */
+    rdl_lock_set_state(lk, RDL_LOCK_RELEASING); /* until the first handle's ends */
+    release_lease(lk->opts->lease, now);
+    return 1;
+}
+
 int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *arg)
 {
     if (!lk || lk->release_called) return REDLEASE_EINVAL;
@@ -191,15 +241,13 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
         if (!ls->svc->dead) rdl_lock_finish_release(lk, REDLEASE_OK, now);
         break;
     case RDL_LOCK_HELD:
+        if (release_shared(lk, now)) break;
         if (lk->notify & RDL_NOTIFY_ACQUIRE) {
             cancel_unannounced(lk, now);
             if (!ls->svc->dead) rdl_lock_finish_release(lk, REDLEASE_OK, now);
             break;
         }
-        if (lk->op) rdl_lock_abandon_op(lk); /* a renewal in flight goes stale */
-        rdl_lock_set_state(lk, RDL_LOCK_RELEASING);
-        lk->op_limit = now + ls->command_timeout; /* retries end there */
-        rdl_lock_start_op(lk, RDL_REQ_RELEASE, now);
+        release_lease(lk, now);
         break;
     default: /* DONE: failed, cancelled or lost */
         rdl_lock_finish_release(lk, rdl_lock_done_release_status(lk), now);
@@ -210,23 +258,30 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
     return REDLEASE_OK;
 }
 
+/* A handle joined to another's lease (re-entry) reports the lease's: its
+ * first handle, kept allocated as long as the joined one is. */
 int redlease_lock_held(const redlease_lock *lk)
 {
     if (!lk || lk->state != RDL_LOCK_HELD) return 0;
+    lk = rdl_lock_carrier(lk);
     const rdl_locks *ls = lk->set;
-    return lk->confirm_node && rdl_node_ready(lk->confirm_node) && rdl_lock_confirmed_on(lk, lk->confirm_node) &&
-           rdl_svc_now(ls->svc) < lk->valid_until;
+    return lk->state == RDL_LOCK_HELD && lk->confirm_node && rdl_node_ready(lk->confirm_node) &&
+           rdl_lock_confirmed_on(lk, lk->confirm_node) && rdl_svc_now(ls->svc) < lk->valid_until;
 }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {
     if (!redlease_lock_held(lk)) return 0; /* one rule for both */
-    int64_t left = lk->valid_until - rdl_svc_now(lk->set->svc);
+    int64_t left = rdl_lock_carrier(lk)->valid_until - rdl_svc_now(lk->set->svc);
     return left > 0 ? left : 0;
 }
 
-const char *redlease_lock_token(const redlease_lock *lk) { return lk ? lk->token : NULL; }
+const char *redlease_lock_token(const redlease_lock *lk) { return lk ? rdl_lock_carrier(lk)->token : NULL; }
 const char *redlease_lock_key(const redlease_lock *lk) { return lk ? lk->key : NULL; }
 size_t redlease_lock_key_len(const redlease_lock *lk) { return lk ? lk->keylen : 0; }
-uint64_t redlease_lock_fence(const redlease_lock *lk) { return lk && lk->opts ? lk->opts->fence : 0; }
+uint64_t redlease_lock_fence(const redlease_lock *lk)
+{
+    lk = lk ? rdl_lock_carrier(lk) : NULL;
+    return lk && lk->opts ? lk->opts->fence : 0;
+}
 redlease_client *redlease_lock_client(const redlease_lock *lk) { return lk ? lk->set->svc->client : NULL; }

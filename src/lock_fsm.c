@@ -91,6 +91,10 @@ void rdl_lock_attempt_ended(struct redlease_lock *lk, int status, int definite, 
     if (busy) {
         ls->stats.contended++;
         lk->met_queue = 1; /* a queue may form behind the holder */
+        /* whose it is, when it is this client's own: never "another holder" */
+        lk->acq->own_holder = rdl_lock_own_holder(lk) != NULL;
+        if (lk->acq->own_holder)
+            rdl_svc_set_errstr(ls->svc, RDL_OWN_HOLDER_TEXT, sizeof RDL_OWN_HOLDER_TEXT - 1);
     }
     /* the hook may end the handle, and its acquire part with it */
     rdl_lock_emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
@@ -184,7 +188,9 @@ void rdl_lock_acquire_reply(struct redlease_lock *lk, const rdl_req *req, const 
     int fresh = rdl_valid_until(req->t0, lk->ttl) > now;
     int may_have_set = res == 1 || res == REDLEASE_ECONN; /* NULL: the link broke */
     if (!current) {
-        if (lk->state == RDL_LOCK_HELD) return; /* ours already */
+        /* ours already; not a joined handle's own attempt, which no lease
+         * of it will ever use */
+        if (lk->state == RDL_LOCK_HELD && !rdl_lock_joined(lk)) return;
         /* A late OK still worth having; not when replicas must acknowledge
          * it (nobody asked them): the next attempt reclaims the key. */
         if (res == 1 && lk->state == RDL_LOCK_ACQUIRING && fresh && !rdl_lock_replica_timeout(lk) &&
@@ -237,9 +243,17 @@ void rdl_lock_lose(struct redlease_lock *lk, int reason, int64_t now)
     rdl_lock_set_state(lk, RDL_LOCK_DONE);
     lk->next_action = RDL_NEVER;
     lk->lost_reason = reason;
-    rdl_lock_owe(lk, RDL_NOTIFY_LOST);
-    ls->stats.lost++;
-    rdl_lock_emit(lk, REDLEASE_EV_LOST, lost_status(reason), -1, -1, now);
+    /* Every handle of the lease loses it (re-entry); one its user
+     * released (carried for the others) owes nothing. Their states are
+     * settled before any event: the hook may end the client. */
+    int told = !rdl_lock_carried(lk);
+    if (told) {
+        rdl_lock_owe(lk, RDL_NOTIFY_LOST);
+        ls->stats.lost++;
+    }
+    int sharers = rdl_lock_lose_sharers(lk, reason);
+    if (told) rdl_lock_emit(lk, REDLEASE_EV_LOST, lost_status(reason), -1, -1, now);
+    if (sharers) rdl_lock_emit_sharers_lost(lk, reason, lost_status(reason), now);
     /* Stop holding it in Redis too, so the next holder need not wait. */
     if (reason != REDLEASE_LOST_NOT_OWNER && !ls->svc->dead) rdl_lock_queue_drop(lk, now);
 }
@@ -353,8 +367,22 @@ void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 
 void rdl_lock_finish_release(struct redlease_lock *lk, int status, int64_t now)
 {
+    if (rdl_lock_carried(lk)) {
+        /* The release of a lease its user had released already, for the
+         * last handle joined to it, which hears how it went. */
+        struct redlease_lock *last = rdl_lock_releasing_sharer(lk);
+        rdl_lock_set_state(lk, RDL_LOCK_DONE);
+        lk->op = 0;
+        if (!last) return;
+        lk = last;
+    }
     rdl_lock_set_state(lk, RDL_LOCK_DONE);
     lk->op = 0;
+    rdl_lock_report_release(lk, status, now);
+}
+
+void rdl_lock_report_release(struct redlease_lock *lk, int status, int64_t now)
+{
     lk->release_status = status;
     rdl_lock_owe(lk, RDL_NOTIFY_RELEASE);
     lk->set->stats.released++;
@@ -449,14 +477,16 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         lk->op = op; /* rdl_lock_op_failed decides by it */
         rdl_lock_op_failed(lk, status, !sent && rdl_node_refusal(lk->node), lk->op_cut, now);
     } else if (!lk->op && now >= lk->next_action) {
-        if (lk->state == RDL_LOCK_ACQUIRING)
-            rdl_lock_start_op(lk, RDL_REQ_ACQUIRE, now);
-        else if (lk->state == RDL_LOCK_HELD)
+        if (lk->state == RDL_LOCK_ACQUIRING) {
+            /* with re-entry, a lease of this client's it can join first */
+            if (!rdl_lock_try_join(lk, now)) rdl_lock_start_op(lk, RDL_REQ_ACQUIRE, now);
+        } else if (lk->state == RDL_LOCK_HELD) {
             rdl_lock_start_op(lk, RDL_REQ_RENEW, now);
-        else if (lk->state == RDL_LOCK_RELEASING)
+        } else if (lk->state == RDL_LOCK_RELEASING) {
             rdl_lock_start_op(lk, RDL_REQ_RELEASE, now);
-        else
+        } else {
             lk->next_action = RDL_NEVER;
+        }
     }
     rdl_lock_reschedule(lk);
     rdl_lock_maybe_free(lk); /* a released handle whose drop expired */

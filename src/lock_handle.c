@@ -37,12 +37,15 @@ void rdl_lock_reschedule(struct redlease_lock *lk)
 }
 
 /* Every change of a lock's state goes through here, so stats.held_now
- * counts the handles in HELD by construction, never kept in step by hand. */
+ * counts the leases held by construction, never kept in step by hand: the
+ * handles in HELD but those joined to another's lease (re-entry), which
+ * are joined before they enter HELD and stay so until freed. */
 void rdl_lock_set_state(struct redlease_lock *lk, int state)
 {
     redlease_stats *st = &lk->set->stats;
-    if (lk->state == RDL_LOCK_HELD) st->held_now--;
-    if (state == RDL_LOCK_HELD) st->held_now++;
+    int counts = !rdl_lock_joined(lk);
+    if (lk->state == RDL_LOCK_HELD && counts) st->held_now--;
+    if (state == RDL_LOCK_HELD && counts) st->held_now++;
     lk->state = state;
 }
 
@@ -65,12 +68,14 @@ void rdl_lock_owe(struct redlease_lock *lk, unsigned bit)
 }
 
 /* The text that goes with a failure status in an event: Redis's or the
- * connection's (ls->svc->errstr, set when the failure was seen). */
-static const char *detail_for(const rdl_locks *ls, int status)
+ * connection's (ls->svc->errstr, set when the failure was seen); for
+ * contention, whether the holder is this client's own handle. */
+static const char *detail_for(const struct redlease_lock *lk, int status)
 {
+    const rdl_locks *ls = lk->set;
     switch (status) {
+    case REDLEASE_EBUSY: return lk->acq && lk->acq->own_holder ? RDL_OWN_HOLDER_TEXT : NULL;
     case REDLEASE_OK:
-    case REDLEASE_EBUSY:
     case REDLEASE_ECANCELED:
     case REDLEASE_ENOTHELD:
     case REDLEASE_ENOMEM: return NULL;
@@ -86,11 +91,12 @@ void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, 
     rdl_locks *ls = lk->set;
     if (!ls->svc->event_cb || ls->svc->dead) return;
     int64_t remaining = -1;
-    if (lk->state == RDL_LOCK_HELD) remaining = lk->valid_until > now ? lk->valid_until - now : 0;
-    redlease_event ev = {.type = type, .key = lk->key, .token = lk->token, .ttl_ms = lk->ttl,
+    const struct redlease_lock *lease = rdl_lock_carrier(lk); /* a joined handle's is its lease's */
+    if (lk->state == RDL_LOCK_HELD) remaining = lease->valid_until > now ? lease->valid_until - now : 0;
+    redlease_event ev = {.type = type, .key = lk->key, .token = lease->token, .ttl_ms = lease->ttl,
                          .status = status, .rtt_ms = rtt, .remaining_ms = remaining,
                          .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
-                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(ls, status),
+                         .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(lk, status),
                          .key_len = lk->keylen,
                          .lost_reason = type == REDLEASE_EV_LOST ? lk->lost_reason : 0};
     rdl_svc_emit(ls->svc, &ev);
@@ -121,6 +127,7 @@ void rdl_lock_unqueue(struct redlease_lock *lk)
 void rdl_lock_maybe_free(struct redlease_lock *lk)
 {
     if (lk->user_ref || lk->refs || lk->drop_pending || rdl_list_linked(&lk->notify_link)) return;
+    if (lk->opts && lk->opts->joined) return; /* handles joined to its lease point here */
     rdl_lock_destroy(lk);
 }
 
@@ -135,15 +142,42 @@ void rdl_lock_destroy(struct redlease_lock *lk)
     rdl_lock_set_release_retry(lk, 0);
     ls->stats.locks_now--;
     rdl_lock_unqueue(lk);
+    struct redlease_lock *first = rdl_lock_joined(lk) ? lk->opts->lease : NULL;
+    if (lk->opts) rdl_list_remove(&lk->opts->sharers);
     rdl_free(lk->acq);
     rdl_free(lk->opts);
     rdl_free(lk);
+    /* The first handle of its lease, kept for it, may go now. Not while the
+     * client ends: then every handle goes, in no order. */
+    if (first && !ls->svc->dead && !--first->opts->joined) rdl_lock_maybe_free(first);
 }
 
 void rdl_lock_unref(struct redlease_lock *lk)
 {
     lk->refs--;
     rdl_lock_maybe_free(lk);
+}
+
+/* Handles of this client waiting to acquire lk's resource with re-entry
+ * check at once whether they can join lk's lease (lock_join.c), or as
+ * soon as their attempt out is answered. */
+static void poke_sharers(struct redlease_lock *lk)
+{
+    rdl_locks *ls = lk->set;
+    if (ls->svc->dead || lk->state != RDL_LOCK_HELD) return;
+    int64_t now = rdl_svc_now(ls->svc);
+    for (rdl_list *i = ls->locks.next; i != &ls->locks; i = i->next) {
+        struct redlease_lock *x = RDL_CONTAINER(i, struct redlease_lock, link);
+        if (x == lk || x->state != RDL_LOCK_ACQUIRING || !x->opts || !x->opts->reentrant ||
+            !rdl_lock_same_key(x, lk))
+            continue;
+        if (x->op) {
+            if (now < x->acq->recheck_at) x->acq->recheck_at = now;
+        } else if (now < x->next_action) {
+            x->next_action = now;
+            rdl_lock_reschedule(x);
+        }
+    }
 }
 
 /* Runs the callbacks owed, in order: acquire, lost, release. forced: during
@@ -160,6 +194,9 @@ static void run_callbacks(struct redlease_lock *lk, int forced)
             rdl_lock_unqueue(lk);
             lk->acq = NULL;
             acq->on_acquire(lk, acq->status, lk->arg);
+            /* a lease that can be joined now: this client's handles waiting
+             * for its resource to join it look again */
+            if (acq->status == REDLEASE_OK && lk->opts && lk->opts->reentrant) poke_sharers(lk);
             rdl_free(acq);
         } else if (lk->notify & RDL_NOTIFY_LOST) {
             lk->notify &= ~RDL_NOTIFY_LOST;
@@ -189,7 +226,7 @@ void rdl_lock_end_by_client(struct redlease_lock *lk)
     if (lk->state == RDL_LOCK_ACQUIRING || (lk->state == RDL_LOCK_HELD && (lk->notify & RDL_NOTIFY_ACQUIRE))) {
         lk->acq->status = REDLEASE_ECANCELED;
         rdl_lock_owe(lk, RDL_NOTIFY_ACQUIRE);
-    } else if (lk->state == RDL_LOCK_HELD) {
+    } else if (lk->state == RDL_LOCK_HELD && !rdl_lock_carried(lk)) {
         lk->lost_reason = REDLEASE_LOST_CLOSED;
         rdl_lock_owe(lk, RDL_NOTIFY_LOST);
     }

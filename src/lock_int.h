@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the lock layer's files share: one module split by job into layers,
  * each calling only those before it: lock_handle.c (bookkeeping, delivery,
- * reading replies), lock_send.c (commands and the op engine), lock_fsm.c
- * (the state machine), lock_reply.c (the request handler, fallbacks,
+ * reading replies), lock_send.c (commands and the op engine), lock_join.c
+ * (re-entry: handles sharing a lease), lock_fsm.c (the state machine), lock_reply.c (the request handler, fallbacks,
  * moves), lock_api.c (the calls on a lock). These are its own, never
  * called from outside it (src/lock.h is what the client uses). Each is
  * described where it is defined. */
@@ -71,6 +71,24 @@ int rdl_lock_send_ack(struct redlease_lock *lk, int op, const rdl_req *write, ui
 void rdl_lock_start_op(struct redlease_lock *lk, int op, int64_t now);
 void rdl_lock_set_node(struct redlease_lock *lk, rdl_node *n, int64_t now);
 
+/* lock_join.c: re-entry, handles sharing a lease */
+/* Another handle of this client holding lk's resource, or NULL. */
+struct redlease_lock *rdl_lock_own_holder(const struct redlease_lock *lk);
+/* lk (acquiring, with re-entry) joins a lease of this client it may share:
+ * 1 (on_acquire(OK) owed, nothing sent), or 0. */
+int rdl_lock_try_join(struct redlease_lock *lk, int64_t now);
+/* 1 when a handle of lk's lease other than lk still holds it (its first
+ * handle, unless carried, or one joined to it). */
+int rdl_lock_others_hold(const struct redlease_lock *lk);
+/* The handle joined to first whose release first's release is for. */
+struct redlease_lock *rdl_lock_releasing_sharer(const struct redlease_lock *first);
+/* first lost its lease: each handle joined to it that held it is lost
+ * too for reason (its on_lost owed); how many. No event yet: */
+int rdl_lock_lose_sharers(struct redlease_lock *first, int reason);
+/* their EV_LOST, once every handle's state is settled (the hook may end
+ * the client). */
+void rdl_lock_emit_sharers_lost(struct redlease_lock *first, int reason, int status, int64_t now);
+
 /* lock_fsm.c: the state machine */
 void rdl_lock_finish_acquire(struct redlease_lock *lk, int status, int64_t now);
 void rdl_lock_attempt_ended(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
@@ -82,6 +100,8 @@ void rdl_lock_renew_reply(struct redlease_lock *lk, const rdl_req *req, const rd
 void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int current,
                       int64_t now);
 void rdl_lock_finish_release(struct redlease_lock *lk, int status, int64_t now);
+/* on_release(status) owed to lk's user, counted and told (EV_RELEASED). */
+void rdl_lock_report_release(struct redlease_lock *lk, int status, int64_t now);
 void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now);
 void rdl_lock_op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 

@@ -32,7 +32,7 @@ void rdl_lock_move(struct redlease_lock *lk, rdl_node *n, int64_t now)
         lk->req = NULL;
     }
     rdl_lock_set_node(lk, n, now);
-    if (lk->state == RDL_LOCK_HELD) {
+    if (lk->state == RDL_LOCK_HELD && !rdl_lock_joined(lk)) {
         /* Not held until confirmed there (the slot moved, or a replica
          * took over), which a renewal does at once. */
         lk->confirm_node = NULL;
@@ -86,7 +86,8 @@ void rdl_lock_on_ready(struct redlease_lock *lk, int64_t now)
 {
     /* Re-verify at once: until a renewal on this connection confirms it,
      * the lease is not "held" (the server may have lost it). */
-    if (lk->state == RDL_LOCK_HELD && !lk->op && !rdl_lock_confirmed_on(lk, lk->node)) {
+    if (lk->state == RDL_LOCK_HELD && !rdl_lock_joined(lk) && !lk->op &&
+        !rdl_lock_confirmed_on(lk, lk->node)) {
         lk->next_action = now;
         rdl_lock_reschedule(lk);
     }

@@ -10,7 +10,7 @@ const char *redlease_strerror(int status)
     case REDLEASE_OK: return "success";
     case REDLEASE_EINVAL: return "invalid argument";
     case REDLEASE_ENOMEM: return "out of memory";
-    case REDLEASE_EBUSY: return "lock held by another holder";
+    case REDLEASE_EBUSY: return "lock held by another lease";
     case REDLEASE_ETIMEDOUT: return "Redis did not answer in time";
     case REDLEASE_ECANCELED: return "canceled";
     case REDLEASE_ECONN: return "no connection to Redis";

@@ -2,7 +2,8 @@
 /* Queued waiting (REDLEASE_WAIT_QUEUE, docs/design.md section 11) against
  * the harness's real redis-server: the lock handed over in FIFO order and
  * the next waiter woken; what happens when a waiter dies, a word is lost,
- * a holder expires without a release, a budget ends in the queue.
+ * a holder expires without a release, a budget ends in the queue; a
+ * second handle of the holding client, joining with re-entry or waiting.
  *
  * The waiters' fallbacks are made slow on purpose (a long TTL for the
  * holder, backoff of seconds), so a case that ends fast shows that a
@@ -408,6 +409,56 @@ static void test_queue_unordered_wakes_and_lets_the_releaser_back(void)
     finish(c[0], a);
 }
 
+/* Re-entry (lock option reentrant) on a real server: a second handle of
+ * the holding client joins its lease without a command and without a
+ * place in the queue; a third without re-entry waits in the queue, told
+ * the lock is this client's own; releasing the first handle leaves the
+ * lease to the joined one, whose release hands the lock to the waiter. */
+static void test_queue_own_client_joins_or_waits_its_turn(void)
+{
+    obs o[3] = {{0}};
+    const char *res = "q-own";
+    char key[64];
+    key_of(res, REDLEASE_KEY_LOCK, key, sizeof key);
+    redlease_client *c = real_client(&o[0], NULL);
+    redlease_lock_options lo = qopts(FAR_MS, 5000, 0);
+    lo.reentrant = 1;
+    hold_real(c, &o[0], res, lo);
+    long long sent = 0;
+    redlease_stats st;
+    redlease_client_stats(c, &st);
+    sent = (long long)st.commands_sent;
+    hold_real(c, &o[1], res, lo);
+    redlease_client_stats(c, &st);
+    CHECK_EQ((long long)st.commands_sent, sent); /* joined: nothing sent */
+    CHECK_EQ((long long)st.held_now, 1);
+    CHECK_STR(redlease_lock_token(o[1].lk), redlease_lock_token(o[0].lk));
+    CHECK_STR(get_bin(key, strlen(key)), redlease_lock_token(o[0].lk));
+    watch_text = "held by this client";
+    watch_hits = 0;
+    acquire(c, &o[2], res, qopts(FAR_MS, 5000, 0)); /* without re-entry */
+    wait_queued(&o[2], res, 0);
+    CHECK(watch_hits >= 1);
+    CHECK(strstr(redlease_client_errstr(c), "held by this client") != NULL);
+    watch_text = NULL;
+    release(&o[0], NULL); /* the joined handle still holds */
+    CHECK_EQ(o[0].rel_st, REDLEASE_OK);
+    run_for(200, NULL);
+    CHECK_EQ(o[2].acq, 0);
+    CHECK_EQ(redlease_lock_held(o[1].lk), 1);
+    CHECK_STR(get_bin(key, strlen(key)), redlease_lock_token(o[1].lk));
+    int64_t t0 = mono_ms();
+    release(&o[1], NULL); /* the lease's release: handed to the waiter */
+    CHECK_EQ(o[1].rel_st, REDLEASE_OK);
+    run_until(&o[2].acq, 1000, NULL);
+    CHECK(mono_ms() - t0 < 1000 * S);
+    CHECK_EQ(o[2].acq_st, REDLEASE_OK);
+    CHECK_STR(get_bin(key, strlen(key)), redlease_lock_token(o[2].lk));
+    release(&o[2], NULL);
+    finish(c, &o[0]);
+    for (int i = 1; i < 3; i++) CHECK(o[i].acq == 1 && o[i].lost == 0 && o[i].rel == 1);
+}
+
 int main(int argc, char **argv)
 {
     if (rig_start()) return 1;
@@ -423,6 +474,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_queue_two_dead_heads),
         TEST_CASE(test_queue_keys_of_another_type),
         TEST_CASE(test_queue_unordered_wakes_and_lets_the_releaser_back),
+        TEST_CASE(test_queue_own_client_joins_or_waits_its_turn),
     };
     int rc = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     rig_stop();

@@ -87,6 +87,15 @@ static inline void on_rel(redlease_lock *lk, int st, void *arg)
     if (r->on_rel_do) r->on_rel_do(r, lk);
 }
 
+/* An action that frees the client from inside a callback (f->c is then
+ * NULL: the client is gone once the outermost call returns). */
+static inline void free_client_inside(rec *r, redlease_lock *lk)
+{
+    (void)lk;
+    redlease_client_free(r->f->c);
+    r->f->c = NULL;
+}
+
 static inline int start_lock(fake *f, rec *r, const char *res, const redlease_lock_options *o)
 {
     r->f = f;

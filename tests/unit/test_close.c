@@ -84,13 +84,6 @@ static void on_close_done_calls_back(redlease_client *c, void *arg)
     redlease_client_free(c);
 }
 
-static void free_client_from_callback(rec *r, redlease_lock *lk)
-{
-    (void)lk;
-    redlease_client_free(r->f->c);
-    r->f->c = NULL;
-}
-
 static void test_free_during_close_still_calls_done(void)
 {
     fake_alloc_install();
@@ -112,7 +105,7 @@ static void test_free_during_close_still_calls_done(void)
 
     /* freed from inside on_lost(CLOSED), which the close delivers */
     fake_start(&f, NULL);
-    rec h2 = {.on_lost_do = free_client_from_callback};
+    rec h2 = {.on_lost_do = free_client_inside};
     hold(&f, &h2, "a", opts(30000));
     close_done_calls = 0;
     redlease_client_close(f.c, on_close_done_calls_back, NULL);

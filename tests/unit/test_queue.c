@@ -658,13 +658,6 @@ static void test_channel_events(void)
     end(&f);
 }
 
-static void free_client_do(rec *r, redlease_lock *lk)
-{
-    (void)lk;
-    redlease_client_free(r->f->c);
-    r->f->c = NULL;
-}
-
 /* The client freed from inside a waiter's on_acquire while others of it
  * wait on its channel: they are told ECANCELED, nothing leaks. */
 static void test_free_from_a_callback_with_waiters(void)
@@ -675,7 +668,7 @@ static void test_free_from_a_callback_with_waiters(void)
     memset(r, 0, sizeof r);
     const char *channel = many_waiting(&f, r, 3);
     word(&f, channel, "g", &r[1], NULL);
-    r[1].on_acq_do = free_client_do;
+    r[1].on_acq_do = free_client_inside;
     fake_reply_int(&f, 1);
     fake_run(&f);
     CHECK_EQ(r[1].acq_calls, 1);

@@ -15,13 +15,6 @@ static void release_inside(rec *r, redlease_lock *lk)
     CHECK_EQ(redlease_release(lk, on_rel, r), REDLEASE_OK);
 }
 
-static void free_client_inside(rec *r, redlease_lock *lk)
-{
-    (void)lk;
-    redlease_client_free(r->f->c);
-    r->f->c = NULL;
-}
-
 static void test_release_inside_on_acquire(void)
 {
     fake f;
