@@ -292,25 +292,16 @@ static long long whole(const redisReply *r)
     return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
 }
 
-/* Prints who a record (src/identity.h, "PID AT HOST LABEL") says holds,
- * ", held by LABEL (pid PID on HOST, for N ms)", each part cleaned for
- * display again (anyone may write a key); nothing for what is no record. */
+/* Prints who a record (src/identity.h) says holds, ", held by LABEL (pid
+ * PID on HOST, for N ms, fence F)", cleaned for display again (anyone may
+ * write a key); nothing for what is no record. */
 static void print_record(const char *rec, size_t len, long long now)
 {
-    char text[RDL_RECORD_MAX + 1], label[REDLEASE_MAX_LABEL + 1], host[RDL_HOST_MAX + 1];
-    if (len > RDL_RECORD_MAX) return;
-    memcpy(text, rec, len);
-    text[len] = '\0';
-    long long pid, at;
-    int n = 0, h = 0;
-    if (sscanf(text, "%lld %lld %n", &pid, &at, &n) != 2 || n == 0) return;
-    const char *sp = strchr(text + n, ' ');
-    if (!sp) return;
-    h = (int)(sp - (text + n));
-    rdl_identity_clean(host, RDL_HOST_MAX, text + n, (size_t)h, 1);
-    rdl_identity_clean(label, REDLEASE_MAX_LABEL, sp + 1, strlen(sp + 1), 0);
-    printf(", held by %s (pid %lld on %s", label, pid, host);
-    if (at > 0 && now >= at) printf(", for %lld ms", now - at);
+    rdl_record r;
+    if (rdl_identity_parse(rec, len, &r)) return;
+    printf(", held by %s (pid %lld on %s", r.label, (long long)r.pid, r.host);
+    if (r.at > 0 && now >= r.at) printf(", for %lld ms", now - (long long)r.at);
+    if (r.fence) printf(", fence %llu", (unsigned long long)r.fence);
     printf(")");
 }
 

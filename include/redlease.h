@@ -213,9 +213,9 @@ typedef struct redlease_client_options {
     int tls_insecure;            /* nonzero: do not verify the server at all (tests only) */
     /* Who holds (man 3 redlease, HOLDERS): every lease and every queued
      * waiter of this client leaves a record beside its token in Redis,
-     * "PID AT HOST LABEL" (the pid, when by the server's clock, the host
-     * name, this label), for redlease status and the like to show. It
-     * never decides ownership: the token does. */
+     * "PID AT FENCE HOST LABEL" (the pid, when by the server's clock, the
+     * fence minted, the host name, this label), for redlease status and
+     * the like to show. It never decides ownership: the token does. */
     const char *label;           /* NULL: the program's name; else 1 to REDLEASE_MAX_LABEL
                                     bytes, shown cleaned (control characters and invalid
                                     UTF-8 as "?") */

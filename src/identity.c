@@ -97,16 +97,51 @@ void rdl_identity_of_process(rdl_identity *id, const char *label)
     id->pid = (int64_t)getpid();
 }
 
-size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, char *out)
+size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence, char *out)
 {
-    int n = snprintf(out, RDL_RECORD_MAX + 1, "%" PRId64 " %" PRId64 " %s %s", id->pid,
-                     at_ms < 0 ? 0 : at_ms, id->host, id->label);
+    int n = snprintf(out, RDL_RECORD_MAX + 1, "%" PRId64 " %" PRId64 " %" PRIu64 " %s %s", id->pid,
+                     at_ms < 0 ? 0 : at_ms, fence, id->host, id->label);
     return n < 0 ? 0 : (size_t)n;
 }
 
-size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, char *out)
+size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, uint64_t fence,
+                          char *out)
 {
     memcpy(out, token, RDL_TOKEN_LEN);
     out[RDL_TOKEN_LEN] = ' ';
-    return RDL_TOKEN_LEN + 1 + rdl_identity_record(id, at_ms, out + RDL_TOKEN_LEN + 1);
+    return RDL_TOKEN_LEN + 1 + rdl_identity_record(id, at_ms, fence, out + RDL_TOKEN_LEN + 1);
+}
+
+/* The decimal at *s (at most 20 digits) up to the next space, which it
+ * passes; -1 when there is none. */
+static int word_number(const char **s, const char *end, uint64_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10)) return -1;
+        v = v * 10 + d;
+    }
+    if (!digits || p == end || *p != ' ') return -1;
+    *s = p + 1;
+    *out = v;
+    return 0;
+}
+
+int rdl_identity_parse(const char *s, size_t len, rdl_record *out)
+{
+    const char *end = s + len;
+    uint64_t pid, at;
+    if (word_number(&s, end, &pid) || word_number(&s, end, &at) || word_number(&s, end, &out->fence) ||
+        pid > INT64_MAX || at > INT64_MAX)
+        return -1;
+    const char *sp = memchr(s, ' ', (size_t)(end - s));
+    if (!sp || sp == s) return -1;
+    out->pid = (int64_t)pid;
+    out->at = (int64_t)at;
+    rdl_identity_clean(out->host, RDL_HOST_MAX, s, (size_t)(sp - s), 1);
+    rdl_identity_clean(out->label, REDLEASE_MAX_LABEL, sp + 1, (size_t)(end - sp - 1), 0);
+    return 0;
 }

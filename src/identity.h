@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Who holds a lease (src/identity.c; man 3 redlease, HOLDERS; docs/design.md,
  * section 14): the record each holder and each queued waiter leaves beside
- * its token in Redis, "PID AT HOST LABEL". PID is the holding process's,
- * AT when the attempt that wrote it was sent, in ms by the server's clock
- * as the connection read it (0: not known), HOST the machine's name and
+ * its token in Redis, "PID AT FENCE HOST LABEL". PID is the holding
+ * process's, AT when the attempt that wrote it was sent, in ms by the
+ * server's clock as the connection read it (0: not known), FENCE the
+ * fence its acquire minted there (0: none; the script writes it), HOST
+ * the machine's name and
  * LABEL the client's (the label option, or the program's name), each
  * cleaned for display: a record is shown to operators, never parsed for
  * ownership (the token alone owns a lease), and never used as a key or
@@ -21,8 +23,8 @@
 #include "token.h"
 
 #define RDL_HOST_MAX 64 /* bytes of the host name kept */
-/* The longest record: two 20-digit numbers, the host, the label, spaces. */
-#define RDL_RECORD_MAX (20 + 1 + 20 + 1 + RDL_HOST_MAX + 1 + REDLEASE_MAX_LABEL)
+/* The longest record: three 20-digit numbers, the host, the label, spaces. */
+#define RDL_RECORD_MAX (3 * (20 + 1) + RDL_HOST_MAX + 1 + REDLEASE_MAX_LABEL)
 /* The longest lock value: the token, a space, the record. */
 #define RDL_VALUE_MAX (RDL_TOKEN_LEN + 1 + RDL_RECORD_MAX)
 
@@ -42,11 +44,23 @@ size_t rdl_identity_clean(char *out, size_t max, const char *s, size_t len, int 
 /* This process's identity: label (NULL: the program's name), the host name,
  * the pid. */
 void rdl_identity_of_process(rdl_identity *id, const char *label);
-/* Writes "PID AT HOST LABEL" and a NUL to out (RDL_RECORD_MAX + 1 bytes);
- * at_ms below 0 is written 0 (not known). Returns the length. */
-size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, char *out);
+/* Writes "PID AT FENCE HOST LABEL" and a NUL to out (RDL_RECORD_MAX + 1
+ * bytes); at_ms below 0 is written 0 (not known). Returns the length. */
+size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence, char *out);
 /* Writes "TOKEN RECORD" and a NUL to out (RDL_VALUE_MAX + 1 bytes): what a
  * mutex's key holds. Returns the length. */
-size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, char *out);
+size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, uint64_t fence,
+                          char *out);
+
+/* A record read back (from Redis: anyone may have written it). */
+typedef struct rdl_record {
+    int64_t pid, at;
+    uint64_t fence;
+    char host[RDL_HOST_MAX + 1];         /* cleaned */
+    char label[REDLEASE_MAX_LABEL + 1];  /* cleaned */
+} rdl_record;
+/* Reads the len bytes at s as a record, cleaning its words for display
+ * again; 0, or -1 when they are none. */
+int rdl_identity_parse(const char *s, size_t len, rdl_record *out);
 
 #endif

@@ -33,17 +33,21 @@ void rdl_cmd_as_eval(const char **argv, size_t *lens, int script)
 }
 
 /* "TOKEN RECORD", what a mutex's key holds, into c->value; its length. */
-static size_t value(rdl_cmd *c, const rdl_cmd_spec *s)
+static size_t value_with(rdl_cmd *c, const rdl_cmd_spec *s, uint64_t fence)
 {
-    if (s->who) return rdl_identity_value(s->who, s->token, s->at, c->value);
+    if (s->who) return rdl_identity_value(s->who, s->token, s->at, fence, c->value);
     memcpy(c->value, s->token, RDL_TOKEN_LEN); /* nobody to name: the token alone */
     return RDL_TOKEN_LEN;
 }
 
-/* An acquire's last argument: its record (src/identity.h). */
+/* The value a held lease's key holds: with the fence its acquire minted. */
+static size_t value(rdl_cmd *c, const rdl_cmd_spec *s) { return value_with(c, s, s->held_fence); }
+
+/* An acquire's last argument: its record (src/identity.h), with no fence:
+ * a fenced acquire's script writes the one it mints. */
 static void record(rdl_cmd *c, const rdl_cmd_spec *s)
 {
-    size_t len = value(c, s);
+    size_t len = value_with(c, s, 0);
     ARG(c, c->value + RDL_TOKEN_LEN + 1, len - RDL_TOKEN_LEN - 1);
 }
 
@@ -153,7 +157,7 @@ void rdl_cmd_encode(rdl_cmd *c, const rdl_cmd_spec *s)
         ARG(c, "IFEQ", 4);
         ARG(c, c->value, len);
     } else if (s->script < 0) {
-        size_t len = value(c, s);
+        size_t len = value_with(c, s, 0); /* an acquire: no fence yet */
         ARG(c, "SET", 3);
         ARG(c, s->key, s->keylen);
         ARG(c, c->value, len);

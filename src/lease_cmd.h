@@ -43,6 +43,7 @@ typedef struct rdl_cmd_spec {
      * quorum's clean-up and fence raise) */
     const rdl_identity *who;
     int64_t at;
+    uint64_t held_fence; /* the fence the lease's acquire minted, in its record (0: none) */
     const char *fence_key; /* a fenced acquire's or a fence raise's, or NULL */
     size_t fence_keylen;
     int64_t ttl;           /* ms */

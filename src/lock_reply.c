@@ -188,6 +188,7 @@ static void on_lease(const rdl_req *req, rdl_cmd_spec *spec)
     spec->token = lk->token;
     spec->who = &lk->set->identity;
     spec->at = lk->at;
+    spec->held_fence = lk->fencing ? lk->opts->fence : 0;
     spec->ttl = lk->ttl;
     spec->fence_key = lk->fencing ? rdl_lock_fence_key(lk) : NULL;
     spec->fence_keylen = lk->fencing ? lk->opts->fence_keylen : 0;

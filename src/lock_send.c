@@ -128,13 +128,18 @@ int rdl_lock_req_submit(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
     int s = req->script;
-    req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native
+    /* A drop goes as the script: it is about a key some attempt may have
+     * written, whose value (that attempt's time, the fence it minted) the
+     * handle may not know; the script compares the token alone. */
+    req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native &&
+                          req->kind != RDL_REQ_DROP
                       ? rdl_node_native(req->node)
                       : 0;
     rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
                          .probe = req->probe, .unordered = lk->unordered, .key = lk->key,
                          .keylen = lk->keylen, .token = lk->token, .ttl = lk->ttl,
-                         .who = &lk->set->identity, .at = lk->at};
+                         .who = &lk->set->identity, .at = lk->at,
+                         .held_fence = lk->fencing ? lk->opts->fence : 0};
     if (lk->fencing) {
         spec.fence_key = rdl_lock_fence_key(lk);
         spec.fence_keylen = lk->opts->fence_keylen;

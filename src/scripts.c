@@ -187,8 +187,8 @@
     "  redis.call('PEXPIRE', HK, life)\n" \
     "  redis.call('PEXPIRE', WK, life)\n" \
     "end\n" \
-    "local function admit(tok, weight, used)\n" \
-    "  redis.call('HSET', WK, tok, weight, '#' .. tok, ARGV[#ARGV], 'used', used + weight)\n" \
+    "local function admit(tok, weight, used, rec)\n" \
+    "  redis.call('HSET', WK, tok, weight, '#' .. tok, rec, 'used', used + weight)\n" \
     "end\n" \
     "local function drop(tok, kind)\n" \
     "  if not redis.call('ZSCORE', HK, tok) then\n" \
@@ -210,16 +210,30 @@
 /* What a mutex's or a shared holder's acquire says when the lock key is
  * a semaphore's kind (LUA_HOLDERS): refused, naming it, before anything
  * is written; nil for a holder's token or "shared". */
+/* An acquire's record, its last argument, "PID AT FENCE HOST LABEL"
+ * (src/identity.h), with the fence it minted written in (fence nil: none,
+ * as the client sent it). */
+#define LUA_RECORD \
+    "local function record(fence)\n" \
+    "  local r = ARGV[#ARGV]\n" \
+    "  if fence then\n" \
+    "    r = string.gsub(r, '^(%d+ %d+ )%d+', '%1' .. string.format('%.0f', fence), 1)\n" \
+    "  end\n" \
+    "  return r\n" \
+    "end\n"
+
 /* A mutex's key is ours when it holds our token, alone (handed to us by
  * the queue, or written by an older client) or with our record after it
- * (src/identity.h): the token owns the lease, the record never decides.
- * mine() is what an acquire writes there: the token and our record, the
- * last argument of every acquire. */
+ * (src/identity.h): the token owns the lease, the record never decides. */
 #define LUA_OWNS \
     "local function owns(v, tok)\n" \
     "  return v == tok or (v and string.sub(v, 1, #tok + 1) == tok .. ' ')\n" \
-    "end\n" \
-    "local function mine(tok) return tok .. ' ' .. ARGV[#ARGV] end\n"
+    "end\n"
+
+/* What a mutex's acquire writes to its key: the token and our record. */
+#define LUA_MINE \
+    LUA_RECORD \
+    "local function mine(tok, fence) return tok .. ' ' .. record(fence) end\n"
 
 #define LUA_KIND \
     "local function other_kind(v)\n" \
@@ -236,7 +250,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * (WRONGTYPE), never mistaken for a holder, and a semaphore's kind is
      * refused (KIND). */
     [RDL_SCRIPT_ACQUIRE] =
-        LUA_OWNS LUA_KIND
+        LUA_OWNS LUA_MINE LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and not owns(v, ARGV[1]) then return other_kind(v) or 0 end\n"
         "redis.call('SET', KEYS[1], mine(ARGV[1]), 'PX', ARGV[2])\n"
@@ -250,11 +264,11 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * value at the counter: WRONGTYPE) must not leave a lock key nobody was
      * told about, since Redis does not undo a script's writes. */
     [RDL_SCRIPT_ACQUIRE_FENCED] =
-        LUA_MINT LUA_OWNS LUA_KIND
+        LUA_MINT LUA_OWNS LUA_MINE LUA_KIND
         "local v = redis.call('GET', KEYS[1])\n"
         "if v and not owns(v, ARGV[1]) then return other_kind(v) or 0 end\n"
         "local fence = mint(KEYS[2], ARGV[3])\n"
-        "redis.call('SET', KEYS[1], mine(ARGV[1]), 'PX', ARGV[2])\n"
+        "redis.call('SET', KEYS[1], mine(ARGV[1], fence), 'PX', ARGV[2])\n"
         "return fence\n",
     /* Strict compare-and-pexpire: never re-creates a missing key. */
     [RDL_SCRIPT_RENEW] =
@@ -298,7 +312,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * fence) is the first write, so over maxmemory the server refuses the
      * take as it refuses a SET: a script that has written is let finish. */
     [RDL_SCRIPT_QUEUE_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_OWNS LUA_KIND
+        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_OWNS LUA_MINE LUA_KIND
         "local tok = ARGV[1]\n"
         "local function join()\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], ARGV[5]) end\n"
@@ -308,7 +322,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "  local entry = redis.call('HEXISTS', KEYS[3], tok)\n"
         "  local fence = 1\n"
         "  if KEYS[4] then fence = mint(KEYS[4], ARGV[7]) end\n"
-        "  redis.call('SET', KEYS[1], mine(tok), 'PX', ARGV[2])\n"
+        "  redis.call('SET', KEYS[1], mine(tok, KEYS[4] and fence), 'PX', ARGV[2])\n"
         "  if ARGV[6] ~= '1' then join()\n"
         "  elseif placed or entry == 1 then leave(tok) end\n"
         "  return fence\n"
@@ -376,7 +390,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * holder's deadline, the soonest a permit frees without a release, or
      * 0 with no holder (nothing known: the waiter goes by its checks). */
     [RDL_SCRIPT_SEM_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_KIND LUA_QUEUE_AT("4", "5") LUA_HOLDERS("2", "3")
+        LUA_CLOCK LUA_MINT LUA_RECORD LUA_KIND LUA_QUEUE_AT("4", "5") LUA_HOLDERS("2", "3")
         "local tok = ARGV[1]\n"
         "local kind = 'semaphore ' .. ARGV[3]\n"
         "local v = redis.call('GET', KEYS[1])\n"
@@ -401,7 +415,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local fence = 1\n"
         "if KEYS[6] then fence = mint(KEYS[6], ARGV[9]) end\n"
         "if newcomer then\n"
-        "  admit(tok, weight, used)\n"
+        "  admit(tok, weight, used, record(KEYS[6] and fence))\n"
         "  if h then\n"
         "    leave(tok)\n"
         "    if used + weight < cap then remind_head() end\n"
@@ -463,7 +477,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
      * weight gone (the weights' key lost) it is counted as a newcomer, as
      * a semaphore's is: its renewal would find no weight. */
     [RDL_SCRIPT_SHARED_ACQUIRE] =
-        LUA_CLOCK LUA_MINT LUA_QUEUE LUA_GIVE("6") LUA_KIND LUA_HOLDERS("4", "5")
+        LUA_CLOCK LUA_MINT LUA_RECORD LUA_QUEUE LUA_GIVE("6") LUA_KIND LUA_HOLDERS("4", "5")
         "local tok = ARGV[1]\n"
         "local function wait(free)\n"
         "  if ARGV[5] ~= '' then enqueue(tok, tonumber(ARGV[3]), ARGV[4], '{' .. ARGV[5]) end\n"
@@ -484,7 +498,7 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "local fence = 1\n"
         "if KEYS[6] then fence = mint(KEYS[6], ARGV[7]) end\n"
         "if newcomer then\n"
-        "  admit(tok, 1, tonumber(redis.call('HGET', WK, 'used')) or 0)\n"
+        "  admit(tok, 1, tonumber(redis.call('HGET', WK, 'used')) or 0, record(KEYS[6] and fence))\n"
         "  if h then\n"
         "    leave(tok)\n"
         "    remind_head(true)\n"
@@ -516,18 +530,18 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * share the table without a race. tests/unit/test_tables.c checks each
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
-    [RDL_SCRIPT_ACQUIRE] = "9eab094525fdea42acfb59b228fd33725a032565",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "2631a2304fae3fc7cdf0d599e8d13777b622d7c5",
-    [RDL_SCRIPT_RENEW] = "b70148d38c1f1bc18037a6d20c4d6542d23b2c29",
-    [RDL_SCRIPT_RELEASE] = "bd4f5daadfbc4259b9d0a0d3af64212fc1b639b3",
+    [RDL_SCRIPT_ACQUIRE] = "dda270b494c33796fdad0fe101536890b64a0b1c",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "c005b0aae301577b2bcc7ac9dec280a52b0902f4",
+    [RDL_SCRIPT_RENEW] = "ad39662324fe5ee9b756755810422a6f9470941b",
+    [RDL_SCRIPT_RELEASE] = "b92f6d30e50bc557852f1bc6190fce6b80743f5c",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "8b1fa42835c325b539e43a6fa16963d32eb5d19b",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "beaeb5e0e7650775e34447ebdf04ed93fb1d0803",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "926e17d7eda12063c0cb92c985ed4f59c15b616d",
-    [RDL_SCRIPT_SEM_RENEW] = "f8a9ce8e886dc86208014923d8802109062470de",
-    [RDL_SCRIPT_SEM_RELEASE] = "410ed14e664b6c1ed2a58d37d9effb3ed4cb7eab",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "e9f774987b3776dffc6a4ba6250764d858fb17cd",
-    [RDL_SCRIPT_SHARED_RELEASE] = "d83639331e0132fb581a8955a7eeff44f8c91cde",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "955a442fe418104b49fb1978185c02e45b6321ab",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "4e5fdbe16fa25982455aa7f969ad59be262c86bc",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "fae1b8815e7768edf54c4d3df266598c6ade48a5",
+    [RDL_SCRIPT_SEM_RENEW] = "0d141efcdea1384f090b1a9c630937075bccc818",
+    [RDL_SCRIPT_SEM_RELEASE] = "dc5b84c81cc9747f67024b72cfac524f98573240",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "2a512d7b633ab8d48c4f369fd5d83540fd1fd5cf",
+    [RDL_SCRIPT_SHARED_RELEASE] = "c0bf5f526dde22691090050033a69f37d7753b31",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

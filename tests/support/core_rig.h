@@ -19,19 +19,22 @@
 #include "testutil.h"
 
 /* What a mutex's key holds for lk, "TOKEN RECORD" (src/identity.h), as its
- * last acquire attempt wrote it: what SET NX PX, SET IFEQ and DELIFEQ
- * send. Valid until the next call. */
+ * last acquire attempt wrote it and with the fence it got: what SET NX PX,
+ * SET IFEQ and DELIFEQ send. Valid until the next call. */
 static inline const char *lease_value(const redlease_lock *lk)
 {
     static char v[RDL_VALUE_MAX + 1];
-    rdl_identity_value(&lk->set->identity, lk->token, lk->at, v);
+    rdl_identity_value(&lk->set->identity, lk->token, lk->at, lk->fencing ? lk->opts->fence : 0, v);
     return v;
 }
 
-/* s is lk's record: what its acquire scripts take last, "PID AT HOST LABEL". */
+/* s is lk's record as its acquire sends it, last: "PID AT 0 HOST LABEL"
+ * (a fenced acquire's script writes the fence it mints). */
 static inline int is_record_of(const char *s, const redlease_lock *lk)
 {
-    return strcmp(s, lease_value(lk) + RDL_TOKEN_LEN + 1) == 0;
+    char rec[RDL_RECORD_MAX + 1];
+    rdl_identity_record(&lk->set->identity, lk->at, 0, rec);
+    return strcmp(s, rec) == 0;
 }
 
 /* ------------------------------------------------------------- recorder */

@@ -690,26 +690,28 @@ static const char *token_in(const char *value)
     return tok;
 }
 
-/* An acquire's record, its last argument: "PID AT HOST LABEL", this
- * process's, from no later than the send by the fake server's clock (every
- * client the model runs has the same: two holders never one for it). */
+/* An acquire's record, its last argument: "PID AT 0 HOST LABEL", this
+ * process's, from no later than the send by the fake server's clock, no
+ * fence yet (every client the model runs has the same: two holders never
+ * one for it). */
 static void check_record(const fake_cmd *c, const char *rec)
 {
-    long long pid, at;
-    int n = 0;
-    if (sscanf(rec, "%lld %lld %n", &pid, &at, &n) != 2 || n == 0 || pid != (long long)getpid() || at <= 0 ||
-        at > FAKE_SERVER_CLOCK_MS + c->sent_at || !strchr(rec + n, ' '))
+    rdl_record r;
+    if (rdl_identity_parse(rec, strlen(rec), &r) || r.pid != (int64_t)getpid() || r.at <= 0 ||
+        r.at > FAKE_SERVER_CLOCK_MS + c->sent_at || r.fence != 0)
         violation("an acquire's record is not this process's, or not from its send: \"%s\" (t=%lld)", rec,
                   (long long)F.now);
 }
 
 /* The value an acquire script writes to a mutex's key: its token and
- * record. */
-static const char *value_of(const fake_cmd *c, const char *token)
+ * record, with the fence it minted written in (0: none). */
+static const char *value_of(const fake_cmd *c, const char *token, long long fence)
 {
     static char value[RDL_VALUE_MAX + 1];
-    check_record(c, c->argv[c->argc - 1]);
-    snprintf(value, sizeof value, "%s %s", token, c->argv[c->argc - 1]);
+    const char *rec = c->argv[c->argc - 1];
+    check_record(c, rec);
+    const char *after = strchr(strchr(rec, ' ') + 1, ' '); /* " 0 HOST LABEL" */
+    snprintf(value, sizeof value, "%s %.*s %lld%s", token, (int)(after - rec), rec, fence, after + 2);
     return value;
 }
 
@@ -748,7 +750,7 @@ static view view_of(const fake_cmd *c)
                    .px = s == RDL_SCRIPT_RELEASE ? NULL : c->argv[s == RDL_SCRIPT_ACQUIRE_FENCED ? 6 : 5]};
     if (s == RDL_SCRIPT_ACQUIRE || s == RDL_SCRIPT_ACQUIRE_FENCED || s == RDL_SCRIPT_QUEUE_ACQUIRE ||
         s == RDL_SCRIPT_SEM_ACQUIRE || s == RDL_SCRIPT_SHARED_ACQUIRE)
-        v.value = value_of(c, v.token);
+        v.value = value_of(c, v.token, 0); /* a fenced one's is written where it mints */
     return v;
 }
 
@@ -802,7 +804,7 @@ static void queue_acquire(const fake_cmd *c, const view *v, reply *r)
         qexpire(q);
         int placed = z_idx(q, tok) >= 0 || w_idx(q, tok) >= 0;
         long long fence = v->fenced ? ++fence_ctr : 1;
-        set_key(v->key, v->value, expiry(v->px));
+        set_key(v->key, v->fenced ? value_of(c, tok, fence) : v->value, expiry(v->px));
         if (strcmp(v->order, "1") != 0) { /* in no order the entry stays (or joins) */
             if (v->ch[0]) join(q, tok, atoll(v->life), atoll(v->claim), v->ch);
         } else if (placed) {
@@ -1152,9 +1154,10 @@ void execute(void)
         if (is_shared_kind(e->val)) model_reached.excl_on_shared++;
         *r = (reply){REP_INT, 0, NULL};
     } else { /* an acquire script: the key was free, or ours from an earlier attempt */
-        set_key(v.key, v.value, expiry(v.px));
+        long long fence = s == RDL_SCRIPT_ACQUIRE_FENCED ? ++fence_ctr : 1;
+        set_key(v.key, s == RDL_SCRIPT_ACQUIRE_FENCED ? value_of(c, token, fence) : v.value, expiry(v.px));
         confirmed(token, c->sent_at);
-        *r = (reply){REP_INT, s == RDL_SCRIPT_ACQUIRE_FENCED ? ++fence_ctr : 1, NULL};
+        *r = (reply){REP_INT, fence, NULL};
     }
 }
 

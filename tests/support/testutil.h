@@ -84,13 +84,15 @@ static inline int run_tests(const test_case *t, size_t n, int argc, char **argv)
 }
 
 /* v is what a mutex's key holds for the lease of token (32 hex digits):
- * the token, a space, then this process's record, "PID AT HOST LABEL"
- * (src/identity.h). */
+ * the token, a space, then this process's record, "PID AT FENCE HOST
+ * LABEL" (src/identity.h). */
 static inline int is_value_of(const char *v, const char *token)
 {
     long long pid, at;
+    unsigned long long fence;
     int n = 0;
-    return strncmp(v, token, 32) == 0 && v[32] == ' ' && sscanf(v + 33, "%lld %lld %n", &pid, &at, &n) == 2 &&
+    return strncmp(v, token, 32) == 0 && v[32] == ' ' &&
+           sscanf(v + 33, "%lld %lld %llu %n", &pid, &at, &fence, &n) == 3 &&
            n > 0 && pid == (long long)getpid() && strchr(v + 33 + n, ' ') != NULL;
 }
 

@@ -34,7 +34,7 @@ static void test_acquire_is_one_set_nx_px(void)
     CHECK(strncmp(cmd->argv[2], redlease_lock_token(r.lk), 32) == 0);
     CHECK(strspn(cmd->argv[2], "0123456789abcdef") == 32);
     char want[128];
-    snprintf(want, sizeof want, " %lld %lld ", (long long)getpid(), (long long)(FAKE_SERVER_CLOCK_MS + t0));
+    snprintf(want, sizeof want, " %lld %lld 0 ", (long long)getpid(), (long long)(FAKE_SERVER_CLOCK_MS + t0));
     CHECK(strncmp(cmd->argv[2] + 32, want, strlen(want)) == 0);
     CHECK(strcmp(cmd->argv[2] + strlen(cmd->argv[2]) - strlen(" test_acquire"), " test_acquire") == 0);
     CHECK_STR(cmd->argv[3], "NX");

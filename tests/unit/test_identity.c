@@ -45,19 +45,20 @@ static void test_record_format(void)
 {
     rdl_identity id = {.label = "nightly backup", .host = "db-1", .pid = 4242};
     char rec[RDL_RECORD_MAX + 1], value[RDL_VALUE_MAX + 1];
-    CHECK_EQ(rdl_identity_record(&id, 1700000000123LL, rec), strlen("4242 1700000000123 db-1 nightly backup"));
-    CHECK_STR(rec, "4242 1700000000123 db-1 nightly backup");
-    rdl_identity_record(&id, -1, rec); /* not known */
-    CHECK_STR(rec, "4242 0 db-1 nightly backup");
+    CHECK_EQ(rdl_identity_record(&id, 1700000000123LL, 0, rec),
+             strlen("4242 1700000000123 0 db-1 nightly backup"));
+    CHECK_STR(rec, "4242 1700000000123 0 db-1 nightly backup");
+    rdl_identity_record(&id, -1, 77, rec); /* the time not known; a fence */
+    CHECK_STR(rec, "4242 0 77 db-1 nightly backup");
     const char *tok = "0123456789abcdef0123456789abcdef";
-    size_t n = rdl_identity_value(&id, tok, 5, value);
-    CHECK_STR(value, "0123456789abcdef0123456789abcdef 4242 5 db-1 nightly backup");
+    size_t n = rdl_identity_value(&id, tok, 5, 6, value);
+    CHECK_STR(value, "0123456789abcdef0123456789abcdef 4242 5 6 db-1 nightly backup");
     CHECK_EQ(n, strlen(value));
-    /* the longest fits */
+    /* the longest fits: 19 digits for each int64, 20 for the fence */
     rdl_identity big = {.pid = INT64_MAX};
     memset(big.label, 'l', REDLEASE_MAX_LABEL);
     memset(big.host, 'h', RDL_HOST_MAX);
-    CHECK_EQ(rdl_identity_value(&big, tok, INT64_MAX, value), (size_t)RDL_VALUE_MAX - 2); /* 19-digit numbers */
+    CHECK_EQ(rdl_identity_value(&big, tok, INT64_MAX, UINT64_MAX, value), (size_t)RDL_VALUE_MAX - 2);
     /* this process: its pid, its host, the program's name */
     rdl_identity me;
     rdl_identity_of_process(&me, NULL);
@@ -66,6 +67,25 @@ static void test_record_format(void)
     CHECK(me.host[0] != '\0' && strchr(me.host, ' ') == NULL);
     rdl_identity_of_process(&me, "x\x1b");
     CHECK_STR(me.label, "x?");
+}
+
+/* A record read back is cleaned again, and what is no record is said so. */
+static void test_record_parsed(void)
+{
+    rdl_record r;
+    const char *good = "4242 1700000000123 18446744073709551615 db-1 nightly \x1b backup";
+    CHECK_EQ(rdl_identity_parse(good, strlen(good), &r), 0);
+    CHECK_EQ(r.pid, 4242);
+    CHECK_EQ(r.at, 1700000000123LL);
+    CHECK(r.fence == UINT64_MAX);
+    CHECK_STR(r.host, "db-1");
+    CHECK_STR(r.label, "nightly ? backup");
+    const char *forged = "1 2 3 a\x1b]0;b c";
+    CHECK_EQ(rdl_identity_parse(forged, strlen(forged), &r), 0);
+    CHECK_STR(r.host, "a??0?b"); /* one word of safe bytes */
+    static const char *bad[] = {"", "1 2 3", "1 2 3 host", "x 2 3 h l", "1 2 18446744073709551616 h l",
+                                "1 9223372036854775808 3 h l", "1  2 3 h l", "1 2 3  l"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_EQ(rdl_identity_parse(bad[i], strlen(bad[i]), &r), -1);
 }
 
 static void test_label_option_bounded(void)
@@ -105,7 +125,7 @@ static void test_record_rides_the_acquire(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(cmd_is(&f, "SET", "lock:{job}"));
     char want[256];
-    snprintf(want, sizeof want, "%s %lld %lld %s api ? gateway", redlease_lock_token(r.lk), (long long)getpid(),
+    snprintf(want, sizeof want, "%s %lld %lld 0 %s api ? gateway", redlease_lock_token(r.lk), (long long)getpid(),
              (long long)(FAKE_SERVER_CLOCK_MS + f.now), f.c->set.identity.host);
     if (c) CHECK_STR(c->argv[2], want);
     end(&f);
@@ -131,7 +151,7 @@ static void test_time_refused_is_no_failure(void)
     fake_run(&f);
     fake_cmd *c = fake_peek(&f);
     char want[128];
-    snprintf(want, sizeof want, "%s %lld 0 ", redlease_lock_token(r.lk), (long long)getpid());
+    snprintf(want, sizeof want, "%s %lld 0 0 ", redlease_lock_token(r.lk), (long long)getpid());
     CHECK(c && strncmp(c->argv[2], want, strlen(want)) == 0);
     end(&f);
 }
@@ -139,7 +159,7 @@ static void test_time_refused_is_no_failure(void)
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
-        TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format),
+        TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format), TEST_CASE(test_record_parsed),
         TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
         TEST_CASE(test_time_refused_is_no_failure),
     };
