@@ -156,12 +156,72 @@ static void test_time_refused_is_no_failure(void)
     end(&f);
 }
 
+/* A fenced lease's key holds the fence its script minted: the renewal and
+ * the release by the server's own commands send that value whole. */
+static void test_fence_in_the_value_the_holder_sends(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1;
+    int64_t t0 = hold(&f, &r, "job", o); /* the script answered fence 7 */
+    CHECK_EQ(redlease_lock_fence(r.lk), 7);
+    char want[256];
+    snprintf(want, sizeof want, "%s %lld %lld 7 %s %s", redlease_lock_token(r.lk), (long long)getpid(),
+             (long long)(FAKE_SERVER_CLOCK_MS + t0), f.c->set.identity.host, f.c->set.identity.label);
+    fake_until(&f, t0 + 1000);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(c && c->argc == 7 && strcmp(c->argv[0], "SET") == 0 && strcmp(c->argv[3], "IFEQ") == 0);
+    if (c) CHECK_STR(c->argv[4], want);
+    fake_reply_status(&f, "OK");
+    fake_run(&f);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    c = fake_peek(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    if (c) CHECK_STR(c->argv[2], want);
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* An acquire that ended without the lease deletes what it may have
+ * written by the script, on a server with DELIFEQ too: which value that
+ * attempt wrote is not known, its token is. */
+static void test_drop_goes_as_the_script(void)
+{
+    fake f;
+    fake_attach(&f, NULL);
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "SET", "lock:{job}"));
+    CHECK_EQ(release(&r), REDLEASE_OK); /* given up with the SET unanswered */
+    fake_run(&f);
+    fake_reply_status(&f, "OK"); /* it took the key after all */
+    fake_run(&f);
+    fake_cmd *c = fake_peek(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    if (c) CHECK_STR(c->argv[4], redlease_lock_token(r.lk));
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
         TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format), TEST_CASE(test_record_parsed),
         TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
-        TEST_CASE(test_time_refused_is_no_failure),
+        TEST_CASE(test_time_refused_is_no_failure), TEST_CASE(test_fence_in_the_value_the_holder_sends),
+        TEST_CASE(test_drop_goes_as_the_script),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
