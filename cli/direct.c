@@ -12,6 +12,15 @@
 #define MAX_REDIRECTS 5
 #define REDIRECTED 1
 
+char *cli_direct_key(const cli_server *s, const char *resource, int kind)
+{
+    size_t rlen = strlen(resource), len = 0;
+    redlease_key(s->prefix, resource, rlen, kind, NULL, 0, &len);
+    char *key = len ? malloc(len + 1) : NULL;
+    if (key) redlease_key(s->prefix, resource, rlen, kind, key, len + 1, &len);
+    return key;
+}
+
 /* Why a call on ctx failed; hiredis says "Resource temporarily
  * unavailable" for a read that timed out. */
 static void failure(const cli_server *s, const redisContext *ctx, const char *what, char *why,

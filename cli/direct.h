@@ -23,6 +23,10 @@ typedef struct cli_direct_read {
     redisReply *owned[CLI_DIRECT_MAX + 1];
 } cli_direct_read;
 
+/* RESOURCE's key of that kind (redlease_key() with s's prefix),
+ * malloc'd, or NULL: out of memory. */
+char *cli_direct_key(const cli_server *s, const char *resource, int kind);
+
 /* A blocking connection to s's server (host and port, or socket), with the
  * timeout, TLS, AUTH and SELECT of s; NULL and why. */
 redisContext *cli_direct_connect(const cli_server *s, char *why, size_t size);

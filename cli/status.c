@@ -578,16 +578,6 @@ static int query_quorum(status_query *q, const status_keys *keys)
     return rc;
 }
 
-/* RESOURCE's key of that kind (malloc'd), or NULL: out of memory. */
-static char *make_key(const status_query *q, int kind)
-{
-    size_t rlen = strlen(q->resource), len = 0;
-    redlease_key(q->server.prefix, q->resource, rlen, kind, NULL, 0, &len);
-    char *key = len ? malloc(len + 1) : NULL;
-    if (key) redlease_key(q->server.prefix, q->resource, rlen, kind, key, len + 1, &len);
-    return key;
-}
-
 int cli_status(int argc, char **argv)
 {
     status_query q;
@@ -598,8 +588,10 @@ int cli_status(int argc, char **argv)
         cli_server_free(&q.server);
         return rc < 0 ? 0 : rc;
     }
-    status_keys k = {make_key(&q, REDLEASE_KEY_LOCK), make_key(&q, REDLEASE_KEY_FENCE),
-                     make_key(&q, REDLEASE_KEY_HOLDERS), make_key(&q, REDLEASE_KEY_WEIGHTS)};
+    const cli_server *s = &q.server;
+    status_keys k = {cli_direct_key(s, q.resource, REDLEASE_KEY_LOCK), cli_direct_key(s, q.resource, REDLEASE_KEY_FENCE),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_HOLDERS),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_WEIGHTS)};
     if (!k.lock || !k.fence || !k.holders || !k.weights) {
         cli_error("out of memory");
         rc = CLI_EXIT_FAILED;
