@@ -59,14 +59,16 @@ int cli_inherit_find(cli_inherit *in, const cli_server *s, const cli_inherit_ask
     int64_t limit = env_number("REDLEASE_LIMIT", REDLEASE_MAX_PERMITS);
     int64_t weight = env_number("REDLEASE_WEIGHT", REDLEASE_MAX_PERMITS);
     int64_t want = ask->weight ? ask->weight : 1;
-    int shared = getenv("REDLEASE_SHARED") != NULL;
+    const char *shared_text = getenv("REDLEASE_SHARED");
+    int shared = shared_text && strcmp(shared_text, "1") == 0;
     if (strcmp(key, in->lock) != 0) {
         /* another resource's lease (or another --prefix): not ours to join */
         snprintf(text, sizeof text, "it is the lease on %.120s", key);
         why = text;
     } else if (!is_token(token)) {
         why = "REDLEASE_TOKEN is not a token (32 hex digits)";
-    } else if (limit < 0 || weight < 0 || (limit && !weight) || weight > limit || (shared && limit)) {
+    } else if (limit < 0 || weight < 0 || (limit && !weight) || weight > limit || (shared && limit) ||
+               (shared_text && !shared)) {
         why = "REDLEASE_LIMIT, REDLEASE_WEIGHT or REDLEASE_SHARED hold values redlease never sets";
     } else if (limit != ask->limit || shared != ask->shared || want > (limit ? weight : 1)) {
         /* a lease of another kind does not give what this run asks for */
