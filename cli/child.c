@@ -67,11 +67,11 @@ static void become_command(char *const argv[], const cli_child_env *env, int own
 #else
     (void)parent;
 #endif
-    if (setenv("REDLEASE_KEY", env->key, 1) != 0 || setenv("REDLEASE_TOKEN", env->token, 1) != 0 ||
+    if (env && (setenv("REDLEASE_KEY", env->key, 1) != 0 || setenv("REDLEASE_TOKEN", env->token, 1) != 0 ||
         put_env("REDLEASE_FENCE", env->fencing, env->fence) != 0 ||
         put_env("REDLEASE_LIMIT", env->limit != 0, (uint64_t)env->limit) != 0 ||
         put_env("REDLEASE_WEIGHT", env->limit != 0, (uint64_t)env->weight) != 0 ||
-        put_env("REDLEASE_SHARED", env->shared, 1) != 0)
+        put_env("REDLEASE_SHARED", env->shared, 1) != 0))
         fail_start(report_fd, 0, errno);
     execvp(argv[0], argv);
     fail_start(report_fd, 1, errno);

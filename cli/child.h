@@ -29,7 +29,8 @@ int cli_in_terminal_foreground(void);
  * fork). *start_status is 0 if COMMAND runs, else what redlease should
  * exit with: 127 (not found), 126 (not executable), as shells do, or 125
  * (the child could not be set up); the reason was printed and the child,
- * still to be reaped, exits by itself. The reason comes back over a
+ * still to be reaped, exits by itself. env NULL leaves the environment
+ * as it is: a run that joined the lease it describes (inherit.h). The reason comes back over a
  * close-on-exec pipe rather than as the child's exit status, so it is right
  * even when that status is not the child's own (under valgrind).
  * With own_group, the child leads a new process group (its pid), set in

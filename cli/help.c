@@ -36,6 +36,8 @@ static const char *const help_text[] = {
     "      --shared        hold it shared, with other --shared runs, while no\n"
     "                      exclusive run holds or queues ahead\n"
     "      --exclusive     hold it exclusively, as a mutex (the default)\n"
+    "      --no-inherit    never join the lease REDLEASE_TOKEN holds for RESOURCE\n"
+    "                      (by default a run under another run's COMMAND joins it)\n"
     "  -q, --quiet         print errors only (not busy, lost, signals)\n"
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"
     "status options:\n"

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* redlease run: acquire RESOURCE, run COMMAND while the library renews the
- * lease, release, exit with COMMAND's status.
+ * lease, release, exit with COMMAND's status. Or, when the environment
+ * offers the lease already (inherit.h) and Redis confirms it, join it:
+ * run COMMAND at once, check the lease at intervals, neither renew nor
+ * release it (JOINED below).
  *
  *   WAITING --acquired--> RUNNING --COMMAND exited--> RELEASING --> FINISHED
  *      |                     | lost: SIGTERM, SIGKILL after --grace   ^
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <redlease.h>
@@ -24,6 +28,7 @@
 #include "child.h"
 #include "commands.h"
 #include "exit_status.h"
+#include "inherit.h"
 #include "msg.h"
 #include "server.h"
 #include "signals.h"
@@ -64,13 +69,21 @@ typedef struct run {
     /* --quorum: a wait gives up when no majority of the servers has been
      * reachable for the timeout (one server's failure is no reason) */
     ev_timer quorum_timer;
+    /* joined: COMMAND runs under the lease of the environment (outer),
+     * checked by check_timer; it lasts at least until valid_until (ms of
+     * the monotonic clock), as Redis last said */
+    int no_inherit;
+    int joined;
+    cli_inherit outer;
+    ev_timer check_timer;
+    int64_t valid_until;
 } run;
 
 /* ------------------------------------------------------------ options */
 
 enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
-       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_QUIET, OPT_VERBOSE,
-       OPT_HELP };
+       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_NO_INHERIT, OPT_QUIET,
+       OPT_VERBOSE, OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -86,6 +99,7 @@ static const cli_opt run_opts[] = {
     /* flock(1)'s -s and -x are not ours: -s is --socket */
     {"shared", 0, 0, OPT_SHARED},
     {"exclusive", 0, 0, OPT_EXCLUSIVE},
+    {"no-inherit", 0, 0, OPT_NO_INHERIT},
     {"quiet", 'q', 0, OPT_QUIET},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"help", 'h', 0, OPT_HELP},
@@ -125,6 +139,7 @@ static int parse(run *r, int argc, char **argv)
         case OPT_WEIGHT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->weight); break;
         case OPT_SHARED: r->shared = 1; break;
         case OPT_EXCLUSIVE: exclusive = 1; break;
+        case OPT_NO_INHERIT: r->no_inherit = 1; break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_HELP: cli_help(stdout); return -1;
@@ -217,6 +232,12 @@ static void release(run *r)
 {
     if (r->released) return;
     r->released = 1;
+    if (r->joined) { /* the lease is the outer run's to release */
+        ev_timer_stop(r->loop, &r->check_timer);
+        r->phase = FINISHED;
+        ev_break(r->loop, EVBREAK_ALL);
+        return;
+    }
     if (r->phase != FINISHED) r->phase = RELEASING;
     redlease_release(r->lock, on_released, r);
 }
@@ -230,6 +251,8 @@ static void cancel_wait(run *r, int status)
 }
 
 /* ------------------------------------------------------------ COMMAND */
+
+static void joined_final_check(run *r);
 
 /* To COMMAND's whole process group when it has its own (its children
  * too), else to COMMAND only: the rest of redlease's group is not ours. */
@@ -264,15 +287,15 @@ static void on_child_exit(struct ev_loop *loop, ev_child *w, int revents)
     r->child = 0;
     r->held_to_end = !r->lost;
     r->exit_status = r->start_status ? r->start_status : r->lost ? CLI_EXIT_LOST : status;
+    if (r->joined && r->held_to_end && !r->start_status) joined_final_check(r);
     release(r);
 }
 
-static void start_command(run *r, redlease_lock *lk)
+/* Starts COMMAND with env in its environment (NULL: as it is). */
+static void start_command(run *r, const cli_child_env *env)
 {
-    cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
-                         redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1, r->shared};
     r->own_group = !cli_in_terminal_foreground();
-    pid_t pid = cli_child_spawn(r->command, &env, r->own_group, &r->start_status);
+    pid_t pid = cli_child_spawn(r->command, env, r->own_group, &r->start_status);
     if (pid < 0) {
         cli_error("cannot start COMMAND: fork: %s", strerror(errno));
         r->exit_status = CLI_EXIT_FAILED;
@@ -345,11 +368,31 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
 {
     run *r = arg;
     if (status == REDLEASE_OK) {
-        start_command(r, lk);
+        cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
+                             redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1, r->shared};
+        start_command(r, &env);
         return;
     }
     r->exit_status = status_for_acquire_error(r, status);
     release(r);
+}
+
+/* The lease was lost while COMMAND runs (what: how, for the message):
+ * SIGTERM, SIGKILL after the grace (at once without one); 124 once
+ * COMMAND is gone. */
+static void stop_command(run *r, const char *what)
+{
+    r->lost = 1;
+    if (r->grace_ms == 0) {
+        cli_notice("%s: stopping COMMAND (%s %ld) with SIGKILL", what, command_target(r), (long)r->child);
+        signal_command(r, SIGKILL);
+        return;
+    }
+    cli_notice("%s: stopping COMMAND (%s %ld) with SIGTERM, SIGKILL after %" PRId64 " ms", what,
+               command_target(r), (long)r->child, r->grace_ms);
+    signal_command(r, SIGTERM);
+    ev_timer_set(&r->grace_timer, (ev_tstamp)r->grace_ms / 1000.0, 0.);
+    ev_timer_start(r->loop, &r->grace_timer);
 }
 
 static void on_lost(redlease_lock *lk, int reason, void *arg)
@@ -360,21 +403,130 @@ static void on_lost(redlease_lock *lk, int reason, void *arg)
                    redlease_lost_reason_str(reason));
         return;
     }
-    r->lost = 1;
-    if (r->grace_ms == 0) {
-        cli_notice("lost the lease on %s (%s): stopping COMMAND (%s %ld) with SIGKILL",
-                   redlease_lock_key(lk), redlease_lost_reason_str(reason), command_target(r),
-                   (long)r->child);
-        signal_command(r, SIGKILL);
+    char what[REDLEASE_MAX_RESOURCE + REDLEASE_MAX_PREFIX + 100];
+    snprintf(what, sizeof what, "lost the lease on %s (%s)", redlease_lock_key(lk),
+             redlease_lost_reason_str(reason));
+    stop_command(r, what);
+}
+
+/* ------------------------------------------------------------ joined */
+
+/* The quickest that checks of a joined lease follow one another: when
+ * little of it is left, the check after it expired comes this soon. */
+#define MIN_CHECK_MS 10
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void check_in(run *r, int64_t ms)
+{
+    ev_now_update(r->loop); /* the check just made blocked the loop */
+    ev_timer_set(&r->check_timer, (ev_tstamp)(ms < MIN_CHECK_MS ? MIN_CHECK_MS : ms) / 1000.0, 0.);
+    ev_timer_start(r->loop, &r->check_timer);
+}
+
+/* Redis said, at a check sent at t0, that the outer lease has left ms
+ * (-1: a key without expiry) left: it lasts at least until t0 + left,
+ * and is checked again after a third of that, as a lease is renewed (a
+ * key without expiry: at a third of --ttl). */
+static void joined_confirmed(run *r, int64_t t0, int64_t left)
+{
+    r->valid_until = left < 0 ? INT64_MAX : t0 + left;
+    check_in(r, (left < 0 ? r->ttl_ms : left) / 3);
+}
+
+/* Checks the outer lease while COMMAND runs: confirmed, it is checked
+ * again later; gone, COMMAND is stopped (124); unconfirmed (Redis
+ * unavailable), it is tried again while the time Redis last gave it lasts,
+ * and counts as lost once that has passed. */
+static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    run *r = w->data;
+    if (r->phase != RUNNING || r->lost) return;
+    const char *key = r->outer.lock;
+    char why[400], what[REDLEASE_MAX_RESOURCE + REDLEASE_MAX_PREFIX + 500];
+    int64_t t0 = monotonic_ms(), left = 0;
+    int held = cli_inherit_check(&r->outer, &r->server, &left, why, sizeof why);
+    if (held == CLI_INHERIT_HOLDS) {
+        cli_verbose("the joined lease on %s holds: %" PRId64 " ms left", key, left);
+        joined_confirmed(r, t0, left);
         return;
     }
-    cli_notice("lost the lease on %s (%s): stopping COMMAND (%s %ld) with SIGTERM, "
-               "SIGKILL after %" PRId64 " ms",
-               redlease_lock_key(lk), redlease_lost_reason_str(reason), command_target(r),
-               (long)r->child, r->grace_ms);
-    signal_command(r, SIGTERM);
-    ev_timer_set(&r->grace_timer, (ev_tstamp)r->grace_ms / 1000.0, 0.);
-    ev_timer_start(r->loop, &r->grace_timer);
+    int64_t now = monotonic_ms();
+    if (held == CLI_INHERIT_UNSURE && now < r->valid_until) {
+        cli_verbose("cannot check the joined lease on %s (Redis at %s: %s): %" PRId64
+                    " ms of it left", key, r->server.where, why, r->valid_until - now);
+        check_in(r, (r->valid_until - now) / 2);
+        return;
+    }
+    if (held == CLI_INHERIT_GONE)
+        snprintf(what, sizeof what, "the joined lease on %s was lost (its token no longer holds it)", key);
+    else
+        snprintf(what, sizeof what, "the joined lease on %s was lost (not confirmed in time: Redis at %s: %s)",
+                 key, r->server.where, why);
+    stop_command(r, what);
+}
+
+/* COMMAND finished under the joined lease: still the outer's? A lease
+ * deleted or taken since the last check makes it 124, as a release that
+ * finds the key no longer ours does; Redis not answering leaves COMMAND's
+ * status, as a failed release does. */
+static void joined_final_check(run *r)
+{
+    char why[400];
+    int64_t left = 0;
+    int held = cli_inherit_check(&r->outer, &r->server, &left, why, sizeof why);
+    if (held == CLI_INHERIT_GONE) {
+        cli_error("%s was no longer held by the joined lease when COMMAND finished: the lease was "
+                  "lost while COMMAND ran", r->outer.lock);
+        r->exit_status = CLI_EXIT_LOST;
+    } else if (held == CLI_INHERIT_UNSURE) {
+        cli_error("could not check the joined lease on %s as COMMAND finished (Redis at %s: %s)",
+                  r->outer.lock, r->server.where, why);
+    }
+}
+
+/* The environment offers this resource's lease (--no-inherit aside):
+ * when Redis confirms that its token holds it, COMMAND runs under it at
+ * once (1); else nothing to join (0), or Redis could not tell (exit 69,
+ * said). */
+static int join(run *r, int *rc)
+{
+    cli_inherit_ask ask = {r->resource, r->limit, r->weight, r->shared, r->fencing};
+    *rc = 0;
+    if (r->no_inherit) return 0;
+    int found = cli_inherit_find(&r->outer, &r->server, &ask);
+    if (found != CLI_INHERIT_OFFERED) {
+        if (found == CLI_INHERIT_FAILED) *rc = CLI_EXIT_FAILED;
+        return found == CLI_INHERIT_FAILED;
+    }
+    const char *key = r->outer.lock;
+    char why[400];
+    int64_t t0 = monotonic_ms(), left = 0;
+    int held = cli_inherit_check(&r->outer, &r->server, &left, why, sizeof why);
+    if (held == CLI_INHERIT_UNSURE) {
+        cli_error("Redis at %s: cannot check the lease on %s in the environment: %s", r->server.where,
+                  key, why);
+        *rc = CLI_EXIT_UNAVAILABLE;
+        return 1;
+    }
+    if (held == CLI_INHERIT_GONE) {
+        cli_verbose("not joining the lease on %s in the environment: its token no longer holds it", key);
+        cli_inherit_free(&r->outer);
+        return 0;
+    }
+    cli_verbose("joined the lease on %s that the environment's token holds (%" PRId64
+                " ms left): not renewed or released by this run", key, left);
+    r->joined = 1;
+    start_command(r, NULL); /* the environment describes the lease already */
+    if (r->phase != RUNNING) *rc = r->exit_status; /* no fork: said */
+    else joined_confirmed(r, t0, left);
+    return 1;
 }
 
 /* The lease the command line asks for. */
@@ -586,10 +738,12 @@ int cli_run(int argc, char **argv)
     r.grace_timer.data = &r;
     ev_timer_init(&r.quorum_timer, on_quorum_timer, 0., 0.);
     r.quorum_timer.data = &r;
+    ev_timer_init(&r.check_timer, on_check, 0., 0.);
+    r.check_timer.data = &r;
     if (cli_signals_start(r.loop, on_signal, &r) != 0) {
         cli_error("cannot catch signals: %s", strerror(errno));
         rc = CLI_EXIT_FAILED;
-    } else {
+    } else if (!join(&r, &rc)) {
         rc = start(&r);
     }
     if (rc == 0) {
@@ -597,6 +751,7 @@ int cli_run(int argc, char **argv)
         rc = r.exit_status;
     }
     redlease_client_free(r.client); /* NULL unless start() failed half way */
+    cli_inherit_free(&r.outer);
     cli_signals_stop();
     ev_loop_destroy(r.loop);
     cli_server_free(&r.server);

@@ -4,11 +4,9 @@
  * synchronous API, for the keys the library uses: redlease_key() names
  * the lock, its fencing counter, and the holders and weights of a
  * semaphore or of shared holders (man 3 redlease, KEYS and KINDS). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -16,6 +14,7 @@
 #include "commands.h"
 #include "exit_status.h"
 #include "msg.h"
+#include "direct.h"
 #include "server.h"
 #include "addr.h" /* the library's address parser */
 #include "identity.h" /* holders' records, cleaned for display */
@@ -47,9 +46,6 @@ typedef struct status_query {
     cli_server server;
     const char *resource;
     int show_token;
-    /* --cluster: where a redirect sends us (MOVED, or ASK: behind ASKING) */
-    char node_host[256];
-    int node_port, asking;
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
     /* --quorum: the server being asked ("HOST:PORT: " before its lines),
      * and what it answered: the key's PTTL and value (owned), or that it
@@ -67,10 +63,6 @@ typedef struct status_query {
 
 /* The kinds of resource whose holders are a set (member_kind): none is 0. */
 enum { KIND_SEMAPHORE = 1, KIND_SHARED, KIND_COUNT };
-
-/* How many redirects a status follows (a Cluster moving a slot twice). */
-#define MAX_REDIRECTS 5
-#define REDIRECTED (-2)
 
 static int take_resource(status_query *q, const char *arg)
 {
@@ -116,78 +108,6 @@ static int unavailable(const status_query *q, const char *what, const char *why)
     return CLI_EXIT_UNAVAILABLE;
 }
 
-/* Why a synchronous call failed; hiredis says "Resource temporarily
- * unavailable" for a read that timed out. */
-static const char *failure(const status_query *q, const redisContext *ctx)
-{
-    static char why[64];
-    if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        snprintf(why, sizeof why, "no reply within %lld ms", (long long)q->server.timeout_ms);
-        return why;
-    }
-    return ctx->errstr;
-}
-
-/* Runs one command; NULL after reporting a failure or an error reply. */
-static redisReply *command(const status_query *q, redisContext *ctx, int argc, const char **argv)
-{
-    redisReply *rep = redisCommandArgv(ctx, argc, argv, NULL);
-    if (!rep) {
-        unavailable(q, argv[0], failure(q, ctx));
-        return NULL;
-    }
-    if (rep->type == REDIS_REPLY_ERROR) {
-        unavailable(q, argv[0], rep->str);
-        freeReplyObject(rep);
-        return NULL;
-    }
-    return rep;
-}
-
-static redisContext *connect_and_login(const status_query *q)
-{
-    const cli_server *s = &q->server;
-    struct timeval tv = {(time_t)(s->timeout_ms / 1000), (suseconds_t)(s->timeout_ms % 1000 * 1000)};
-    redisContext *ctx = s->socket ? redisConnectUnixWithTimeout(s->socket, tv)
-                                  : redisConnectWithTimeout(s->host, s->port, tv);
-    if (!ctx || ctx->err) {
-        unavailable(q, "", ctx ? ctx->errstr : "out of memory");
-        if (ctx) redisFree(ctx);
-        return NULL;
-    }
-    if (redisSetTimeout(ctx, tv) != REDIS_OK) { /* before TLS: it bounds the handshake */
-        unavailable(q, "", "cannot set the command timeout");
-        redisFree(ctx);
-        return NULL;
-    }
-    char why[300];
-    if (cli_server_start_tls(s, ctx, why, sizeof why) != 0) {
-        unavailable(q, "", why);
-        redisFree(ctx);
-        return NULL;
-    }
-    redisReply *rep = NULL;
-    int ok = 1;
-    if (ok && s->password) {
-        const char *auth_user[3] = {"AUTH", s->user, s->password};
-        const char *auth[2] = {"AUTH", s->password};
-        ok = (rep = s->user ? command(q, ctx, 3, auth_user) : command(q, ctx, 2, auth)) != NULL;
-        freeReplyObject(rep);
-    }
-    if (ok && s->db) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", s->db);
-        const char *select[2] = {"SELECT", db};
-        ok = (rep = command(q, ctx, 2, select)) != NULL;
-        freeReplyObject(rep);
-    }
-    if (!ok) { /* command() said why */
-        redisFree(ctx);
-        return NULL;
-    }
-    return ctx;
-}
-
 /* 32 lowercase hex digits: what every redlease version writes. */
 static int is_token(const char *s, size_t len)
 {
@@ -197,51 +117,7 @@ static int is_token(const char *s, size_t len)
     return 1;
 }
 
-/* Connects (following a Cluster's redirects, from the first node listed)
- * and asks about the keys: CLI_EXIT_HELD, CLI_EXIT_FREE, or
- * CLI_EXIT_UNAVAILABLE (said why). */
-static int ask(status_query *q, redisContext *ctx, const status_keys *k);
-static int query(status_query *q, const status_keys *k)
-{
-    int rc = REDIRECTED;
-    const char *host = q->server.host;
-    int port = q->server.port;
-    for (int hops = 0; rc == REDIRECTED && hops <= MAX_REDIRECTS; hops++) {
-        if (hops) {
-            q->server.host = q->node_host;
-            q->server.port = q->node_port;
-        }
-        redisContext *ctx = connect_and_login(q);
-        rc = ctx ? ask(q, ctx, k) : CLI_EXIT_UNAVAILABLE;
-        if (ctx) redisFree(ctx);
-    }
-    q->server.host = host; /* the next query starts from the seed again */
-    q->server.port = port;
-    q->asking = 0;
-    return rc == REDIRECTED ? unavailable(q, "", "redirected too many times") : rc;
-}
-
-/* With --cluster, a MOVED or ASK answer: where to ask instead (into q),
- * REDIRECTED; 0 for any other answer. */
-static int redirected(status_query *q, const redisReply *rep)
-{
-    int is_ask = strncmp(rep->str, "ASK ", 4) == 0;
-    if (!q->server.cluster || (!is_ask && strncmp(rep->str, "MOVED ", 6) != 0)) return 0;
-    const char *addr = strchr(rep->str + (is_ask ? 4 : 6), ' ');
-    const char *h;
-    size_t hn;
-    int port;
-    if (!addr || rdl_addr_parse(addr + 1, strlen(addr + 1), &h, &hn, &port) != 0 ||
-        hn >= sizeof q->node_host)
-        return 0;
-    memcpy(q->node_host, h, hn);
-    q->node_host[hn] = '\0';
-    q->node_port = port;
-    q->asking = is_ask;
-    return REDIRECTED;
-}
-
-/* What ask() reads of a resource, at one instant; 0.1.0's key: the first
+/* What query() reads of a resource, at one instant; 0.1.0's key: the first
  * two. */
 enum { R_PTTL, R_VALUE, R_FENCE, R_TIME, R_HOLDERS, R_WEIGHTS, R_COUNT };
 
@@ -280,16 +156,6 @@ static int by_token(const void *a, const void *b)
     const redisReply *x = ((const weight *)a)->token, *y = ((const weight *)b)->token;
     int c = memcmp(x->str, y->str, x->len < y->len ? x->len : y->len);
     return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* A whole number, or -1: the server's clock, a deadline (a score, which
- * Redis writes as a double), a weight. */
-static long long whole(const redisReply *r)
-{
-    if (!r || r->type != REDIS_REPLY_STRING) return -1;
-    char *end;
-    double d = strtod(r->str, &end);
-    return end != r->str && !*end && d >= 0 && d < 9e18 ? (long long)d : -1;
 }
 
 /* Prints who a record (src/identity.h) says holds, ", held by LABEL (pid
@@ -357,13 +223,12 @@ static int show_holders(status_query *q, const char *key, long long limit,
 {
     const redisReply *time = got[R_TIME], *holders = got[R_HOLDERS], *hash = got[R_WEIGHTS];
     const redisReply *counter = got[R_FENCE];
-    if (time->type != REDIS_REPLY_ARRAY || time->elements != 2 || whole(time->element[0]) < 0 ||
-        whole(time->element[1]) < 0 || holders->type != REDIS_REPLY_ARRAY ||
+    /* ms, as the scripts' clock() reads TIME */
+    long long now = cli_direct_time_ms(time);
+    if (now < 0 || holders->type != REDIS_REPLY_ARRAY ||
         holders->elements % 2 || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
         return unavailable(q, "", limit ? "the semaphore's keys hold unexpected values"
                                         : "the shared holders' keys hold unexpected values");
-    /* ms, as the scripts' clock() reads TIME */
-    long long now = whole(time->element[0]) * 1000 + whole(time->element[1]) / 1000;
     size_t nw = hash->elements / 2, nh = holders->elements / 2;
     weight *w = malloc((nw ? nw : 1) * sizeof *w);
     long long *of = malloc((nh ? nh : 1) * sizeof *of); /* each holder's weight, 0: past */
@@ -381,13 +246,13 @@ static int show_holders(status_query *q, const char *key, long long limit,
         if (limit) {
             weight token = {holders->element[2 * i], NULL};
             const weight *found = bsearch(&token, w, nw, sizeof *w, by_token);
-            permits = found && whole(found->value) > 0 ? whole(found->value) : 0;
+            permits = found && cli_direct_whole(found->value) > 0 ? cli_direct_whole(found->value) : 0;
         }
-        of[i] = whole(holders->element[2 * i + 1]) > now ? permits : 0;
+        of[i] = cli_direct_whole(holders->element[2 * i + 1]) > now ? permits : 0;
         held += of[i];
     }
     for (size_t i = 0; i < nh && q->member; i++)
-        if (of[i] && tally(q, holders->element[2 * i], of[i], whole(holders->element[2 * i + 1]) - now)) {
+        if (of[i] && tally(q, holders->element[2 * i], of[i], cli_direct_whole(holders->element[2 * i + 1]) - now)) {
             free(w);
             free(of);
             cli_error("out of memory");
@@ -409,7 +274,7 @@ static int show_holders(status_query *q, const char *key, long long limit,
                 printf("holder: %lld permit%s, ", of[i], of[i] == 1 ? "" : "s");
             else
                 printf("holder: shared, ");
-            printf("%lld ms left", whole(holders->element[2 * i + 1]) - now);
+            printf("%lld ms left", cli_direct_whole(holders->element[2 * i + 1]) - now);
             const redisReply *rec = record_of(w, nw, holders->element[2 * i]);
             if (rec) print_record(rec->str, rec->len, now);
             if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
@@ -428,7 +293,7 @@ static int is_shared(const redisReply *v)
     return v && v->type == REDIS_REPLY_STRING && v->len == 6 && memcmp(v->str, "shared", 6) == 0;
 }
 
-/* What the replies say (got: in the order of ask()'s cmds), printed
+/* What the replies say (got: in the order of query()'s cmds), printed
  * unless --quiet: CLI_EXIT_HELD, CLI_EXIT_FREE, or a failure (said). */
 static int report(status_query *q, const char *key, redisReply *const *got)
 {
@@ -464,11 +329,8 @@ static int report(status_query *q, const char *key, redisReply *const *got)
             printf("held, %lld ms left", ms);
         /* this version's holders write "TOKEN RECORD" (src/identity.h) */
         size_t toklen = token && value->len > 33 && token[32] == ' ' ? 32 : token ? value->len : 0;
-        const redisReply *time = q->legacy ? NULL : got[R_TIME];
-        if (held && toklen == 32 && token[32] == ' ' && time && time->type == REDIS_REPLY_ARRAY &&
-            time->elements == 2)
-            print_record(token + 33, value->len - 33,
-                         whole(time->element[0]) * 1000 + whole(time->element[1]) / 1000);
+        long long now = q->legacy ? -1 : cli_direct_time_ms(got[R_TIME]);
+        if (held && toklen == 32 && token[32] == ' ' && now >= 0) print_record(token + 33, value->len - 33, now);
         if (q->show_token && token) printf(", token %.*s", (int)toklen, token);
         if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
         if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
@@ -479,14 +341,13 @@ static int report(status_query *q, const char *key, redisReply *const *got)
 }
 
 /* The lock key's PTTL and value, the fence counter, and the holders and
- * weights (a semaphore's, or shared holders') with the server's clock, read at one instant in a
- * MULTI/EXEC (every key of a resource is in one Cluster slot); behind an
- * ASK, one by one (ASKING counts for the one command after it, which MULTI
- * would be). REDIRECTED when a Cluster node sends us elsewhere. */
-static int ask(status_query *q, redisContext *ctx, const status_keys *k)
+ * weights (a semaphore's, or shared holders') with the server's clock, read
+ * at one instant (cli_direct_run), from the first node listed with
+ * --cluster, following its redirects: CLI_EXIT_HELD, CLI_EXIT_FREE, or
+ * CLI_EXIT_UNAVAILABLE (said why). */
+static int query(status_query *q, const status_keys *k)
 {
-    const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *asking[1] = {"ASKING"};
-    const char *cmds[R_COUNT][5] = {
+    const char *const cmds[R_COUNT][CLI_DIRECT_ARGS] = {
         [R_PTTL] = {"PTTL", k->lock},
         [R_VALUE] = {"GET", k->lock},
         [R_FENCE] = {"GET", k->fence},
@@ -498,39 +359,12 @@ static int ask(status_query *q, redisContext *ctx, const status_keys *k)
     /* 0.1.0's lock key alone (its counter is in another slot), with its
        value: only a token makes it a lease */
     int n = q->legacy ? R_FENCE : R_COUNT;
-    int atomic = !q->asking;
-    if (atomic) redisAppendCommandArgv(ctx, 1, multi, NULL);
-    for (int i = 0; i < n; i++) {
-        if (!atomic) redisAppendCommandArgv(ctx, 1, asking, NULL);
-        redisAppendCommandArgv(ctx, argc[i], cmds[i], NULL);
-    }
-    if (atomic) redisAppendCommandArgv(ctx, 1, exec, NULL);
-    int replies = atomic ? n + 2 : 2 * n;
-    redisReply *rep = NULL, *got[R_COUNT] = {NULL};
-    int rc = 0;
-    for (int i = 0; i < replies && !rc; i++) {
-        freeReplyObject(rep);
-        rep = NULL;
-        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) {
-            rc = unavailable(q, "", failure(q, ctx));
-        } else if (rep->type == REDIS_REPLY_ERROR) {
-            rc = redirected(q, rep);
-            if (!rc) rc = unavailable(q, "", rep->str);
-        } else if (!atomic && i % 2 == 1) {
-            got[i / 2] = rep; /* in the order of cmds */
-            rep = NULL;
-        }
-    }
-    if (!rc && atomic) {
-        /* The EXEC reply: one element for each of cmds. */
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n)
-            rc = unavailable(q, "EXEC", "unexpected reply");
-        for (int i = 0; !rc && i < n; i++) got[i] = rep->element[i];
-    }
-    if (!rc && got[R_PTTL]->type != REDIS_REPLY_INTEGER) rc = unavailable(q, "PTTL", "unexpected reply");
-    if (!rc) rc = report(q, k->lock, got);
-    freeReplyObject(rep);
-    for (int i = 0; !atomic && i < R_COUNT; i++) freeReplyObject(got[i]);
+    cli_direct_read rd;
+    char why[400];
+    if (cli_direct_run(&q->server, n, cmds, argc, &rd, why, sizeof why) != 0) return unavailable(q, "", why);
+    int rc = rd.reply[R_PTTL]->type != REDIS_REPLY_INTEGER ? unavailable(q, "PTTL", "unexpected reply")
+                                                          : report(q, k->lock, rd.reply);
+    cli_direct_read_free(&rd);
     return rc;
 }
 
@@ -735,16 +569,6 @@ static int query_quorum(status_query *q, const status_keys *keys)
     return rc;
 }
 
-/* RESOURCE's key of that kind (malloc'd), or NULL: out of memory. */
-static char *make_key(const status_query *q, int kind)
-{
-    size_t rlen = strlen(q->resource), len = 0;
-    redlease_key(q->server.prefix, q->resource, rlen, kind, NULL, 0, &len);
-    char *key = len ? malloc(len + 1) : NULL;
-    if (key) redlease_key(q->server.prefix, q->resource, rlen, kind, key, len + 1, &len);
-    return key;
-}
-
 int cli_status(int argc, char **argv)
 {
     status_query q;
@@ -755,8 +579,10 @@ int cli_status(int argc, char **argv)
         cli_server_free(&q.server);
         return rc < 0 ? 0 : rc;
     }
-    status_keys k = {make_key(&q, REDLEASE_KEY_LOCK), make_key(&q, REDLEASE_KEY_FENCE),
-                     make_key(&q, REDLEASE_KEY_HOLDERS), make_key(&q, REDLEASE_KEY_WEIGHTS)};
+    const cli_server *s = &q.server;
+    status_keys k = {cli_direct_key(s, q.resource, REDLEASE_KEY_LOCK), cli_direct_key(s, q.resource, REDLEASE_KEY_FENCE),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_HOLDERS),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_WEIGHTS)};
     if (!k.lock || !k.fence || !k.holders || !k.weights) {
         cli_error("out of memory");
         rc = CLI_EXIT_FAILED;

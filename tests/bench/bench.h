@@ -38,7 +38,9 @@ typedef struct bench_cycles {
     double seconds;
     double redis_cpu_us; /* the server's CPU (INFO cpu) over the run */
 } bench_cycles;
-int bench_raw_cycles(int chains, double seconds, bench_cycles *out);
+/* record: each SET carries a record of who holds after its token, as
+ * redlease's does (src/identity.h): the floor with and without it. */
+int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out);
 /* The same with a semaphore of 4 written by hand at its least (bench_raw.c
  * says what it leaves out): the floor of any semaphore kept by scripts. */
 int bench_raw_sem_cycles(int chains, double seconds, bench_cycles *out);

@@ -3,6 +3,9 @@
  * (bench_lib.c) in the same run against the same private server, prints
  * one JSON line per measurement, then a table of ratios and goals;
  * contended has no floor (bench_contended.c: N processes on one key).
+ * a and b also run the floor whose SET carries a holder's record as
+ * redlease's does (raw_id), its ratio to the floor: what knowing who holds
+ * costs a cycle.
  * a also runs redlease's semaphore (limit 4, weight 1) and a shared holder
  * in each round, their ratios to the mutex's cycles beside the floor's,
  * and a semaphore's own floor (hiredis and the least scripts: bench_raw.c)
@@ -23,8 +26,9 @@
  *   BENCH_MILLION_SECONDS 45  million: seconds held (renewed every 20 s)
  *   BENCH_ONLY     (unset)  a, b, d: "raw" or "lib" runs that side alone (for
  *                           a profiler; no ratio; d runs it in this process);
- *                           "sem", "shared", "raw_sem" a's semaphore,
- *                           shared holder, semaphore floor alone
+ *                           "sem", "shared", "raw_sem", "raw_id" a's semaphore,
+ *                           shared holder, semaphore floor, the floor
+ *                           with a record alone
  *   BENCH_VERBOSE  (unset)  d: each side says on stderr what its measured
  *                           window did (renewals, commands, timer wakeups);
  *                           a, b: loop iterations per cycle (both sides),
@@ -103,14 +107,15 @@ static const char *fmt(char *buf, const char *f, double v)
  * least scripts a semaphore can be kept by), whose ratio to the mutex's
  * floor bounds what any script-kept semaphore reaches there. BENCH_ONLY
  * names one of them. */
-enum { RAW, LIB, SEM, SHR, RSEM, N_SIDES };
-static const char *const side_name[N_SIDES] = {"raw", "lib", "sem", "shared", "raw_sem"};
+enum { RAW, LIB, RID, SEM, SHR, RSEM, N_SIDES };
+static const char *const side_name[N_SIDES] = {"raw", "lib", "raw_id", "sem", "shared", "raw_sem"};
+#define ID_GOAL 0.95 /* issue 28's: the cycle with who holds / without */
 #define SEM_LIMIT 4
 #define KIND_GOAL 0.80 /* the issue's: of the mutex's cycles/s */
 
 static int run_side(int side, int chains, double secs, bench_cycles *out)
 {
-    if (side == RAW) return bench_raw_cycles(chains, secs, out);
+    if (side == RAW || side == RID) return bench_raw_cycles(chains, secs, side == RID, out);
     if (side == RSEM) return bench_raw_sem_cycles(chains, secs, out);
     return bench_lib_cycles(chains, side == SEM ? SEM_LIMIT : side == SHR ? BENCH_SHARED : 0, secs, out);
 }
@@ -127,7 +132,7 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     int rounds = (int)env_num("BENCH_ROUNDS", 5), sides = with_kinds ? N_SIDES : SEM;
     double secs = env_num("BENCH_SECONDS", 2);
     double ratio[64], kind_ratio[N_SIDES][64], rate[N_SIDES][64], cpu[N_SIDES][64], floor_ratio[64],
-        to_floor[64];
+        to_floor[64], id_ratio[64];
     const char *only = getenv("BENCH_ONLY");
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; r++) {
@@ -147,13 +152,16 @@ static void cycles(const char *name, int chains, const char *label, double goal,
             cpu[i][r] = c[i].redis_cpu_us / c[i].cycles;
         }
         ratio[r] = rate[LIB][r] / rate[RAW][r];
+        id_ratio[r] = rate[RID][r] / rate[RAW][r]; /* who holds, at the floor */
         for (int k = SEM; k <= SHR; k++) kind_ratio[k][r] = rate[k][r] / rate[LIB][r];
         floor_ratio[r] = rate[RSEM][r] / rate[RAW][r]; /* the semaphore's floor / the mutex's */
         to_floor[r] = rate[SEM][r] / rate[RSEM][r];    /* redlease's semaphore / its floor */
         printf("{\"scenario\":\"%s\",\"round\":%d,\"chains\":%d,\"raw_cycles_per_s\":%.0f,"
                "\"lib_cycles_per_s\":%.0f,\"ratio\":%.3f,\"raw_redis_cpu_us_per_cycle\":%.2f,"
-               "\"lib_redis_cpu_us_per_cycle\":%.2f,",
-               name, r + 1, chains, rate[RAW][r], rate[LIB][r], ratio[r], cpu[RAW][r], cpu[LIB][r]);
+               "\"lib_redis_cpu_us_per_cycle\":%.2f,\"raw_id_cycles_per_s\":%.0f,\"raw_id_to_raw\":%.3f,"
+               "\"raw_id_redis_cpu_us_per_cycle\":%.2f,",
+               name, r + 1, chains, rate[RAW][r], rate[LIB][r], ratio[r], cpu[RAW][r], cpu[LIB][r],
+               rate[RID][r], id_ratio[r], cpu[RID][r]);
         if (with_kinds) {
             printf("\"sem_limit\":%d,", SEM_LIMIT);
             for (int k = SEM; k <= SHR; k++)
@@ -168,9 +176,13 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     }
     double m = median(ratio, rounds);
     double raw_m = median(rate[RAW], rounds), lib_m = median(rate[LIB], rounds);
+    double id_m = median(id_ratio, rounds), id_rate = median(rate[RID], rounds);
     printf("{\"scenario\":\"%s\",\"summary\":true,\"raw_cycles_per_s\":%.0f,\"lib_cycles_per_s\":%.0f,"
-           "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f",
-           name, raw_m, lib_m, m, ratio[0], ratio[rounds - 1], goal);
+           "\"median_ratio\":%.3f,\"min_ratio\":%.3f,\"max_ratio\":%.3f,\"goal\":%.2f,"
+           "\"raw_id_cycles_per_s\":%.0f,\"median_raw_id_to_raw\":%.3f,\"min_raw_id_to_raw\":%.3f,"
+           "\"max_raw_id_to_raw\":%.3f,\"id_goal\":%.2f",
+           name, raw_m, lib_m, m, ratio[0], ratio[rounds - 1], goal, id_rate, id_m, id_ratio[0],
+           id_ratio[rounds - 1], ID_GOAL);
     double kind_m[N_SIDES] = {0}, kind_rate[N_SIDES] = {0};
     for (int k = SEM; with_kinds && k <= SHR; k++) {
         kind_m[k] = median(kind_ratio[k], rounds), kind_rate[k] = median(rate[k], rounds);
@@ -195,6 +207,11 @@ static void cycles(const char *name, int chains, const char *label, double goal,
     snprintf(what, sizeof what, "%s: Redis CPU us/cycle", name);
     double rc_ = median(cpu[RAW], rounds), lc = median(cpu[LIB], rounds);
     row(what, fmt(b1, "%.2f", rc_), fmt(b2, "%.2f", lc), fmt(b3, "%.2f", lc / rc_), "-");
+    /* Who holds (issue 28): the floor whose SET carries redlease's record,
+     * beside the floor without it; redlease always writes it. */
+    snprintf(what, sizeof what, "%s. floor with a holder's record (/ without)", name);
+    snprintf(b4, sizeof b4, ">= %.2f", ID_GOAL);
+    row(what, fmt(b1, "%.0f", id_rate), "-", fmt(b3, "%.2f", id_m), b4);
     /* The other kinds' rows: their ratio is to the mutex, not the floor. */
     for (int k = SEM; with_kinds && k <= SHR; k++) {
         if (k == SEM)

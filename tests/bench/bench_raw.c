@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libev.h>
 
 #include "bench.h"
+#include "identity.h"
 #include "scripts.h"
 
 static struct {
@@ -23,6 +25,10 @@ static struct {
     double end_us;
     long cycles, failed;
     int active;
+    /* " RECORD" after each token (src/identity.h), or "": the floor with
+     * and without what redlease writes of who holds */
+    char tail[RDL_RECORD_MAX + 2];
+    size_t tail_len;
 } R;
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -67,6 +73,7 @@ typedef struct chain {
     char key[32];
     size_t keylen;
     char tok[33];
+    char value[RDL_VALUE_MAX + 1]; /* the token, and the record when asked */
 } chain;
 
 static void chain_start(chain *ch);
@@ -97,14 +104,22 @@ static void on_set(redisAsyncContext *ac, void *reply, void *arg)
 static void chain_start(chain *ch)
 {
     bench_token(ch->tok);
-    const char *argv[6] = {"SET", ch->key, ch->tok, "NX", "PX", "30000"};
-    size_t len[6] = {3, ch->keylen, 32, 2, 2, 5};
+    memcpy(ch->value, ch->tok, 32);
+    memcpy(ch->value + 32, R.tail, R.tail_len);
+    const char *argv[6] = {"SET", ch->key, ch->value, "NX", "PX", "30000"};
+    size_t len[6] = {3, ch->keylen, 32 + R.tail_len, 2, 2, 5};
     redisAsyncCommandArgv(R.ac, on_set, ch, 6, argv, len);
 }
 
-int bench_raw_cycles(int chains, double seconds, bench_cycles *out)
+int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out)
 {
     raw_open();
+    if (record) { /* this process's, as redlease's client writes it */
+        rdl_identity id;
+        rdl_identity_of_process(&id, NULL);
+        R.tail[0] = ' ';
+        R.tail_len = 1 + rdl_identity_record(&id, (int64_t)time(NULL) * 1000, 0, R.tail + 1);
+    }
     chain *ch = calloc((size_t)chains, sizeof *ch);
     for (int i = 0; i < chains; i++) ch[i].keylen = (size_t)snprintf(ch[i].key, sizeof ch[i].key, "lock:{c%d}", i);
     double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();

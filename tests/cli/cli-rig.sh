@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Sourced by the redlease(1) scripts that start servers of their own
-# (test-cli-tls.sh, test-cli-replicas.sh, test-cli-sentinel.sh):
+# (test-cli-tls.sh, test-cli-replicas.sh, test-cli-sentinel.sh, test-cli-cluster.sh,
+# test-cli-quorum.sh, test-cli-inherit.sh):
 #     . "$here/cli-rig.sh" NAME
 # starts the harness's redis-server (a TAP skip or bail out when it cannot),
 # and sets
@@ -13,6 +14,8 @@
 #     rl ARG...          runs redlease; sets st, out (stdout) and err (stderr)
 #     check NAME CMD...  one TAP case: ok when CMD succeeds, else not ok
 #                        with the last run's st, out and err
+#     rig_quorum NAME    starts three more redis-servers (NAME1..3) for
+#                        --quorum: ports and pids (arrays), quorum (the list)
 # The REDLEASE_* variables that would point redlease elsewhere are unset.
 rig_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 . "$rig_here/../support/redis-harness.sh" || exit 99
@@ -51,4 +54,14 @@ rl() {
     out=$(timeout -s KILL $((30 * slow)) "${RL[@]}" "$@" 2>"$tmp/stderr")
     st=$?
     err=$(<"$tmp/stderr")
+}
+rig_quorum() {
+    local i
+    ports=() pids=()
+    for i in 1 2 3; do
+        redis_harness_extra "$1$i" --port || { echo "Bail out! could not start redis-server $i"; exit 1; }
+        ports+=("$REDLEASE_EXTRA_PORT")
+        pids+=("$REDLEASE_EXTRA_PID")
+    done
+    quorum=127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}
 }

@@ -9,5 +9,8 @@ CLI_TESTS = %reldir%/test-cli.sh %reldir%/test-cli-tls.sh %reldir%/test-cli-repl
 	%reldir%/test-cli-sentinel.sh %reldir%/test-cli-cluster.sh %reldir%/test-help.sh
 # test-cli-quorum.sh: --quorum, on three redis-servers it starts.
 CLI_TESTS += %reldir%/test-cli-quorum.sh
+# test-cli-inherit.sh: a run under another's COMMAND joins its lease (man 1,
+# INHERITED LEASES), on the harness's server and on a quorum it starts.
+CLI_TESTS += %reldir%/test-cli-inherit.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += $(CLI_TESTS) %reldir%/cli-rig.sh

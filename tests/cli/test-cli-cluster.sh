@@ -5,7 +5,8 @@
 # redis_harness_cluster_form): run takes the lease on the primary of the key's slot,
 # given another node; status follows MOVED from the node listed, also for
 # 0.1.0's key of the resource (another slot), and a semaphore's holders
-# (run --limit) through another node; --cluster with --host or
+# (run --limit) through another node; a run nested in a run's COMMAND
+# joins its lease, checked through another node; --cluster with --host or
 # --db is a usage error; no node reachable exits 69. (Migrations and
 # failovers: tests/integration/test_cluster.c, chaos CHAOS_TOPOLOGY=cluster.)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
@@ -41,7 +42,7 @@ owner() {
         }'
 }
 
-echo "1..8"
+echo "1..9"
 rl run "${t[@]}" --cluster "$seed" --ttl 5000 cl-job -- \
     sh -c 'echo "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"; "$1" -c -p "$2" GET "$REDLEASE_KEY"' _ "$cli" "${ports[0]}"
 check "run --cluster => 0, the lease in the Cluster (asked through another node)" \
@@ -76,6 +77,16 @@ wait "$sem_holder"
 check "run --cluster --limit 2 holds a permit; status asked of another node (MOVED) shows it => 0" \
     eval '[ "$st" -eq 0 ] && grep -q "^lock:{cl-sem}: semaphore: 1 of 2 permits held$" <<<"$out" &&
           grep -q "^lock:{cl-sem}: holder: 1 permit, [0-9]* ms left$" <<<"$out" && [ "$sem_elsewhere" != "$sem_on" ]'
+# A run under COMMAND on the same resource joins the lease (man 1,
+# INHERITED LEASES): its check asks a node that does not serve the key,
+# and follows MOVED. Not joined, its --no-wait would exit 75.
+nest_on=$(owner 'lock:{cl-nest}')
+for p in "${ports[@]}"; do [ "$p" != "$nest_on" ] && nest_elsewhere=$p; done
+rl run "${t[@]}" --cluster "$seed" cl-nest -- bash -c '"$@"; echo "inner=$?"' _ \
+    "${RL[@]}" run "${t[@]}" --cluster "127.0.0.1:$nest_elsewhere" -v --no-wait cl-nest -- echo ran
+check "run --cluster under a run on the same resource joins its lease (asked of another node) => 0" \
+    eval '[ "$st" -eq 0 ] && [ "$out" = "ran
+inner=0" ] && grep -q "joined the lease on lock:{cl-nest}" <<<"$err" && [ "$nest_elsewhere" != "$nest_on" ]'
 rl run --cluster "$seed" --host 127.0.0.1 cl-job -- true
 st1=$st
 rl run --cluster "$seed" --db 1 cl-job -- true

@@ -17,14 +17,7 @@
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99
 . "$here/cli-rig.sh" cli-quorum
 
-ports=() pids=()
-for i in 1 2 3; do
-    redis_harness_extra "cli-quorum-server$i" --port ||
-        { echo "Bail out! could not start redis-server $i"; exit 1; }
-    ports+=("$REDLEASE_EXTRA_PORT")
-    pids+=("$REDLEASE_EXTRA_PID")
-done
-quorum=127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}
+rig_quorum cli-quorum-server
 t=(--timeout $((1000 * slow)))
 tok1=0123456789abcdef0123456789abcdef tok2=fedcba9876543210fedcba9876543210
 # on_server I CMD...: redis-cli to server I (0-2)
