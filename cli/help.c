@@ -38,6 +38,7 @@ static const char *const help_text[] = {
     "      --exclusive     hold it exclusively, as a mutex (the default)\n"
     "      --no-inherit    never join the lease REDLEASE_TOKEN holds for RESOURCE\n"
     "                      (by default a run under another run's COMMAND joins it)\n"
+    "  -l, --label TEXT    who holds, as status shows it (default: COMMAND's name)\n"
     "  -q, --quiet         print errors only (not busy, lost, signals)\n"
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"
     "status options:\n"

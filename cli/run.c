@@ -49,6 +49,7 @@ typedef struct run {
     int64_t replica_acks, replica_timeout_ms; /* 0: none; 0: the library's default */
     int64_t limit, weight; /* 0: a mutex; a semaphore of limit permits, weight of them ours */
     int shared;            /* a shared holder of a shared/exclusive resource (0: exclusive) */
+    const char *label;     /* who holds, as status shows it (--label; NULL: COMMAND's name) */
 
     struct ev_loop *loop;
     redlease_client *client;
@@ -82,8 +83,8 @@ typedef struct run {
 /* ------------------------------------------------------------ options */
 
 enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
-       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_NO_INHERIT, OPT_QUIET,
-       OPT_VERBOSE, OPT_HELP };
+       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_NO_INHERIT, OPT_LABEL,
+       OPT_QUIET, OPT_VERBOSE, OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -100,6 +101,7 @@ static const cli_opt run_opts[] = {
     {"shared", 0, 0, OPT_SHARED},
     {"exclusive", 0, 0, OPT_EXCLUSIVE},
     {"no-inherit", 0, 0, OPT_NO_INHERIT},
+    {"label", 'l', 1, OPT_LABEL},
     {"quiet", 'q', 0, OPT_QUIET},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"help", 'h', 0, OPT_HELP},
@@ -140,6 +142,11 @@ static int parse(run *r, int argc, char **argv)
         case OPT_SHARED: r->shared = 1; break;
         case OPT_EXCLUSIVE: exclusive = 1; break;
         case OPT_NO_INHERIT: r->no_inherit = 1; break;
+        case OPT_LABEL:
+            r->label = a.value;
+            if (!*a.value || strlen(a.value) > REDLEASE_MAX_LABEL)
+                rc = cli_usage_error("--label: 1 to %d bytes", REDLEASE_MAX_LABEL);
+            break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_HELP: cli_help(stdout); return -1;
@@ -698,6 +705,10 @@ static int start(run *r)
 {
     redlease_client_options co;
     cli_server_client_options(&r->server, &co);
+    /* who holds, as status shows it: by default what runs, not redlease */
+    const char *name = strrchr(r->command[0], '/');
+    co.label = r->label ? r->label : name && name[1] ? name + 1 : r->command[0];
+    if (strlen(co.label) > REDLEASE_MAX_LABEL) co.label = NULL; /* a long COMMAND name: the program's */
     redlease_lock_options lo;
     lock_options(r, &lo);
 

@@ -158,14 +158,14 @@ static int by_token(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Prints who a record (src/identity.h) says holds, ", held by LABEL (pid
- * PID on HOST, for N ms, fence F)", cleaned for display again (anyone may
- * write a key); nothing for what is no record. */
+/* Ends a line with who a record (src/identity.h) says holds, "; by LABEL
+ * (pid PID on HOST, for N ms, fence F)", cleaned for display again (anyone
+ * may write a key); nothing for what is no record. */
 static void print_record(const char *rec, size_t len, long long now)
 {
     rdl_record r;
     if (rdl_identity_parse(rec, len, &r)) return;
-    printf(", held by %s (pid %lld on %s", r.label, (long long)r.pid, r.host);
+    printf("; by %s (pid %lld on %s", r.label, (long long)r.pid, r.host);
     if (r.at > 0 && now >= r.at) printf(", for %lld ms", now - (long long)r.at);
     if (r.fence) printf(", fence %llu", (unsigned long long)r.fence);
     printf(")");
@@ -275,9 +275,9 @@ static int show_holders(status_query *q, const char *key, long long limit,
             else
                 printf("holder: shared, ");
             printf("%lld ms left", cli_direct_whole(holders->element[2 * i + 1]) - now);
+            if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
             const redisReply *rec = record_of(w, nw, holders->element[2 * i]);
             if (rec) print_record(rec->str, rec->len, now);
-            if (q->show_token) printf(", token %s", holders->element[2 * i]->str);
             printf("\n");
         }
         fflush(stdout);
@@ -309,14 +309,21 @@ static int report(status_query *q, const char *key, redisReply *const *got)
     int held = ms != -2; /* -2: no such key; -1: a key without expiry */
     /* 0.1.0's keys are no hash tags of ours: only a token makes it a lease */
     if (q->legacy) held = held && token && is_token(token, value->len);
+    /* this version's holders write "TOKEN RECORD" (src/identity.h): the
+     * token is what owns (a quorum's members each write their own fence
+     * in the record), the record is shown */
+    size_t toklen = token && value->len > 33 && token[32] == ' ' && is_token(token, 32) ? 32
+                    : token                                                          ? value->len
+                                                                                     : 0;
     if (q->member && held && token) {
         free(q->member_token);
-        q->member_token_len = value->len;
-        if (!(q->member_token = malloc(value->len + 1))) {
+        q->member_token_len = toklen;
+        if (!(q->member_token = malloc(toklen + 1))) {
             cli_error("out of memory");
             return CLI_EXIT_FAILED;
         }
-        memcpy(q->member_token, token, value->len + 1);
+        memcpy(q->member_token, token, toklen);
+        q->member_token[toklen] = '\0';
         q->member_ms = ms;
     }
     if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
@@ -327,13 +334,11 @@ static int report(status_query *q, const char *key, redisReply *const *got)
             printf("held, no expiry");
         else
             printf("held, %lld ms left", ms);
-        /* this version's holders write "TOKEN RECORD" (src/identity.h) */
-        size_t toklen = token && value->len > 33 && token[32] == ' ' ? 32 : token ? value->len : 0;
         long long now = q->legacy ? -1 : cli_direct_time_ms(got[R_TIME]);
-        if (held && toklen == 32 && token[32] == ' ' && now >= 0) print_record(token + 33, value->len - 33, now);
         if (q->show_token && token) printf(", token %.*s", (int)toklen, token);
         if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
         if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
+        if (held && toklen < value->len && now >= 0) print_record(token + 33, value->len - 33, now);
         printf("\n");
         fflush(stdout);
     }

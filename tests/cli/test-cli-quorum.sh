@@ -23,11 +23,13 @@ tok1=0123456789abcdef0123456789abcdef tok2=fedcba9876543210fedcba9876543210
 # on_server I CMD...: redis-cli to server I (0-2)
 on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # the values of KEY on the three servers, one line each ("" when none)
-values() { local i; for i in 0 1 2; do on_server "$i" GET "$1"; done; }
+# each server's value of key $1: a mutex's token (its holder's record, which
+# follows it, cut off)
+values() { local i; for i in 0 1 2; do on_server "$i" GET "$1" | cut -d' ' -f1; done; }
 
 echo "1..25"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
-    sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY"; done' \
+    sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY" | cut -d" " -f1; done' \
     "$cli" "${ports[@]}"
 token=$(sed -n 1p <<<"$out")
 check "run --quorum => 0, the key with its token on all three servers while COMMAND runs" \
@@ -43,7 +45,7 @@ for _ in $(seq 1 $((200 * slow))); do
     [ "$(values "lock:{q-hold}" | sort -u | grep -c .)" -eq 1 ] && [ "$(values "lock:{q-hold}" | grep -c .)" -eq 3 ] && break
     sleep 0.05
 done
-held_token=$(on_server 0 GET "lock:{q-hold}")
+held_token=$(on_server 0 GET "lock:{q-hold}" | cut -d' ' -f1)
 rl status "${t[@]}" --quorum "$quorum" q-hold
 check "status --quorum of a lease run holds => 0, a line per server, held by 3 of 3" \
     eval '[ "$st" -eq 0 ] && [ "$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: held, [0-9]* ms left" <<<"$out")" -eq 3 ] &&
@@ -177,7 +179,7 @@ rl status "${t[@]}" --quorum "$quorum" q-one
 check "one server stopped, the key on one other => 69, cannot tell" \
     eval '[ "$st" -eq 69 ] && grep -q "cannot tell: lock:{q-one} is held by 1 of 3 servers, 1 not answering" <<<"$err"'
 rl run "${t[@]}" --quorum "$quorum" --no-wait --ttl 5000 q-job -- \
-    sh -c 'echo "$REDLEASE_TOKEN"; "$0" -p "$1" GET "$REDLEASE_KEY"; "$0" -p "$2" GET "$REDLEASE_KEY"' \
+    sh -c 'echo "$REDLEASE_TOKEN"; for p in "$1" "$2"; do "$0" -p "$p" GET "$REDLEASE_KEY" | cut -d" " -f1; done' \
     "$cli" "${ports[0]}" "${ports[1]}"
 check "one server stopped: run --quorum => 0, the key on the other two" \
     eval '[ "$st" -eq 0 ] && [ "$(sed -n 1,3p <<<"$out" | sort -u | grep -c "^[0-9a-f]\{32\}$")" -eq 1 ] && [ "$(wc -l <<<"$out")" -eq 3 ]'

@@ -243,9 +243,10 @@ rl run env1 -- sh -c 'printf "%s|%s|%s|%s\n" "$REDLEASE_KEY" "$REDLEASE_TOKEN" \
     "$REDLEASE_TEST_REDIS_CLI" "$REDLEASE_TEST_SOCKET"
 unset REDLEASE_FENCE
 IFS='|' read -r key token fence stored <<<"$out"
-check "COMMAND gets REDLEASE_KEY and the REDLEASE_TOKEN stored in Redis, no REDLEASE_FENCE" \
-    eval '[ "$st" -eq 0 ] && [ "$key" = lock:{env1} ] && [ ${#token} -ge 16 ] &&
-          [ "$token" = "$stored" ] && [ "$fence" = unset ]'
+# the key holds the token, then who holds: "PID AT FENCE HOST LABEL"
+check "COMMAND gets REDLEASE_KEY and the REDLEASE_TOKEN stored in Redis (with its holder's record), no REDLEASE_FENCE" \
+    eval '[ "$st" -eq 0 ] && [ "$key" = lock:{env1} ] && [ ${#token} -eq 32 ] &&
+          [[ "$stored" =~ ^$token\ [0-9]+\ [0-9]+\ 0\ [^\ ]+\ .+$ ]] && [ "$fence" = unset ]'
 rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
 f1=$out
 rl run --fence fence1 -- sh -c 'echo "$REDLEASE_FENCE"'
@@ -478,8 +479,10 @@ rlpid=$!
 wait_for_file "$tmp/stat-started" || touch "$tmp/stat-started"
 rl status stat1
 token=$(rcli GET lock:{stat1})
-check "status of a held resource: 0, \"held, N ms left\", no token" \
-    eval '[ "$st" -eq 0 ] && [[ "$out" =~ ^lock:\{stat1\}:\ held,\ [0-9]+\ ms\ left$ ]] &&
+token=${token%% *} # the token, then its holder's record
+check "status of a held resource: 0, \"held, N ms left; by LABEL (pid P on HOST, for N ms)\", no token" \
+    eval '[ "$st" -eq 0 ] &&
+          [[ "$out" =~ ^lock:\{stat1\}:\ held,\ [0-9]+\ ms\ left\;\ by\ .+\ \(pid\ [0-9]+\ on\ [^\ ]+,\ for\ [0-9]+\ ms\)$ ]] &&
           [ -n "$token" ] && ! grep -qF "$token" <<<"$out"'
 rl status --show-token stat1
 check "status --show-token prints the token" eval '[ "$st" -eq 0 ] && grep -qF "token $token" <<<"$out"'
@@ -491,6 +494,24 @@ rl status -q stat1
 check "status --quiet prints nothing" eval '[ "$st" -eq 1 ] && [ -z "$out$err" ]'
 rl status fence1
 check "status shows the fence counter" eval '[ "$st" -eq 1 ] && grep -q "fence counter $f2" <<<"$out"'
+
+# Who holds: --label, or COMMAND's name; the pid is redlease's, the fence
+# the one minted for it. Two holders with one label, host and pid (a nested
+# run of the same resource joins; two runs of a semaphore are two) are two.
+rl run --label 'nightly backup' --fence lab1 -- "${RL[@]}" status lab1
+check "run --label: status names it, with redlease's pid, this host and the holder's fence" \
+    eval '[ "$st" -eq 0 ] &&
+          [[ "$out" =~ \;\ by\ nightly\ backup\ \(pid\ [0-9]+\ on\ [^\ ]+,\ for\ [0-9]+\ ms,\ fence\ ([0-9]+)\)$ ]] &&
+          grep -q "fence counter ${BASH_REMATCH[1]};" <<<"$out"'
+rl run lab2 -- sh -c '"$@"' sh "${RL[@]}" status lab2
+check "run without --label: COMMAND's name (sh)" eval '[ "$st" -eq 0 ] && grep -q "; by sh (pid [0-9]* on " <<<"$out"'
+rl run --label '' lab3 -- true
+check "--label '' => 64" eval '[ "$st" -eq 64 ] && grep -q -- "--label" <<<"$err"'
+rl run --label "$(printf '%065d' 0)" lab3 -- true
+check "--label of 65 bytes => 64" eval '[ "$st" -eq 64 ]'
+rl run --label "$(printf 'evil\033]0;x\007')" lab4 -- "${RL[@]}" status lab4
+check "a label's control characters are shown as ?" \
+    eval '[ "$st" -eq 0 ] && grep -q "; by evil?\]0;x? (pid" <<<"$out" && ! grep -q $'"'"'\033'"'"' <<<"$out"'
 
 # A holder of 0.1.0 (key prefix + name, no braces) still counts while both
 # versions run: status reads that key too, when it holds a token.
@@ -566,9 +587,9 @@ check "a third --limit 2 --wait 300 => 75 after ${ms} ms, nothing run" \
 rl status sem1
 check "status of a full semaphore: 0, '2 of 2 permits held', a line per holder with its ms left" \
     eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "lock:{sem1}: semaphore: 2 of 2 permits held" ] &&
-          [ "$(grep -cE "^lock:\{sem1\}: holder: 1 permit, [0-9]+ ms left$" <<<"$out")" -eq 2 ] &&
+          [ "$(grep -cE "^lock:\{sem1\}: holder: 1 permit, [0-9]+ ms left; by .+ \(pid [0-9]+ on [^ ]+, for [0-9]+ ms\)$" <<<"$out")" -eq 2 ] &&
           [ "$(wc -l <<<"$out")" -eq 3 ] && ! grep -qF "$tok_a" <<<"$out"'
-left=$(sed -n 's/.*holder: 1 permit, \([0-9]*\) ms left/\1/p' <<<"$out" | head -n 1)
+left=$(sed -n 's/.*holder: 1 permit, \([0-9]*\) ms left.*/\1/p' <<<"$out" | head -n 1)
 check "each holder's time left is within its TTL ($left of 30000 ms)" \
     eval '[ -n "$left" ] && [ "$left" -gt 0 ] && [ "$left" -le 30000 ]'
 rl status --show-token sem1
@@ -622,7 +643,7 @@ check "... the message says how many permits it wanted" \
 rl status sem2
 check "status: '2 of 2 permits held', fence counter, one holder of 2 permits" \
     eval '[ "$st" -eq 0 ] && grep -qE "^lock:\{sem2\}: semaphore: 2 of 2 permits held, fence counter [0-9]+$" <<<"$out" &&
-          grep -qE "^lock:\{sem2\}: holder: 2 permits, [0-9]+ ms left$" <<<"$out" && [ "$(wc -l <<<"$out")" -eq 2 ]'
+          grep -qE "^lock:\{sem2\}: holder: 2 permits, [0-9]+ ms left; by .+\)$" <<<"$out" && [ "$(wc -l <<<"$out")" -eq 2 ]'
 unhold w
 
 # past_deadline RES KIND DEAD_WEIGHT HOLDER HEAD HEAD_NONE: a holder past
@@ -683,10 +704,10 @@ rl status shr1
 check "status of shared holders: 0, 'shared: 2 holders', fence counter, a line per holder" \
     eval '[ "$st" -eq 0 ] &&
           [[ "$(sed -n 1p <<<"$out")" =~ ^lock:\{shr1\}:\ shared:\ 2\ holders,\ fence\ counter\ [0-9]+$ ]] &&
-          [ "$(grep -cE "^lock:\{shr1\}: holder: shared, [0-9]+ ms left$" <<<"$out")" -eq 2 ] &&
+          [ "$(grep -cE "^lock:\{shr1\}: holder: shared, [0-9]+ ms left; by .+\)$" <<<"$out")" -eq 2 ] &&
           [ "$(wc -l <<<"$out")" -eq 3 ] && ! grep -qF "$tok_s1" <<<"$out"'
-left1=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left/\1/p' <<<"$out" | sed -n 1p)
-left2=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left/\1/p' <<<"$out" | sed -n 2p)
+left1=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left.*/\1/p' <<<"$out" | sed -n 1p)
+left2=$(sed -n 's/.*holder: shared, \([0-9]*\) ms left.*/\1/p' <<<"$out" | sed -n 2p)
 check "each shared holder's time left is within its TTL, soonest first ($left1, $left2 of 30000 ms)" \
     eval '[ -n "$left1" ] && [ -n "$left2" ] && [ "$left1" -gt 0 ] && [ "$left1" -le "$left2" ] &&
           [ "$left2" -le 30000 ]'
