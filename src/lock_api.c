@@ -260,14 +260,7 @@ int redlease_release(redlease_lock *lk, redlease_release_cb on_release, void *ar
 
 /* A handle joined to another's lease (re-entry) reports the lease's: its
  * first handle, kept allocated as long as the joined one is. */
-int redlease_lock_held(const redlease_lock *lk)
-{
-    if (!lk || lk->state != RDL_LOCK_HELD) return 0;
-    lk = rdl_lock_carrier(lk);
-    const rdl_locks *ls = lk->set;
-    return lk->state == RDL_LOCK_HELD && lk->confirm_node && rdl_node_ready(lk->confirm_node) &&
-           rdl_lock_confirmed_on(lk, lk->confirm_node) && rdl_svc_now(ls->svc) < lk->valid_until;
-}
+int redlease_lock_held(const redlease_lock *lk) { return lk && rdl_lock_valid(lk); }
 
 int64_t redlease_lock_remaining_ms(const redlease_lock *lk)
 {

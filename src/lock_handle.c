@@ -282,3 +282,12 @@ int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n)
 {
     return lk->confirm_node == n && lk->confirm_epoch == (uint32_t)rdl_node_epoch(n);
 }
+
+int rdl_lock_valid(const struct redlease_lock *lk)
+{
+    if (lk->state != RDL_LOCK_HELD) return 0;
+    lk = rdl_lock_carrier(lk);
+    const rdl_locks *ls = lk->set;
+    return lk->state == RDL_LOCK_HELD && lk->confirm_node && rdl_node_ready(lk->confirm_node) &&
+           rdl_lock_confirmed_on(lk, lk->confirm_node) && rdl_svc_now(ls->svc) < lk->valid_until;
+}

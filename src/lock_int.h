@@ -57,6 +57,9 @@ int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req);
 int rdl_lock_is_wrongtype(const rdl_reply *r);
 int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite);
 int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n);
+/* Held and locally valid now, its lease confirmed on a ready link
+ * (redlease_lock_held()'s rule; a joined handle's is its lease's). */
+int rdl_lock_valid(const struct redlease_lock *lk);
 
 /* lock_send.c: commands and the op engine */
 void rdl_lock_abandon_op(struct redlease_lock *lk);

@@ -46,7 +46,7 @@ static struct redlease_lock *joinable(const struct redlease_lock *lk)
         struct redlease_lock *x = RDL_CONTAINER(i, struct redlease_lock, link);
         if (x == lk || x->state != RDL_LOCK_HELD || rdl_lock_joined(x) || x->acq || !x->opts ||
             !x->opts->reentrant || !rdl_lock_same_key(x, lk) || !same_kind(x, lk) ||
-            !redlease_lock_held(x))
+            !rdl_lock_valid(x))
             continue;
         return x;
     }

@@ -156,14 +156,20 @@ static void test_time_refused_is_no_failure(void)
     end(&f);
 }
 
+/* A client on a server with DELIFEQ and SET IFEQ. */
+static void start_native(fake *f)
+{
+    fake_attach(f, NULL);
+    f->native = RDL_NATIVE_DELIFEQ;
+    fake_connect(f);
+}
+
 /* A fenced lease's key holds the fence its script minted: the renewal and
  * the release by the server's own commands send that value whole. */
 static void test_fence_in_the_value_the_holder_sends(void)
 {
     fake f;
-    fake_attach(&f, NULL);
-    f.native = RDL_NATIVE_DELIFEQ;
-    fake_connect(&f);
+    start_native(&f);
     rec r = {0};
     redlease_lock_options o = opts(3000);
     o.fencing = 1;
@@ -195,9 +201,7 @@ static void test_fence_in_the_value_the_holder_sends(void)
 static void test_drop_goes_as_the_script(void)
 {
     fake f;
-    fake_attach(&f, NULL);
-    f.native = RDL_NATIVE_DELIFEQ;
-    fake_connect(&f);
+    start_native(&f);
     rec r = {0};
     redlease_lock_options o = opts(3000);
     CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
