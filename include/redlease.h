@@ -534,6 +534,117 @@ REDLEASE_EXTERN size_t redlease_lock_key_len(const redlease_lock *lk);
 REDLEASE_EXTERN uint64_t redlease_lock_fence(const redlease_lock *lk);
 REDLEASE_EXTERN redlease_client *redlease_lock_client(const redlease_lock *lk);
 
+/* ------------------------------------------------------------ inspection */
+/* Who holds a resource and who waits for it, as Redis says now (man 3
+ * redlease, INSPECTION): what redlease status shows, for a server's own
+ * admin page. One read-only script reads every key of the resource at one
+ * instant on each server asked: the client's server (Sentinel: its
+ * primary), the Cluster node serving the resource's slot (redirects
+ * followed), or under a quorum every member, each holder counted as the
+ * quorum counts it. Holders and waiters past their deadline by the
+ * server's clock are dead and left out. The records are what holders wrote
+ * (man 3 redlease, HOLDERS), cleaned for display: shown, never trusted. */
+typedef struct redlease_inspection redlease_inspection;
+
+/* What a resource is (redlease_inspection_kind) and what a waiter waits
+ * to be (redlease_waiter's kind). */
+enum redlease_kind {
+    REDLEASE_KIND_FREE = 0,      /* nothing holds it */
+    REDLEASE_KIND_MUTEX = 1,     /* a mutex, or the exclusive holder of a shared/exclusive
+                                    resource (one holder) */
+    REDLEASE_KIND_SEMAPHORE = 2, /* a counting semaphore (redlease_inspection_limit) */
+    REDLEASE_KIND_SHARED = 3,    /* shared holders */
+    REDLEASE_KIND_UNKNOWN = 4    /* its lock key holds a value this version does not
+                                    read (another version's, or not a lease): no
+                                    holders are listed */
+};
+
+/* The structs below are the library's, valid only during the inspect
+ * callback. They grow only at their end: struct_size is the size this
+ * library fills, and a field past a caller's header is not there
+ * (read a newer field only when offsetof(type, field) < struct_size).
+ * Reach them by the accessors, never by pointer arithmetic. */
+typedef struct redlease_holder {
+    size_t struct_size;
+    const char *token;      /* its token, 32 hex digits (another writer's value cleaned
+                               for display, at most 64 bytes) */
+    const char *label;      /* its record's label and host, cleaned; "" without a */
+    const char *host;       /*   record (a writer of 0.1.0, or a lock being handed over) */
+    int64_t pid;            /* 0 without a record */
+    int64_t acquired_at_ms; /* when it acquired, the server's clock in ms; 0: not known */
+    int64_t held_ms;        /* how long it has held, by the server's clock; -1: not known */
+    int64_t ttl_ms;         /* left before its key expires; -1: no expiry */
+    uint64_t fence;         /* the fence its record names (under a quorum, one member's
+                               own count); 0: none */
+    int64_t permits;        /* a semaphore holder's weight; 1 for other kinds */
+    int servers;            /* servers that hold or admit it (under a quorum, at least
+                               a majority); 1 on other topologies */
+    int this_client;        /* 1: a handle of the client asking holds it */
+} redlease_holder;
+
+typedef struct redlease_waiter {
+    size_t struct_size;
+    const char *token;      /* as a holder's */
+    const char *label;
+    const char *host;
+    int64_t pid;
+    int64_t joined_at_ms;   /* when it joined the queue, server's clock; 0: not known */
+    int64_t waiting_ms;     /* how long it has waited; -1: not known */
+    int kind;               /* what it waits to be: REDLEASE_KIND_MUTEX (exclusive),
+                               REDLEASE_KIND_SHARED or REDLEASE_KIND_SEMAPHORE */
+    int64_t permits;        /* its weight: 1 unless a semaphore's; a semaphore waiter's
+                               when it is this client's, else 0 (Redis does not keep it) */
+    int servers;            /* servers whose queue has it */
+    int this_client;        /* 1: a handle of the client asking */
+} redlease_waiter;
+
+/* in is valid only during the call (NULL on an error status but
+ * REDLEASE_EQUORUM). */
+typedef void (*redlease_inspect_cb)(const redlease_inspection *in, int status, void *arg);
+
+/* Asks who holds resource (resource_len bytes, as redlease_acquire_len()
+ * names it) and who waits for it. Returns REDLEASE_OK and cb runs exactly
+ * once, from the loop (never inside this call), within command_timeout_ms:
+ *   REDLEASE_OK         in says what Redis holds
+ *   REDLEASE_EQUORUM    under a quorum, no holder is held by a majority of
+ *                       the servers that answered, and those that did not
+ *                       could make one: it cannot tell. in says what the
+ *                       answers show (redlease_inspection_answered)
+ *   REDLEASE_ETIMEDOUT, REDLEASE_ECONN  no answer (under a quorum: none at all)
+ *   REDLEASE_EREDIS, REDLEASE_EPERM...  Redis refused (redlease_client_errstr);
+ *                       REDLEASE_EPERM where the user may not run scripts
+ *   REDLEASE_EKIND      its keys hold values of another type (WRONGTYPE)
+ *   REDLEASE_EPROTO     an answer of another shape
+ *   REDLEASE_ECANCELED  the client was freed or closed first (from free, before
+ *                       it returns)
+ * Or returns an error, and cb never runs: REDLEASE_EINVAL (c, cb NULL, a bad
+ * name), REDLEASE_ENOMEM, REDLEASE_ECANCELED (the client is being freed or
+ * closed). */
+REDLEASE_EXTERN int redlease_inspect(redlease_client *c, const char *resource,
+                                     size_t resource_len, redlease_inspect_cb cb, void *arg);
+/* enum redlease_kind. */
+REDLEASE_EXTERN int redlease_inspection_kind(const redlease_inspection *in);
+/* A semaphore's limit (permits); 0 for other kinds. */
+REDLEASE_EXTERN int redlease_inspection_limit(const redlease_inspection *in);
+/* The resource's fence counter, the last fence minted (under a quorum, the
+ * largest member's count); 0 when there is none. */
+REDLEASE_EXTERN uint64_t redlease_inspection_fence_counter(const redlease_inspection *in);
+/* The server's clock when it read the keys, ms (under a quorum, the first
+ * member's that answered); 0: not known. */
+REDLEASE_EXTERN int64_t redlease_inspection_server_ms(const redlease_inspection *in);
+/* Servers asked, and servers that answered (1 and 1 but under a quorum). */
+REDLEASE_EXTERN int redlease_inspection_servers(const redlease_inspection *in);
+REDLEASE_EXTERN int redlease_inspection_answered(const redlease_inspection *in);
+/* The live holders (a semaphore's and shared holders soonest to expire
+ * first), and the holder at i (NULL past the count). */
+REDLEASE_EXTERN size_t redlease_inspection_holder_count(const redlease_inspection *in);
+REDLEASE_EXTERN const redlease_holder *redlease_inspection_holder(const redlease_inspection *in,
+                                                                  size_t i);
+/* The live queued waiters in queue order, and the waiter at i. */
+REDLEASE_EXTERN size_t redlease_inspection_waiter_count(const redlease_inspection *in);
+REDLEASE_EXTERN const redlease_waiter *redlease_inspection_waiter(const redlease_inspection *in,
+                                                                  size_t i);
+
 /* ---------------------------------------------------------- loop adapters */
 /* An adapter gives the client one one-shot timer and watches the sockets
  * the client opens (a connection each; reconnects open new ones). Shipped:

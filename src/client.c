@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "client.h"
+#include "keys.h"
 #include "lock.h"
 #include "options.h"
 
@@ -23,6 +24,7 @@ static const rdl_node_owner node_owner;         /* below: what the nodes tell us
 static const rdl_cluster_owner cluster_owner;   /* below: what the router tells us */
 static const rdl_sentinel_owner sentinel_owner; /* below: what the Sentinels tell us */
 static const rdl_waker_owner waker_owner;       /* below: what the wake-up channel tells us */
+static const rdl_inspect_owner inspect_owner;   /* below: what inspections ask of us */
 
 /* Where a lock's key goes (rdl_lock_target's route): the node its slot's
  * primary is, in a Cluster; else the embedded node (a quorum's front). */
@@ -54,6 +56,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     if (!c) return REDLEASE_ENOMEM;
     rdl_svc_init(&c->svc, c, &svc_ops, c);
     rdl_heap_init(&c->svc.heap);
+    rdl_inspects_init(&c->inspect, &c->svc, o->command_timeout_ms, &inspect_owner, c);
     /* What the locks' target offers: a quorum is N servers, each with its
      * own copy of a lease, so no one queue orders the waiters, no one
      * primary's replicas acknowledge, a release's probe would be one
@@ -260,8 +263,8 @@ static int nodes_due(const redlease_client *c)
 static void arm(redlease_client *c)
 {
     if (!c->svc.loop.ops) return;
-    if (!rdl_list_empty(&c->set.notify) || nodes_due(c) || sentinel_due(c) || waker_due(c) || c->svc.dead ||
-        c->close_check) {
+    if (!rdl_list_empty(&c->set.notify) || rdl_inspect_owed(&c->inspect) || nodes_due(c) ||
+        sentinel_due(c) || waker_due(c) || c->svc.dead || c->close_check) {
         if (c->armed_at == ARMED_NOW) return;
         c->armed_at = ARMED_NOW; /* due now */
         c->svc.loop.ops->timer_set(c->svc.loop.data, 0);
@@ -339,11 +342,13 @@ int redlease_client_attach_loop(redlease_client *c, const redlease_loop_ops *ops
  * hear back (or the deadline passed). O(1): close waits on counters. */
 static int close_finished(redlease_client *c, int64_t now)
 {
-    if (!rdl_list_empty(&c->set.notify)) return 0; /* owed callbacks first */
+    if (!rdl_list_empty(&c->set.notify) || rdl_inspect_owed(&c->inspect)) return 0; /* owed callbacks first */
     if (now >= c->close_deadline) return 1;
     if (c->set.parked) return 0;
+    /* (an inspection's answer is waited for by nobody now) */
     for (size_t i = 0; i < c->nodes.n; i++)
-        if (rdl_conn_in_flight(&c->nodes.v[i]->conn)) return 0;
+        if (rdl_conn_in_flight(&c->nodes.v[i]->conn) > rdl_inspect_out_on(&c->inspect, c->nodes.v[i]))
+            return 0;
     return c->set.release_retries == 0;
 }
 
@@ -368,6 +373,7 @@ static void run_due(redlease_client *c, int fired)
             case RDL_WAKE_WAKER: waker_run(c, now); break;
             case RDL_WAKE_CLUSTER: rdl_cluster_run(c->cluster, now); break;
             case RDL_WAKE_QUORUM: rdl_quorum_run(c->quorum, now); break;
+            case RDL_WAKE_INSPECT: rdl_inspect_expire(&c->inspect, top, now); break;
             case RDL_WAKE_CLOSE: /* judged below, once nothing else is due */
                 rdl_heap_update(&c->svc.heap, top, RDL_NEVER);
                 break;
@@ -393,6 +399,11 @@ static void run_due(redlease_client *c, int fired)
             struct redlease_lock *lk = RDL_CONTAINER(c->set.notify.next, struct redlease_lock, notify_link);
             rdl_lock_deliver(lk);
             now = rdl_svc_now(&c->svc); /* user code ran: deadlines are judged by the clock */
+            continue;
+        }
+        if (rdl_inspect_owed(&c->inspect)) {
+            rdl_inspect_deliver(&c->inspect);
+            now = rdl_svc_now(&c->svc);
             continue;
         }
         if (c->set.closing && close_finished(c, now)) {
@@ -461,6 +472,7 @@ static void teardown(redlease_client *c)
     rdl_free(c->sentinel);
     rdl_free(c->waker);
     rdl_nodes_free(&c->nodes);
+    rdl_inspects_free(&c->inspect); /* after the nodes: their requests came back */
     if (c->cluster) rdl_cluster_free(c->cluster);
     rdl_free(c->cluster);
     if (c->quorum) rdl_quorum_free(c->quorum); /* after its members: their requests came back */
@@ -485,6 +497,8 @@ void redlease_client_free(redlease_client *c)
     while (!rdl_list_empty(&c->set.notify))
         rdl_lock_deliver(RDL_CONTAINER(c->set.notify.next, struct redlease_lock, notify_link));
     c->set.freeing = 0;
+    /* Inspections not answered yet hear ECANCELED, any decided their answer. */
+    rdl_inspect_cancel_all(&c->inspect, 1);
     /* A graceful close under way ends here too: its done callback is owed
      * exactly once. It runs last, while c is still allocated (dead: any
      * call on it does nothing). */
@@ -516,6 +530,7 @@ void redlease_client_close(redlease_client *c, redlease_close_cb done, void *arg
     rdl_heap_update(&c->svc.heap, &c->close_wake, c->close_deadline);
     for (rdl_list *n = c->set.locks.next; n != &c->set.locks; n = n->next)
         rdl_lock_close(RDL_CONTAINER(n, struct redlease_lock, link), now);
+    rdl_inspect_cancel_all(&c->inspect, 0); /* ECANCELED, from the loop */
     c->close_check = 1; /* maybe nothing is pending: done on the next tick */
     rdl_svc_leave(&c->svc);
 }
@@ -539,6 +554,55 @@ int redlease_acquire_len(redlease_client *c, const char *resource, size_t rlen,
     if (!c) return REDLEASE_EINVAL;
     return rdl_lock_new(&c->set, resource, rlen, o, on_acquire, on_lost, arg, out);
 }
+
+/* ------------------------------------------------------- inspections */
+
+int redlease_inspect(redlease_client *c, const char *resource, size_t rlen, redlease_inspect_cb cb,
+                     void *arg)
+{
+    if (!c || !cb || !resource || rlen == 0 || rlen > REDLEASE_MAX_RESOURCE) return REDLEASE_EINVAL;
+    if (c->svc.dead || c->set.closing) return REDLEASE_ECANCELED;
+    /* Where the resource is read: every member of a quorum, each asked
+     * directly (design 14.1); a Cluster's node of its slot; else ours. */
+    rdl_node *nodes[REDLEASE_MAX_QUORUM];
+    size_t n = 1;
+    nodes[0] = &c->main;
+    if (c->quorum) {
+        n = c->quorum->n;
+        memcpy(nodes, c->quorum->member, n * sizeof *nodes);
+    } else if (c->cluster) {
+        size_t klen = rdl_key_len(c->set.prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
+        char *key = rdl_malloc(klen);
+        if (!key) return REDLEASE_ENOMEM;
+        rdl_key_write(key, c->set.prefix, c->set.prefix_len, resource, rlen, REDLEASE_KEY_LOCK);
+        nodes[0] = rdl_cluster_route(c->cluster, key, klen);
+        rdl_free(key);
+    }
+    /* a quorum that is up asks the members that are; one that is not
+     * (connecting) waits for them, as its locks do */
+    int wait = !c->quorum || !rdl_quorum_ready(c->quorum);
+    rdl_svc_enter(&c->svc);
+    int rc = rdl_inspect_start(&c->inspect, c->set.prefix, c->set.prefix_len, resource, rlen, nodes,
+                               n, wait, cb, arg);
+    rdl_svc_leave(&c->svc); /* arms the timer: a callback owed already runs from it */
+    return rc;
+}
+
+/* A holder or waiter an inspection found is one of our handles: its
+ * token is theirs (a lease joined by several handles has one token). */
+static int inspect_mine(void *owner, const char *token, int64_t *permits)
+{
+    redlease_client *c = owner;
+    for (rdl_list *i = c->set.locks.next; i != &c->set.locks; i = i->next) {
+        const struct redlease_lock *lk = RDL_CONTAINER(i, struct redlease_lock, link);
+        if (strcmp(redlease_lock_token(lk), token) != 0) continue;
+        *permits = rdl_lock_limit(lk) ? lk->opts->weight : 1;
+        return 1;
+    }
+    return 0;
+}
+
+static const rdl_inspect_owner inspect_owner = {.mine = inspect_mine};
 
 /* ------------------------------------------------- what the servers say */
 
@@ -618,6 +682,7 @@ static void on_node_flush(void *owner, rdl_node *n, int64_t now)
         i = i->next;
         if (lk->parked && lk->node == n) rdl_lock_send_waiting(lk, now);
     }
+    if (!c->svc.dead) rdl_inspect_node_ready(&c->inspect, n, now);
 }
 
 /* ------------------------------------------------ what the router tells the client */

@@ -23,6 +23,7 @@
 #include "cluster.h"
 #include "conn.h"
 #include "heap.h"
+#include "inspect.h"
 #include "list.h"
 #include "lock.h"
 #include "node.h"
@@ -64,6 +65,8 @@ struct redlease_client {
      * deadline is its own heap node (waker->wake). Under a quorum it
      * listens on the first member (docs/design.md, section 11.5). */
     rdl_waker *waker;
+    /* Inspections in flight (src/inspect.h): redlease_inspect() */
+    rdl_inspects inspect;
 
     /* lifetime (and svc.depth, svc.dead: redlease_client_free() called;
      * set.freeing, set.closing) */

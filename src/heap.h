@@ -32,7 +32,8 @@ enum rdl_wake_kind {
     RDL_WAKE_CLUSTER,
     RDL_WAKE_QUORUM,
     RDL_WAKE_WAKER,
-    RDL_WAKE_CLOSE
+    RDL_WAKE_CLOSE,
+    RDL_WAKE_INSPECT /* an inspection's deadline (src/inspect.h) */
 };
 
 typedef struct rdl_heap_node {

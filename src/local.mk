@@ -30,6 +30,7 @@ libredlease_core_la_SOURCES = \
 	%reldir%/sentinel.c %reldir%/sentinel.h \
 	%reldir%/waker.c %reldir%/waker.h \
 	%reldir%/client.c %reldir%/client.h \
+	%reldir%/inspect.c %reldir%/inspect.h %reldir%/inspect_view.c %reldir%/inspect_view.h \
 	%reldir%/lock_fsm.c %reldir%/lock.h %reldir%/lock_int.h %reldir%/lock_handle.c \
 	%reldir%/lock_send.c %reldir%/lock_join.c %reldir%/lock_reply.c %reldir%/lock_api.c \
 	%reldir%/transport.h %reldir%/transport_hiredis.h %reldir%/transport_hiredis.c \

@@ -37,7 +37,8 @@ enum rdl_req_kind {
     RDL_REQ_FENCE_RAISE,    /* a quorum's: every member's counter up to the fence */
     RDL_REQ_PROBE,          /* the connection's own, once ready: which conditional
                                commands the server has (COMMAND INFO) */
-    RDL_REQ_WAKE_SUB        /* SUBSCRIBE to the client's wake-up channel (src/waker.c) */
+    RDL_REQ_WAKE_SUB,       /* SUBSCRIBE to the client's wake-up channel (src/waker.c) */
+    RDL_REQ_INSPECT         /* an inspection's read of one server (src/inspect.c) */
 };
 
 struct rdl_cmd_spec;

@@ -523,6 +523,14 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "if redis.call('EXISTS', KEYS[1]) == 0 then give() end\n"
         "if mine then return 1 end\n"
         "return 0\n",
+    /* Who holds and who waits (src/inspect.c): a read of every key, the
+     * server's clock with them; what is dead is left for the reader to
+     * skip (it writes nothing, so it runs wherever reads may) */
+    [RDL_SCRIPT_INSPECT] =
+        "return {redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]),\n"
+        "  redis.call('GET', KEYS[2]), redis.call('TIME'),\n"
+        "  redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES'), redis.call('HGETALL', KEYS[4]),\n"
+        "  redis.call('ZRANGE', KEYS[5], 0, -1), redis.call('HGETALL', KEYS[6])}\n",
 };
 
 /* The digests are constants of the texts above, written out rather than
@@ -542,6 +550,7 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_SEM_RELEASE] = "dc5b84c81cc9747f67024b72cfac524f98573240",
     [RDL_SCRIPT_SHARED_ACQUIRE] = "2a512d7b633ab8d48c4f369fd5d83540fd1fd5cf",
     [RDL_SCRIPT_SHARED_RELEASE] = "c0bf5f526dde22691090050033a69f37d7753b31",
+    [RDL_SCRIPT_INSPECT] = "778db638fc34ffc8839fe23b813252a3b35e6e53",
 };
 
 const char *rdl_script_sha(int i) { return rdl_script_sha1[i]; }

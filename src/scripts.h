@@ -58,6 +58,12 @@ enum rdl_script {
      * (as the acquire's) -> 1 released, 0 not a holder (a waiter's drop:
      * out of the queue too) */
     RDL_SCRIPT_SHARED_RELEASE,
+    /* Reads, writes nothing (src/inspect.c). KEYS: lock, fence, holders,
+     * weights, queue, waiters -> [PTTL lock, GET lock, GET fence, TIME,
+     * ZRANGE holders WITHSCORES, HGETALL weights, ZRANGE queue, HGETALL
+     * waiters]: every key of a resource at one instant (src/inspect_view.h
+     * reads it) */
+    RDL_SCRIPT_INSPECT,
     RDL_SCRIPT_COUNT
 };
 

@@ -48,10 +48,10 @@ endif
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
 	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster \
-	%reldir%/test_quorum %reldir%/test_queue %reldir%/test_semaphore
+	%reldir%/test_quorum %reldir%/test_queue %reldir%/test_semaphore %reldir%/test_inspect
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
 	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
@@ -69,6 +69,10 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/supp
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(RIG_SOURCES)
 %canon_reldir%_test_semaphore_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
 %canon_reldir%_test_semaphore_LDADD = $(INTEGRATION_LDADD)
+# test_inspect: redlease_inspect() on the harness's server, every kind.
+%canon_reldir%_test_inspect_SOURCES = %reldir%/test_inspect.c $(RIG_SOURCES)
+%canon_reldir%_test_inspect_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_inspect_LDADD = $(INTEGRATION_LDADD)
 %canon_reldir%_test_real_SOURCES = %reldir%/test_real.c $(RIG_SOURCES)
 %canon_reldir%_test_real_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
 %canon_reldir%_test_real_LDADD = $(INTEGRATION_LDADD)
@@ -128,5 +132,6 @@ EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libev.itest %reldir%/poll.itest %reldir%/libevent.itest \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
 	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest \
+	%reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest

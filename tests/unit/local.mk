@@ -9,7 +9,7 @@ CORE_UNIT_TESTS = %reldir%/test_primitives %reldir%/test_acquire %reldir%/test_r
 	%reldir%/test_close %reldir%/test_alloc %reldir%/test_replicas %reldir%/test_sentinel \
 	%reldir%/test_cluster \
 	%reldir%/test_quorum %reldir%/test_native %reldir%/test_queue %reldir%/test_semaphore \
-	%reldir%/test_identity %reldir%/test_join
+	%reldir%/test_identity %reldir%/test_join %reldir%/test_inspect
 # test_model: the randomized model check (tests/support/model.c), 5000
 # seeds (REDLEASE_MODEL_SEEDS); test_token: where tokens come from;
 # test_tables: key scheme, error classes, script digests, SHA-1.
@@ -37,6 +37,8 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(SUPPORT_H)
 %canon_reldir%_test_identity_SOURCES = %reldir%/test_identity.c $(SUPPORT_H)
 %canon_reldir%_test_join_SOURCES = %reldir%/test_join.c %reldir%/test_quorum.h $(SUPPORT_H)
+%canon_reldir%_test_inspect_SOURCES = %reldir%/test_inspect.c %reldir%/test_inspect.h \
+	%reldir%/test_inspect_topo.c %reldir%/test_cluster.h %reldir%/test_quorum.h $(SUPPORT_H)
 %canon_reldir%_test_model_SOURCES = %reldir%/test_model.c $(MODEL_SOURCES) $(SUPPORT_H)
 %canon_reldir%_test_token_SOURCES = %reldir%/test_token.c $(SUPPORT_H)
 %canon_reldir%_test_tables_SOURCES = %reldir%/test_tables.c $(SUPPORT_H)
@@ -75,6 +77,8 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_identity_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_join_CPPFLAGS = $(UNIT_CPPFLAGS)
 %canon_reldir%_test_join_LDADD = $(UNIT_LDADD)
+%canon_reldir%_test_inspect_CPPFLAGS = $(UNIT_CPPFLAGS)
+%canon_reldir%_test_inspect_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_model_CPPFLAGS = $(UNIT_CPPFLAGS)
 %canon_reldir%_test_model_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_token_CPPFLAGS = $(UNIT_CPPFLAGS)
