@@ -297,14 +297,18 @@ static inline long long server_ms(void)
     return ms;
 }
 
-/* v is what lk's mutex key holds: its token, then its record "PID AT HOST
- * LABEL" (src/identity.h), this process's, written within the last minute
- * by the server's clock. */
+/* v is what lk's mutex key holds: its token, then its record "PID AT
+ * FENCE HOST LABEL" (src/identity.h), this process's, its time the
+ * server's clock. That time is the client's estimate (its clock and the
+ * offset its handshake read, off by up to half that round trip, which a
+ * loaded machine can stretch): within a minute of the server's now, which
+ * no other clock in the record would be by chance (0, a monotonic clock);
+ * the unit tests check it to the millisecond on the virtual clock. */
 static inline int is_lease_value(const char *v, const redlease_lock *lk)
 {
     long long at = is_value_of(v, redlease_lock_token(lk)) ? atoll(strchr(v + 33, ' ') + 1) : 0;
     long long now = server_ms();
-    return at <= now && at > now - 60000;
+    return at > now - 60000 && at < now + 60000;
 }
 
 static inline redlease_client *real_client(obs *o, const char *password)
