@@ -13,8 +13,9 @@
  * TIME stepped), the semaphore's (resources that are counting semaphores,
  * leases of weights up to their limit, now and then of the other kind),
  * shared/exclusive resources (shared holders beside mutexes, their
- * exclusive holders; shared waiters in the queue, reminded), and the
- * client closed or freed with live leases; the library's backoff jitter
+ * exclusive holders; shared waiters in the queue, reminded), handles with
+ * re-entry joining another handle's lease, and the client closed or freed
+ * with live leases; the library's backoff jitter
  * comes from the input too.
  *
  * The input is the stream of choices (model.h, model_choice_bytes()): a
@@ -32,7 +33,9 @@
  * time; a semaphore's or shared holders counted by the server until
  * their local deadline, never more weight believed held than the limit,
  * never an exclusive holder beside a shared one, each command of its
- * lease's kind, fences increasing, EKIND when a live attempt was
+ * lease's kind, fences increasing, the handles of one lease (re-entry)
+ * one holder that each sees alike and is each told of a loss, its key
+ * deleted only by the last one's release, EKIND when a live attempt was
  * answered KIND; losses and statuses explained by the replies; the
  * callbacks' count and order, also at close and free; words for tokens
  * that wait for nothing find no waiter; in the quiet phase no free lock
@@ -40,9 +43,9 @@
  * waiter kept out with the way open; at the end no key, queue entry or
  * holder left by a failed acquire, every release answered, no handle and
  * no allocation left. The seed corpus was re-recorded once shared
- * holders were modelled (tests/unit/test_model 8 1
- * tests/fuzz/corpus/fuzz_model), so its inputs reach the queue, the
- * semaphore and shared holders; an input recorded before a change of the
+ * holders were modelled, and again once re-entry was
+ * (tests/unit/test_model 8 1 tests/fuzz/corpus/fuzz_model), so its inputs
+ * reach the queue, the semaphore, shared holders and joins; an input recorded before a change of the
  * choices still runs, as another program. */
 #include <stdio.h>
 #include <stdlib.h>

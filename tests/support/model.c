@@ -6,7 +6,11 @@
  * counting semaphore of 1 to 3 permits whose leases, of weights 1 to the
  * limit, wait in its queue or poll, or shared/exclusive, whose leases are
  * shared holders, waiting in its queue or polling, or mutexes, its
- * exclusive holders; now and then a lease is of another kind or limit),
+ * exclusive holders; now and then a lease is of another kind or limit;
+ * one in three asks for re-entry, half of those with the terms of a live
+ * handle that asked for it too, so that it joins that handle's lease
+ * when it holds: docs/design.md, section 13; all the client's handles
+ * share one holder's record, and are still as many holders as leases),
  * releases (also from inside the event hook), the model's Redis
  * executing the oldest command sent and, separately, the oldest executed
  * reply being delivered (time may pass between send, execution and
@@ -108,7 +112,24 @@
  *   - the handles that believe they hold a resource (told so, or held()),
  *     but those excused, are one mutex's (an exclusive holder is never
  *     beside a shared one), shared holders alone, or semaphores' whose
- *     weights stay within the limit;
+ *     weights stay within the limit; handles that share a lease
+ *     (re-entry: its token) count as one holder, any other handle of the
+ *     same client as another;
+ *   - re-entry: a handle joins a lease (it reports the lease's token) only
+ *     when it and the lease's first handle both asked for it, on one
+ *     resource, of one kind, weight and fencing, the first told it holds
+ *     it and the lease held (held() 1, neither lost nor past its deadline);
+ *     the join sends nothing (its EV_ACQUIRED has rtt -1 and the lease's
+ *     validity), its on_acquire is OK (or ECANCELED, released before it
+ *     came), from the loop, with the lease's fence; every handle of a lease
+ *     not released sees the same held(), validity left, token and fence;
+ *     the lease's validity, losses, confirmations and exemptions are each
+ *     of its handles' (the checks above and below read them there); a
+ *     lease lost reaches the on_lost of every handle that held it, once,
+ *     by the next run of the timer; what the joiner's own attempts set is
+ *     dropped as after a failed acquire (below); and the lease's key is
+ *     deleted only once no handle of it holds it (a release with another
+ *     handle holding on gets on_release(OK) with nothing deleted);
  *   - each command is of its lease's kind (a semaphore's scripts, a shared
  *     holder's acquire and release and the holders' renewal with limit 0,
  *     the mutex's commands and the server's conditional ones, each for its
@@ -133,7 +154,8 @@
  *     inside the call that started it, nor after the client ended;
  *   - on_release(OK) of a held lease comes only after a compare-and-delete
  *     of its token deleted its key (a queue release's probe that found a
- *     queue deletes nothing);
+ *     queue deletes nothing), unless another handle of its lease held it
+ *     when the release was asked for (re-entry);
  *   - a word for a token that waits for nothing (a finished handle's, a
  *     stranger's, one never issued, garbage) finds no waiter;
  *   - close and free: every live handle got on_acquire, every release
@@ -159,7 +181,8 @@
  * sleep; and a waiter that read a "g" the queue published has taken the
  * lock handed to it once what it sent has run. While the client settles at the
  * end, each time all it sent has run: no key holds the token of a lease
- * whose acquire failed (unless Redis refused that delete, or the key was
+ * whose acquire failed, or of a handle's own attempts before it joined a
+ * lease (unless Redis refused that delete, or the key was
  * handed to it by a queue and its drop never ran, the link having been
  * down when it failed or broken since: a drop is given up after the
  * lease's TTL, an entry lives max(ttl, 1 s)), no queue holds a live entry
@@ -230,10 +253,23 @@ int64_t contract_until(int64_t t0, int64_t ttl) { return t0 + ttl - contract_dri
 
 lease L[NL];
 
+/* A lease is active while a handle of it is alive: its first handle's,
+ * or one joined to it (its first handle then carries it on, released by
+ * its user: docs/design.md, section 13). */
+int lease_active(const lease *l)
+{
+    if (l->alive) return 1;
+    for (int i = 0; i < NL; i++)
+        if (L[i].alive && L[i].of == l) return 1;
+    return 0;
+}
+
+/* An active lease by its token: a handle's own (a joined handle's events
+ * carry the token of the lease it joined, whose first handle is found). */
 lease *by_token(const char *token)
 {
     for (int i = 0; i < NL; i++)
-        if (L[i].alive && strcmp(L[i].token, token) == 0) return &L[i];
+        if (L[i].token[0] && strcmp(L[i].token, token) == 0 && lease_active(&L[i])) return &L[i];
     return NULL;
 }
 
@@ -250,19 +286,27 @@ lease *by_token_any(const char *token)
 /* Told it holds: its deadline ahead, nothing since that says it ended. */
 static int told_held(const lease *l)
 {
-    return l->deadline >= 0 && F.now < l->deadline && !l->release_called && !l->lost_ev &&
-           !l->saw_renew_zero && ending == RUNNING;
+    const lease *s = lease_of(l); /* a joined handle is told what its lease is */
+    return s->deadline >= 0 && F.now < s->deadline && !l->release_called && !s->lost_ev &&
+           !s->saw_renew_zero && ending == RUNNING;
 }
 
 /* What the handles that believe they hold a resource hold (told so, or
  * held()), but those excused by a key lost. */
 typedef struct tally {
     int holders, mutexes, shared, weight, limit; /* weight, limit: the semaphores' (the least limit) */
+    const lease *leases[NL];                     /* the leases counted: handles of one count once */
 } tally;
 
+/* Counts l's lease once: the handles of one lease (re-entry) are one
+ * holder, with one token; handles of one client that did not join are as
+ * many holders as leases. */
 static void count_believer(tally *t, const lease *l)
 {
-    t->holders++;
+    l = lease_of(l);
+    for (int i = 0; i < t->holders; i++)
+        if (t->leases[i] == l) return;
+    t->leases[t->holders++] = l;
     t->mutexes += !in_holders(l);
     t->shared += l->shared;
     if (!l->limit) return;
@@ -281,36 +325,110 @@ static void check_permits(const tally *t, int r)
                   t->holders, t->mutexes, t->shared, t->weight, t->limit, (long long)F.now);
 }
 
+/* Re-entry (docs/design.md, section 13): a handle that joined a lease
+ * reports its token (redlease_lock_token()), which is how the model learns
+ * of the join, at the EV_ACQUIRED the join emits at once (checked in the
+ * hook before the event is read, and after every step). A join is right
+ * only between two handles that both asked for re-entry, of one resource
+ * and one kind (limit, weight, shared) and fencing, to a lease whose first
+ * handle was told it holds it and that is held now, neither lost nor
+ * past its deadline; it sends nothing (rtt -1, checked in the hook).
+ * Returns the handle that joined last, or NULL. */
+static lease *note_joins(void)
+{
+    lease *last = NULL;
+    for (int i = 0; F.c && i < NL; i++) {
+        lease *l = &L[i];
+        if (!l->alive || !l->lk || l->of || !l->token[0]) continue;
+        const char *tok = redlease_lock_token(l->lk);
+        if (!tok || strcmp(tok, l->token) == 0) continue;
+        lease *s = by_token_any(tok);
+        if (!s || s->of) {
+            violation("lease %d reports token %s, of no lease it could have joined", i, tok);
+            continue;
+        }
+        l->of = s;
+        l->acq_done = 1;
+        /* what its own attempts set goes: its drop is behind them */
+        l->failed_ev = 1;
+        l->drop_ran = 0;
+        l->fail_links = links;
+        l->fail_up = F.connected;
+        s->had_joiners = 1;
+        model_reached.joins++;
+        if (l->attempts) model_reached.joins_waited++;
+        if (!s->alive) model_reached.joins_carried++;
+        if (l->beside == s) model_reached.joins_raced++;
+        last = l;
+        if (l->acq || !l->reentrant || !s->reentrant || l->res != s->res || l->limit != s->limit ||
+            l->weight != s->weight || l->shared != s->shared || l->fenced != s->fenced)
+            violation("lease %d (reentrant %d, r%d, limit %d, weight %d, shared %d, fenced %d) joined lease %d "
+                      "(reentrant %d, r%d, limit %d, weight %d, shared %d, fenced %d)",
+                      i, l->reentrant, l->res, l->limit, l->weight, l->shared, l->fenced, (int)(s - L),
+                      s->reentrant, s->res, s->limit, s->weight, s->shared, s->fenced);
+        if (!s->acq_ok || s->lost_ev || s->deadline < 0 || F.now >= s->deadline ||
+            !redlease_lock_held(l->lk))
+            violation("lease %d joined lease %d, not held now (told %d, lost %d, deadline %lld, held() %d, t=%lld)",
+                      i, (int)(s - L), s->acq_ok, s->lost_ev, (long long)s->deadline, redlease_lock_held(l->lk),
+                      (long long)F.now);
+    }
+    return last;
+}
+
+/* A handle joined to a lease (re-entry) sees what every other handle of
+ * it that has not been released sees: held(), the validity left, the
+ * token and the fence are the lease's. */
+static void check_same_view(int i)
+{
+    const lease *l = &L[i], *s = lease_of(l);
+    if (!l->of || l->release_called) return;
+    const lease *o = s->alive && s->lk && !s->release_called ? s : NULL;
+    for (int j = 0; !o && j < i; j++)
+        if (L[j].alive && L[j].lk && L[j].of == s && !L[j].release_called) o = &L[j];
+    if (!o) return;
+    if (redlease_lock_held(l->lk) != redlease_lock_held(o->lk) ||
+        redlease_lock_remaining_ms(l->lk) != redlease_lock_remaining_ms(o->lk) ||
+        redlease_lock_fence(l->lk) != redlease_lock_fence(o->lk) ||
+        strcmp(redlease_lock_token(l->lk), redlease_lock_token(o->lk)) != 0)
+        violation("leases %d and %d share a lease and see it differently: held %d/%d, %lld/%lld ms left (t=%lld)",
+                  i, (int)(o - L), redlease_lock_held(l->lk), redlease_lock_held(o->lk),
+                  (long long)redlease_lock_remaining_ms(l->lk), (long long)redlease_lock_remaining_ms(o->lk),
+                  (long long)F.now);
+}
+
 static void check_held(void)
 {
     tally believed[2] = {{0}};
+    note_joins();
     for (int i = 0; F.c && i < NL; i++) {
         lease *l = &L[i];
         if (!l->alive || !l->lk) continue;
-        int told = told_held(l), held = redlease_lock_held(l->lk), excused = F.now < l->exempt_until;
+        const lease *s = lease_of(l); /* its lease: its own, or the one it joined */
+        int told = told_held(l), held = redlease_lock_held(l->lk), excused = F.now < s->exempt_until;
         if ((told || held) && !excused) count_believer(&believed[l->res], l);
+        check_same_view(i);
         /* told held: a mutex's key is ours or gone, never another's; a
          * semaphore's or shared holder is counted by the server (its
          * deadline there has not come: on_lost comes first) */
         if (told && !excused) {
             kv *e = in_holders(l) ? NULL : find(l->key, F.now);
-            if (e && !owns_val(e->val, l->token))
+            if (e && !owns_val(e->val, s->token))
                 violation("lease %d told held until %lld, but %s holds %s (t=%lld)", i,
-                          (long long)l->deadline, l->key, e->val, (long long)F.now);
-            if (in_holders(l) && !holder_counts(l))
+                          (long long)s->deadline, l->key, e->val, (long long)F.now);
+            if (in_holders(l) && !holder_counts(s))
                 violation("lease %d told held until %lld, but the %s %s does not count it (t=%lld)", i,
-                          (long long)l->deadline, l->shared ? "shared resource" : "semaphore", l->key,
+                          (long long)s->deadline, l->shared ? "shared resource" : "semaphore", l->key,
                           (long long)F.now);
         }
         if (!held) continue;
         if (!F.connected)
             violation("%s held with the link down (t=%lld)", l->key, (long long)F.now);
-        if (l->deadline < 0 || F.now >= l->deadline)
+        if (s->deadline < 0 || F.now >= s->deadline)
             violation("%s held at t=%lld, its deadline %lld", l->key, (long long)F.now,
-                      (long long)l->deadline);
+                      (long long)s->deadline);
         kv *e = find(l->key, F.now);
-        if (in_holders(l) ? holder_counts(l) : e && owns_val(e->val, l->token)) continue;
-        if (F.now < l->exempt_until && l->exempt_link == links) {
+        if (in_holders(l) ? holder_counts(s) : e && owns_val(e->val, s->token)) continue;
+        if (F.now < s->exempt_until && s->exempt_link == links) {
             model_reached.held_on_wiped++;
             if (l->limit) model_reached.sem_excused++;
             if (l->shared) model_reached.shared_excused++;
@@ -325,11 +443,16 @@ static void check_held(void)
 static void check_told_in_time(void)
 {
     for (int i = 0; F.c && i < NL; i++) {
-        const lease *l = &L[i];
-        if (l->alive && l->acq_ok && !l->lost && !l->release_called && l->deadline >= 0 &&
-            F.now >= l->deadline)
+        const lease *l = &L[i], *s = lease_of(l);
+        if (!l->alive || !l->acq_ok || l->lost || l->release_called) continue;
+        if (s->deadline >= 0 && F.now >= s->deadline)
             violation("%s past its deadline %lld at t=%lld without on_lost", l->key,
-                      (long long)l->deadline, (long long)F.now);
+                      (long long)s->deadline, (long long)F.now);
+        /* a lease lost reaches every handle of it that held it, each once
+         * (re-entry: its first handle's and those joined to it) */
+        else if (s->lost_ev && ending == RUNNING)
+            violation("lease %d: its lease %s was lost and it got no on_lost (t=%lld)", i, s->token,
+                      (long long)F.now);
     }
 }
 
@@ -345,6 +468,7 @@ static void check_event(lease *l, const redlease_event *ev)
         l->acq_done = 1;
         break;
     case REDLEASE_EV_ATTEMPT:
+        l->attempts++;
         l->attempt_at = F.now;
         l->attempt_failed = 0;
         break;
@@ -461,9 +585,16 @@ static uint64_t last_fence[2]; /* the last fence each resource's acquisitions re
  * kind (man 3 redlease, KINDS): each on_acquire(OK) is read from the
  * reply of one command that minted it, and one link reads its replies in
  * the order the commands ran. */
-static void check_fence(const lease *l)
+static void check_fence(lease *l)
 {
     uint64_t f = redlease_lock_fence(l->lk);
+    if (l->of) { /* a join reports its lease's fence: no acquisition of its own */
+        if (f != l->of->fence)
+            violation("lease %d joined lease %d and reports fence %llu, not its %llu", (int)(l - L),
+                      (int)(l->of - L), (unsigned long long)f, (unsigned long long)l->of->fence);
+        return;
+    }
+    l->fence = f;
     if (!l->fenced) {
         if (f) violation("lease %s was given fence %llu it did not ask for", l->token, (unsigned long long)f);
         return;
@@ -497,6 +628,8 @@ static void cb_acq(redlease_lock *lk, int st, void *arg)
     if (l->in_call && ending != FREED) violation("on_acquire inside the call");
     if (!l->alive || l->acq || l->rel) violation("on_acquire out of order");
     if (!acquire_explained(l, st)) violation("on_acquire(%d) unexplained", st);
+    if (l->of && st != REDLEASE_OK && st != REDLEASE_ECANCELED) /* a join is an acquire that succeeded */
+        violation("lease %d joined lease %d and its acquire ended %d", (int)(l - L), (int)(l->of - L), st);
     if (l->kind_ends && st != REDLEASE_EKIND && st != REDLEASE_ECANCELED)
         violation("lease %d: its live attempt was answered KIND, and its acquire ended %d", (int)(l - L), st);
     if (st == REDLEASE_EREDIS) model_reached.acquire_eredis++;
@@ -514,9 +647,10 @@ static void cb_lost(redlease_lock *lk, int reason, void *arg)
     if (over) violation("on_lost after the client ended");
     if (!l->acq_ok || l->lost || l->rel) violation("on_lost out of order");
     if (reason == REDLEASE_LOST_CLOSED ? !ending
-                                       : reason == REDLEASE_LOST_NOT_OWNER && !l->saw_renew_zero)
+                                       : reason == REDLEASE_LOST_NOT_OWNER && !lease_of(l)->saw_renew_zero)
         violation("on_lost(%d) unexplained", reason);
     if (reason >= 1 && reason <= 4) model_reached.lost[reason]++;
+    if (reason >= 1 && reason <= 4 && l->of) model_reached.joined_lost[reason]++;
     l->lost = 1;
     if (ending == FREED) call_from_freeing(l);
 }
@@ -532,14 +666,51 @@ static void cb_rel(redlease_lock *lk, int st, void *arg)
         violation("on_release(%d) unexplained", st);
     /* a held lease's release said OK: a compare-and-delete of its own
      * deleted its key (not, say, a probe that found a queue) */
-    if (st == REDLEASE_OK && l->acq_ok && !l->lost && !ending && !l->deleted)
+    if (st == REDLEASE_OK && l->acq_ok && !l->lost && !ending && !lease_of(l)->deleted && !l->others_held)
         violation("on_release(OK) with its key never deleted");
+    /* re-entry: a release with another handle of its lease holding it
+     * deletes nothing (note_deleted() checks that), the last one's does */
+    if (st == REDLEASE_OK && l->acq_ok && !l->lost && !ending) {
+        if (l->others_held)
+            model_reached.joined_early[!l->of]++;
+        else if (lease_of(l)->had_joiners)
+            model_reached.joined_last[!l->of]++;
+    }
     l->rel = 1;
     l->alive = 0;
 }
 
+/* Another handle of l's lease holds it (re-entry): its first handle, or
+ * one joined to it, alive, not released, the lease not lost. */
+static int others_hold(const lease *l)
+{
+    const lease *s = lease_of(l);
+    if (s->lost_ev) return 0;
+    for (int i = 0; i < NL; i++) {
+        const lease *h = &L[i];
+        if (h != l && h->alive && !h->release_called && (h->of == s || (h == s && s->had_joiners)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The key of l's lease was deleted (its compare-and-delete ran): with
+ * re-entry, only once no handle of it holds it. */
+void note_deleted(lease *l)
+{
+    l->deleted = 1;
+    if (l->of || !l->had_joiners || l->lost_ev || ending != RUNNING) return; /* a joined handle's own token */
+    for (int i = 0; i < NL; i++) {
+        const lease *h = &L[i];
+        if (h->alive && !h->release_called && (h->of == l || h == l))
+            violation("%s deleted while lease %d still holds it (lease %s, t=%lld)", l->key, i, l->token,
+                      (long long)F.now);
+    }
+}
+
 static void release_one(lease *l)
 {
+    l->others_held = others_hold(l);
     l->release_called = 1; /* first: the event hook may run inside the call */
     l->in_call = 1;
     int rc = redlease_release(l->lk, cb_rel, l);
@@ -552,8 +723,17 @@ static int hook_acts;
 static void hook(redlease_client *c, const redlease_event *ev, void *arg)
 {
     (void)arg;
+    lease *j = note_joins();
     lease *l = ev->token ? by_token(ev->token) : NULL;
-    if (l) check_event(l, ev);
+    if (l && j && ev->type == REDLEASE_EV_ACQUIRED && j->of == l) {
+        /* a join's: nothing sent, the lease's validity */
+        if (ev->rtt_ms != -1 || F.now + ev->remaining_ms != l->deadline)
+            violation("lease %d joined lease %d: rtt %lld, validity to %lld, the lease's to %lld", (int)(j - L),
+                      (int)(l - L), (long long)ev->rtt_ms, (long long)(F.now + ev->remaining_ms),
+                      (long long)l->deadline);
+    } else if (l) {
+        check_event(l, ev);
+    }
     check_held();
     if (!hook_acts || draining || quieting || R(calm ? 64 : 8)) return;
     int a = R(NL + 1);
@@ -587,12 +767,24 @@ static void start_one(lease *l)
         else /* a mutex, or a shared holder, on a semaphore's */
             limit = 0, shared = k == 2;
     }
+    /* re-entry: one handle in three asks for it; half of those take the
+     * terms of a live handle that asked for it too, so that they may join
+     * its lease (the same resource, kind, weight and fencing) */
+    int reentrant = R(3) == 0;
+    const lease *like = NULL;
+    if (reentrant && R(2))
+        for (int k = 0, i = R(NL); k < NL && !like; k++) {
+            const lease *c = &L[(i + k) % NL];
+            if (c->alive && c->reentrant) like = c;
+        }
+    if (like) res = like->res, limit = like->limit, shared = like->shared;
     /* a semaphore or a shared holder waits in its queue (by default or by
      * name) or polls; WAKE is theirs neither; an exclusive holder is a mutex */
     o.wait_mode = modes[R(limit || shared ? 3 : 4)];
     o.limit = limit;
     o.shared = shared;
-    o.weight = limit ? R(limit + 1) : 0; /* 0: 1 */
+    o.weight = like ? like->wopt : limit ? R(limit + 1) : 0; /* 0: 1 */
+    o.reentrant = reentrant;
     o.ttl_ms = 100 + R(2000);
     int rr = R(4);
     o.renew_interval_ms = rr == 0 ? REDLEASE_RENEW_OFF : rr == 1 ? 0 : R((int)o.ttl_ms - 1) + 1;
@@ -601,7 +793,7 @@ static void start_one(lease *l)
     o.wait_retry_base_ms = 1 + R(50);
     o.wait_retry_max_ms = o.wait_retry_base_ms + R(300);
     o.max_hold_ms = R(4) ? 0 : R(5000);
-    o.fencing = R(2);
+    o.fencing = like ? like->fenced : R(2);
     o.wait_max_attempts = R(3) ? 0 : R(5);
     memset(l, 0, sizeof *l);
     /* The longest a waiting handle sleeps between attempts (lock.c does
@@ -621,6 +813,9 @@ static void start_one(lease *l)
     l->weight = shared ? 1 : !limit ? 0 : o.weight ? o.weight : 1;
     l->fenced = o.fencing;
     l->res = res;
+    l->reentrant = reentrant;
+    l->wopt = o.weight;
+    l->beside = like && !like->acq_done ? like : NULL;
     char name[8];
     snprintf(name, sizeof name, "r%d", res);
     int rc = redlease_acquire(F.c, name, &o, cb_acq, cb_lost, l, &l->lk);
@@ -926,8 +1121,10 @@ static void quiet(void)
     quieting = 0;
 }
 
-/* An acquire that ended without a lease deleted whatever its attempts set
- * and left the queue (its drop, behind them on the wire): once all it sent
+/* An acquire that ended without a lease, or by joining another handle's
+ * (re-entry: the token its own attempts sent is none of the lease's),
+ * deleted whatever its attempts set and left the queue (its drop, behind
+ * them on the wire): once all it sent
  * has run, no key holds its token, no queue a live entry of it and no
  * set of holders (a semaphore's, shared ones) a holder, unless Redis
  * refused that delete, or the holders' release ran with the kind key lost
@@ -942,21 +1139,22 @@ static void check_no_orphan_keys(void)
 {
     for (int i = 0; i < NL; i++) {
         const lease *l = &L[i];
-        if (!l->acq || l->acq_ok || l->delete_failed || !l->token[0]) continue;
+        if ((!l->of && (!l->acq || l->acq_ok)) || l->delete_failed || !l->token[0]) continue;
         int excused = l->failed_ev && !l->drop_ran && (!l->fail_up || links != l->fail_links);
+        const char *how = l->of ? "joined a lease" : "failed";
         for (int k = 0; k < 16; k++)
             if (db[k].used && db[k].exp > F.now && strcmp(db[k].val, l->token) == 0 &&
                 !(db[k].handed && excused)) {
-                violation("lease %d: its acquire failed and left %s holding its token", i, db[k].key);
+                violation("lease %d: its acquire %s and left %s holding its token", i, how, db[k].key);
                 return;
             }
         for (int r = 0; r < 2; r++)
             if (live_entry(&Q[r], l->token) && !excused) {
-                violation("lease %d: its acquire failed and left a live entry in lock:{r%d}:queue", i, r);
+                violation("lease %d: its acquire %s and left a live entry in lock:{r%d}:queue", i, how, r);
                 return;
             }
         if (in_holders(l) && !l->release_kindless && !excused && sem_holder_live(l->res, l->token)) {
-            violation("lease %d: its acquire failed and left it a holder of %s", i, l->key);
+            violation("lease %d: its acquire %s and left it a holder of %s", i, how, l->key);
             return;
         }
     }

@@ -89,6 +89,17 @@ typedef struct model_reach {
     long shared_handed;   /* free locks handed to an exclusive head by a shared holder's script */
     long shared_reminded; /* shared heads reminded instead of handed a lock */
     long shared_excused;  /* a shared holder held with its set or kind gone: excused */
+    /* re-entry (docs/design.md, section 13) */
+    long joins;           /* acquires that joined a lease of another handle of the client */
+    long joins_waited;    /* ...after attempts of their own (started while the lease was being
+                             acquired, or busy) */
+    long joins_raced;     /* ...by a handle started while the lease's first handle was acquiring */
+    long joins_carried;   /* ...to a lease whose first handle its user had released */
+    long joined_early[2]; /* releases with another handle of the lease holding it (nothing
+                             deleted): [0] a joined handle's, [1] the first's (it carries on) */
+    long joined_last[2];  /* releases of a joined lease's last handle, its key deleted: [0] a joined
+                             handle's (the first deletes for it), [1] the first's */
+    long joined_lost[5];  /* on_lost of joined handles by reason */
 } model_reach;
 extern model_reach model_reached;
 

@@ -28,7 +28,8 @@ typedef struct lease {
                            * gone (lost): the script answers 0 before it looks, its holder stays
                            * to its deadline */
     int acq_done;         /* its acquire ended (ACQUIRED or ACQUIRE_FAILED): it waits no more */
-    int failed_ev;        /* ACQUIRE_FAILED: its drop (if any) is behind its attempts */
+    int failed_ev;        /* ACQUIRE_FAILED, or it joined a lease: its drop (if any) is behind its
+                           * attempts */
     int drop_ran;         /* a compare-and-delete of its token ran after that */
     int deleted;          /* a compare-and-delete of its token ran and deleted its key */
     int fail_links;       /* links made when it failed */
@@ -51,8 +52,23 @@ typedef struct lease {
     int64_t exempt_until; /* its key was wiped: held() without it is excused until then, */
     int exempt_link;      /* on the link it was confirmed on (redlease.h: held() is 0 after a
                            * reconnect until a renewal confirms it again) */
+    /* re-entry (docs/design.md, section 13) */
+    int reentrant;        /* it asked for it */
+    int wopt;             /* the weight it asked for (0: 1), which a handle taking its terms asks for */
+    int attempts;         /* EV_ATTEMPTs of its own (before it joined, if it did) */
+    struct lease *of;     /* it joined this lease (its first handle's slot): its token, deadline,
+                           * confirmations, exemption and losses are that one's; its own token
+                           * (token) stays that of its own attempts and their drop */
+    const struct lease *beside; /* it took the terms of this handle, still acquiring then */
+    int had_joiners;      /* a first handle: some handle joined its lease */
+    uint64_t fence;       /* the fence its on_acquire(OK) reported */
+    int others_held;      /* when its release was asked for, another handle of its lease held it:
+                           * on_release(OK) with nothing deleted */
     char token[40], key[64];
 } lease;
+
+/* The lease a handle holds by: the one it joined, or its own. */
+static inline lease *lease_of(const lease *l) { return l->of ? l->of : (lease *)l; }
 
 /* A semaphore's or a shared holder: it holds in a set of holders, not
  * the lock key. */
@@ -74,6 +90,8 @@ int64_t contract_until(int64_t t0, int64_t ttl);
 extern lease L[NL];
 lease *by_token(const char *token);
 lease *by_token_any(const char *token);
+int lease_active(const lease *l);
+void note_deleted(lease *l);
 
 /* ------------------------------------------------------ model_redis.c */
 

@@ -479,7 +479,7 @@ void step_server_clock(int64_t d)
         if ((s->nw || s->has_used) && s->wexp >= 0) s->wexp -= d;
     }
     for (int i = 0; d > 0 && i < NL; i++)
-        if (L[i].alive && in_holders(&L[i])) excuse(&L[i]);
+        if (lease_active(&L[i]) && in_holders(&L[i])) excuse(&L[i]);
 }
 
 /* The first moment after now, and before until, at which a key expires
@@ -1128,7 +1128,7 @@ void execute(void)
         else
             shared_release(&v, r);
         lease *l = by_token_any(token);
-        if (l && r->type == REP_INT && r->v == 1) l->deleted = 1;
+        if (l && r->type == REP_INT && r->v == 1) note_deleted(l);
         return;
     }
     kv *e = find(v.key, F.now);
@@ -1147,7 +1147,7 @@ void execute(void)
         if (ours) e->used = 0;
         *r = (reply){REP_INT, ours, NULL};
         lease *l = by_token_any(token);
-        if (l && ours) l->deleted = 1;
+        if (l && ours) note_deleted(l);
     } else if (e && kind_limit(e->val)) { /* an acquire script, on a semaphore (LUA_KIND) */
         kind_error(r, e->val);
     } else if (e && !ours) { /* an acquire script, held by another (shared holders: other_kind() is nil) */
@@ -1280,7 +1280,7 @@ void wipe(void)
             if (db[i].used && (which == 0 || res_of(db[i].key) == res)) db[i].used = 0;
     }
     for (int i = 0; i < NL; i++)
-        if (L[i].alive && (which == 0 || L[i].res == res)) excuse(&L[i]);
+        if (lease_active(&L[i]) && (which == 0 || L[i].res == res)) excuse(&L[i]);
     if (which == 0) {
         memset(Q, 0, sizeof Q);
         qexpire(&Q[0]);

@@ -14,7 +14,11 @@
  * admitted, reclaimed, kept out by an exclusive holder or waiter, released,
  * exclusive acquires that found them, locks they handed to an exclusive
  * head, shared heads reminded, shared holders excused after a key lost;
- * acquires refused as another kind, every way; fences checked) and fails
+ * acquires refused as another kind, every way; fences checked; re-entry:
+ * joins, after attempts of their own, started while the lease was being
+ * acquired and to a lease whose first handle was released, releases with
+ * the lease held on by another handle and last releases, each both ways,
+ * joined handles lost by every reason) and fails
  * if any of it was never reached (with 500 seeds or more). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +142,14 @@ static void test_model_reaches(void)
            "KIND, %ld on_acquire(EKIND); %ld fences in order\n",
            m->kind_refused[0], m->kind_refused[1], m->sem_on_shared, m->kind_refused[2], m->acquire_ekind,
            m->fences_checked);
+    printf("# re-entry: %ld joins (%ld after attempts of their own, %ld started while the lease was being "
+           "acquired, %ld to a lease its first handle's user had released); releases with the lease held on: "
+           "%ld joined handles', %ld first handles'; last releases: %ld by a joined handle, %ld by the first\n",
+           m->joins, m->joins_waited, m->joins_raced, m->joins_carried, m->joined_early[0], m->joined_early[1],
+           m->joined_last[0], m->joined_last[1]);
+    printf("# re-entry: joined handles lost: %ld expired, %ld not owner, %ld max hold, %ld closed\n",
+           m->joined_lost[REDLEASE_LOST_EXPIRED], m->joined_lost[REDLEASE_LOST_NOT_OWNER],
+           m->joined_lost[REDLEASE_LOST_MAX_HOLD], m->joined_lost[REDLEASE_LOST_CLOSED]);
     if (n_seeds < 500) SKIP_TEST("fewer than 500 seeds");
     if (bad) SKIP_TEST("the seeds stopped at a violation");
     for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->lost[r] > 0);
@@ -189,6 +201,13 @@ static void test_model_reaches(void)
     CHECK(m->sem_on_shared > 0);
     CHECK(m->acquire_ekind > 0);
     CHECK(m->fences_checked > 0);
+    CHECK(m->joins > 0);
+    CHECK(m->joins_waited > 0);
+    CHECK(m->joins_raced > 0);
+    CHECK(m->joins_carried > 0);
+    CHECK(m->joined_early[0] > 0 && m->joined_early[1] > 0); /* releases in either order */
+    CHECK(m->joined_last[0] > 0 && m->joined_last[1] > 0);
+    for (int r = REDLEASE_LOST_EXPIRED; r <= REDLEASE_LOST_CLOSED; r++) CHECK(m->joined_lost[r] > 0);
 }
 
 int main(int argc, char **argv)
