@@ -166,7 +166,9 @@ static void print_record(const char *rec, size_t len, long long now)
     rdl_record r;
     if (rdl_identity_parse(rec, len, &r)) return;
     printf("; by %s (pid %lld on %s", r.label, (long long)r.pid, r.host);
-    if (r.at > 0 && now >= r.at) printf(", for %lld ms", now - (long long)r.at);
+    /* a time from the server's clock (a hand-written record's may be none) */
+    if (r.at > 0 && now >= r.at && now - r.at < 366LL * 24 * 3600 * 1000)
+        printf(", for %lld ms", now - (long long)r.at);
     if (r.fence) printf(", fence %llu", (unsigned long long)r.fence);
     printf(")");
 }
@@ -338,7 +340,8 @@ static int report(status_query *q, const char *key, redisReply *const *got)
         if (q->show_token && token) printf(", token %.*s", (int)toklen, token);
         if (counter && counter->type == REDIS_REPLY_STRING) printf(", fence counter %s", counter->str);
         if (q->legacy) printf(" (the key of redlease 0.1.0: a holder of that version)");
-        if (held && toklen < value->len && now >= 0) print_record(token + 33, value->len - 33, now);
+        if (held && value->type == REDIS_REPLY_STRING && toklen == 32 && value->len > 33 && now >= 0)
+            print_record(token + 33, value->len - 33, now);
         printf("\n");
         fflush(stdout);
     }

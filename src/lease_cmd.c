@@ -47,6 +47,10 @@ static size_t value(rdl_cmd *c, const rdl_cmd_spec *s) { return value_with(c, s,
  * a fenced acquire's script writes the one it mints. */
 static void record(rdl_cmd *c, const rdl_cmd_spec *s)
 {
+    if (!s->who) { /* nobody to name: an empty record (no acquire is made so) */
+        ARG(c, "", 0);
+        return;
+    }
     size_t len = value_with(c, s, 0);
     ARG(c, c->value + RDL_TOKEN_LEN + 1, len - RDL_TOKEN_LEN - 1);
 }

@@ -226,6 +226,10 @@ struct redlease_lock {
                                    sent when it is (client.c, on_node_flush); counted in
                                    c->parked. A bit, not a list link: 16 bytes
                                    of every held lease for a state few are in */
+    unsigned value_unsure : 1;  /* a native compare said "not ours" and the script
+                                   said ours: the key may hold our token with
+                                   another record than the handle rebuilds, so
+                                   its commands go as the scripts (lock_reply.c) */
     unsigned unordered : 1;     /* REDLEASE_WAIT_WAKE: a free lock goes to whoever
                                    asks first; a release tells the first waiter
                                    to check, hands nothing over */

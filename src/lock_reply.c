@@ -106,7 +106,21 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
      * A refused command (not the server's after all, an ACL, an option it
      * lacks) makes the link send scripts. */
     int oom = e.oom && req->script == RDL_SCRIPT_RENEW;
-    if (req->native && (e.refused || oom)) {
+    /* The server's own command compares the whole value the handle would
+     * have written; the key may hold our token with another record (an
+     * attempt whose answer came late and one sent after it both wrote it,
+     * each its own time and fence). Its "not ours" is asked again of the
+     * script, which compares the token, before it means a loss; the lease
+     * then goes by the scripts (src/identity.h). */
+    int not_ours = r && req->native &&
+                   (req->script == RDL_SCRIPT_RENEW ? r->type == RDL_REPLY_NIL
+                                                    : r->type == RDL_REPLY_INTEGER && r->integer == 0);
+    if (not_ours) {
+        lk->value_unsure = 1;
+        req->no_native = 1;
+        if (rdl_lock_req_submit(req) == 0) return 1;
+        r = NULL;
+    } else if (req->native && (e.refused || oom)) {
         /* Resent as the script, it lands behind whatever the handle sent
          * since, harmless as after NOSCRIPT (below). */
         if (!oom) rdl_conn_native_refused(&req->node->conn);

@@ -132,7 +132,7 @@ int rdl_lock_req_submit(rdl_req *req)
      * written, whose value (that attempt's time, the fence it minted) the
      * handle may not know; the script compares the token alone. */
     req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native &&
-                          req->kind != RDL_REQ_DROP
+                          req->kind != RDL_REQ_DROP && !lk->value_unsure
                       ? rdl_node_native(req->node)
                       : 0;
     rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
@@ -187,9 +187,11 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     /* Each attempt writes the record of its own send: one that takes the
      * lease rewrites what an earlier one may have left (scripts.c, mine());
      * the renewals and the release then send that value. */
+    int64_t at = lk->at;
     if (kind == RDL_REQ_ACQUIRE) lk->at = rdl_node_server_ms(lk->node, now);
     int rc = rdl_lock_req_submit(req);
     if (rc) {
+        lk->at = at; /* nothing was written with it */
         rdl_free(req);
         return rc;
     }

@@ -420,6 +420,8 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "    leave(tok)\n"
         "    if used + weight < cap then remind_head() end\n"
         "  end\n"
+        "elseif KEYS[6] then\n"
+        "  redis.call('HSET', WK, '#' .. tok, record(fence))\n"
         "end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[5]), tok)\n"
         "keep(kind)\n"
@@ -503,6 +505,8 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
         "    leave(tok)\n"
         "    remind_head(true)\n"
         "  end\n"
+        "elseif KEYS[6] then\n"
+        "  redis.call('HSET', WK, '#' .. tok, record(fence))\n"
         "end\n"
         "redis.call('ZADD', HK, clock() + tonumber(ARGV[2]), tok)\n"
         "keep('shared')\n"
@@ -545,10 +549,10 @@ static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
     [RDL_SCRIPT_QUEUE_ACQUIRE] = "955a442fe418104b49fb1978185c02e45b6321ab",
     [RDL_SCRIPT_QUEUE_RELEASE] = "4e5fdbe16fa25982455aa7f969ad59be262c86bc",
-    [RDL_SCRIPT_SEM_ACQUIRE] = "fae1b8815e7768edf54c4d3df266598c6ade48a5",
+    [RDL_SCRIPT_SEM_ACQUIRE] = "0e0bd62707ee80f016899a67ecd40eff723129b6",
     [RDL_SCRIPT_SEM_RENEW] = "0d141efcdea1384f090b1a9c630937075bccc818",
     [RDL_SCRIPT_SEM_RELEASE] = "dc5b84c81cc9747f67024b72cfac524f98573240",
-    [RDL_SCRIPT_SHARED_ACQUIRE] = "2a512d7b633ab8d48c4f369fd5d83540fd1fd5cf",
+    [RDL_SCRIPT_SHARED_ACQUIRE] = "b0733d98960a9d03c02d3cd8ac59fcf07c2fb04a",
     [RDL_SCRIPT_SHARED_RELEASE] = "c0bf5f526dde22691090050033a69f37d7753b31",
     [RDL_SCRIPT_INSPECT] = "778db638fc34ffc8839fe23b813252a3b35e6e53",
 };

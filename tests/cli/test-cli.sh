@@ -505,6 +505,11 @@ check "run --label: status names it, with redlease's pid, this host and the hold
           grep -q "fence counter ${BASH_REMATCH[1]};" <<<"$out"'
 rl run lab2 -- sh -c '"$@"' sh "${RL[@]}" status lab2
 check "run without --label: COMMAND's name (sh)" eval '[ "$st" -eq 0 ] && grep -q "; by sh (pid [0-9]* on " <<<"$out"'
+rcli RPUSH 'lock:{wt-list}' x >/dev/null
+rl status wt-list
+check "status of a lock key holding a list: no crash, no record read from it (status $st)" \
+    eval '[ "$st" -lt 128 ] && ! grep -q "; by" <<<"$out"'
+rcli DEL 'lock:{wt-list}' >/dev/null
 rl run --label '' lab3 -- true
 check "--label '' => 64" eval '[ "$st" -eq 64 ] && grep -q -- "--label" <<<"$err"'
 rl run --label "$(printf '%065d' 0)" lab3 -- true

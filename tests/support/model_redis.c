@@ -1190,7 +1190,9 @@ static void note_delivery(const fake_cmd *c, const reply *r)
         if (r->type == REP_NIL || (r->type == REP_INT && r->v <= 0)) l->saw_busy = 1;
         if (ok && F.now >= contract_until(c->sent_at, l->ttl)) model_reached.late_acquire_ok++;
     } else if (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_SEM_RENEW) {
-        if ((r->type == REP_INT && r->v == 0) || r->type == REP_NIL) {
+        /* SET IFEQ's nil compares the whole value: the library asks the
+         * script (the token) again before it takes it for "not ours" */
+        if (!v.native && ((r->type == REP_INT && r->v == 0) || r->type == REP_NIL)) {
             l->saw_renew_zero = 1;
             l->exempt_until = 0; /* told the key is not ours: no excuse left */
         }

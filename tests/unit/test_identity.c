@@ -219,13 +219,91 @@ static void test_drop_goes_as_the_script(void)
     end(&f);
 }
 
+/* A fenced acquire's first attempt times out and a second goes out; the
+ * first's late fence is taken, and the second, on the wire behind it,
+ * reclaims the key with a new fence: the key holds our token with another
+ * record than the holder rebuilds. The renewal's SET IFEQ then says "not
+ * ours", which the script (comparing the token) is asked again before it
+ * means a loss; the lease then goes by the scripts. */
+static void test_native_not_ours_asked_again_of_the_script(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.command_timeout_ms = 200;
+    fake f;
+    fake_attach(&f, &co);
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    redlease_client_set_rng(f.c, rng_max, NULL);
+    rec r = {0};
+    redlease_lock_options o = opts(5000);
+    o.fencing = 1;
+    o.wait_ms = 10000;
+    o.wait_retry_base_ms = 50;
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    fake_advance(&f, 200); /* the first attempt timed out */
+    fake_advance(&f, 60);  /* the second is out */
+    CHECK_EQ(fake_pending(&f), 2);
+    fake_reply_int(&f, 7); /* the first's late fence: taken */
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK_EQ(redlease_lock_fence(r.lk), 7);
+    fake_reply_int(&f, 8); /* the second ran after it: the key's record says 8 */
+    fake_run(&f);
+    for (int i = 0; i < 500 && !fake_pending(&f); i++) fake_advance(&f, 10);
+    CHECK(cmd_is(&f, "SET", "lock:{job}")); /* the renewal, native */
+    fake_reply_nil(&f);                      /* not that value */
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* asked again by the token */
+    CHECK_EQ(r.lost_calls, 0);
+    fake_reply_int(&f, 1); /* ours */
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 0);
+    CHECK(redlease_lock_held(r.lk));
+    for (int i = 0; i < 500 && !fake_pending(&f); i++) fake_advance(&f, 10);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))); /* the next renewal: the script */
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* and the release */
+    fake_reply_int(&f, 1);
+    fake_run(&f);
+    CHECK_EQ(r.rel_status, REDLEASE_OK);
+    end(&f);
+}
+
+/* A key truly gone: the native "not ours", then the script's, is a loss. */
+static void test_native_not_ours_then_script_not_ours_is_lost(void)
+{
+    fake f;
+    start_native(&f);
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, "job", opts(3000));
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "SET", "lock:{job}"));
+    fake_reply_nil(&f);
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 0);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 1);
+    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    end(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
         TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format), TEST_CASE(test_record_parsed),
         TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
         TEST_CASE(test_time_refused_is_no_failure), TEST_CASE(test_fence_in_the_value_the_holder_sends),
-        TEST_CASE(test_drop_goes_as_the_script),
+        TEST_CASE(test_drop_goes_as_the_script), TEST_CASE(test_native_not_ours_asked_again_of_the_script),
+        TEST_CASE(test_native_not_ours_then_script_not_ours_is_lost),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

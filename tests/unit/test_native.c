@@ -72,8 +72,9 @@ static void test_renew_and_release_with_delifeq(void)
     end(&f);
 }
 
-/* SET IFEQ answers nil when the key is gone or holds another token: the
- * script's 0, the lease lost at once. */
+/* SET IFEQ answers nil when the key does not hold the value: gone, another
+ * token, or our token with another record (src/identity.h). The script,
+ * which compares the token, is asked at once; its 0 is the loss. */
 static void test_native_not_ours_is_lost(void)
 {
     fake f;
@@ -82,6 +83,10 @@ static void test_native_not_ours_is_lost(void)
     first_renewal(&f, &r);
     CHECK(is_native_renew(&f, &r));
     fake_reply_nil(&f);
+    fake_run(&f);
+    CHECK_EQ(r.lost_calls, 0);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(r.lost_calls, 1);
     CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
@@ -92,7 +97,8 @@ static void test_native_not_ours_is_lost(void)
     end(&f);
 }
 
-/* DELIFEQ's 0 (the key holds another token, or none): ENOTHELD. */
+/* DELIFEQ's 0 (the key holds another value, or none), and then the
+ * script's (another token): ENOTHELD. */
 static void test_delifeq_zero_is_not_held(void)
 {
     fake f;
@@ -101,6 +107,10 @@ static void test_delifeq_zero_is_not_held(void)
     hold(&f, &r, "job", opts(3000));
     release_sent(&f, &r);
     CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 0);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
     fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(r.rel_calls, 1);
@@ -161,6 +171,9 @@ static void test_release_with_delex(void)
     fake_cmd *c = fake_peek(&f);
     CHECK(c && c->argc == 4 && cmd_is(&f, "DELEX", "lock:{job}") && strcmp(c->argv[2], "IFEQ") == 0 &&
           strcmp(c->argv[3], lease_value(r.lk)) == 0);
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE))); /* asked again by the token */
     fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(r.rel_status, REDLEASE_ENOTHELD);
