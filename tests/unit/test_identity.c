@@ -274,28 +274,6 @@ static void test_native_not_ours_asked_again_of_the_script(void)
     end(&f);
 }
 
-/* A key truly gone: the native "not ours", then the script's, is a loss. */
-static void test_native_not_ours_then_script_not_ours_is_lost(void)
-{
-    fake f;
-    start_native(&f);
-    rec r = {0};
-    int64_t t0 = hold(&f, &r, "job", opts(3000));
-    fake_until(&f, t0 + 1000);
-    CHECK(cmd_is(&f, "SET", "lock:{job}"));
-    fake_reply_nil(&f);
-    fake_run(&f);
-    CHECK_EQ(r.lost_calls, 0);
-    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
-    fake_reply_int(&f, 0);
-    fake_run(&f);
-    CHECK_EQ(r.lost_calls, 1);
-    CHECK_EQ(r.lost_reason, REDLEASE_LOST_NOT_OWNER);
-    CHECK_EQ(release(&r), REDLEASE_OK);
-    fake_run(&f);
-    end(&f);
-}
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -303,7 +281,6 @@ int main(int argc, char **argv)
         TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
         TEST_CASE(test_time_refused_is_no_failure), TEST_CASE(test_fence_in_the_value_the_holder_sends),
         TEST_CASE(test_drop_goes_as_the_script), TEST_CASE(test_native_not_ours_asked_again_of_the_script),
-        TEST_CASE(test_native_not_ours_then_script_not_ours_is_lost),
     };
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
