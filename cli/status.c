@@ -166,9 +166,8 @@ static void print_record(const char *rec, size_t len, long long now)
     rdl_record r;
     if (rdl_identity_parse(rec, len, &r)) return;
     printf("; by %s (pid %lld on %s", r.label, (long long)r.pid, r.host);
-    /* a time from the server's clock (a hand-written record's may be none) */
-    if (r.at > 0 && now >= r.at && now - r.at < 366LL * 24 * 3600 * 1000)
-        printf(", for %lld ms", now - (long long)r.at);
+    int64_t held = rdl_identity_age(now, r.at);
+    if (held >= 0) printf(", for %lld ms", (long long)held);
     if (r.fence) printf(", fence %llu", (unsigned long long)r.fence);
     printf(")");
 }

@@ -145,3 +145,9 @@ int rdl_identity_parse(const char *s, size_t len, rdl_record *out)
     rdl_identity_clean(out->label, REDLEASE_MAX_LABEL, sp + 1, (size_t)(end - sp - 1), 0);
     return 0;
 }
+
+int64_t rdl_identity_age(int64_t now, int64_t at)
+{
+    if (at <= 0 || now <= 0 || at > now + 1000 || now - at > (int64_t)366 * 24 * 3600 * 1000) return -1;
+    return now > at ? now - at : 0;
+}

@@ -52,6 +52,13 @@ size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence
 size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, uint64_t fence,
                           char *out);
 
+/* How long ago a record's AT was, at the server's clock now, in ms; -1
+ * when not known: no time (0), or one no estimate of the server's clock
+ * gives (more than a second ahead of now: the record's AT is its writer's
+ * estimate, which can run a little ahead; or more than a year behind).
+ * A little ahead is 0. */
+int64_t rdl_identity_age(int64_t now, int64_t at);
+
 /* A record read back (from Redis: anyone may have written it). */
 typedef struct rdl_record {
     int64_t pid, at;

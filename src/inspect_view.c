@@ -113,7 +113,7 @@ static void record_copy(const rdl_reply *rec, char *host, char *label, int64_t *
     *at = r.at;
 }
 
-static int64_t since(int64_t now, int64_t at) { return at > 0 && now >= at ? now - at : -1; }
+static int64_t since(int64_t now, int64_t at) { return rdl_identity_age(now, at); }
 
 /* Room for one more element of size bytes at the end of *v (n in use of
  * cap), zeroed; NULL when out of memory. */

@@ -26,7 +26,7 @@ primary=(--host 127.0.0.1 --port "$REDLEASE_TEST_PORT" --timeout $((2000 * slow)
 
 echo "1..4"
 rl run "${primary[@]}" --min-replicas 1 --ttl 5000 repl-job -- \
-    sh -c '"$1" -p "$2" GET "$REDLEASE_KEY"; echo "$REDLEASE_TOKEN"' _ "$cli" "$replica"
+    sh -c '"$1" -p "$2" GET "$REDLEASE_KEY" | cut -d" " -f1; echo "$REDLEASE_TOKEN"' _ "$cli" "$replica"
 check "run --min-replicas 1 => 0, and the replica had the lease when COMMAND started" \
     eval '[ "$st" -eq 0 ] && [ "$(sed -n 1p <<<"$out")" = "$(sed -n 2p <<<"$out")" ] && [ -n "$(sed -n 2p <<<"$out")" ]'
 rl run "${primary[@]}" --min-replicas 2 --replica-timeout 100 repl-job -- touch "$tmp/ran"

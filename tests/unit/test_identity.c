@@ -88,6 +88,21 @@ static void test_record_parsed(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_EQ(rdl_identity_parse(bad[i], strlen(bad[i]), &r), -1);
 }
 
+/* How long ago a record's time was: a writer's estimate a little ahead of
+ * the server's clock is 0, no time or no clock's is not known. */
+static void test_record_age(void)
+{
+    int64_t now = 1700000000000LL;
+    CHECK_EQ(rdl_identity_age(now, now - 2500), 2500);
+    CHECK_EQ(rdl_identity_age(now, now), 0);
+    CHECK_EQ(rdl_identity_age(now, now + 3), 0);     /* the estimate ran ahead */
+    CHECK_EQ(rdl_identity_age(now, now + 1000), 0);
+    CHECK_EQ(rdl_identity_age(now, now + 1001), -1); /* no estimate is that far off */
+    CHECK_EQ(rdl_identity_age(now, 0), -1);          /* not known */
+    CHECK_EQ(rdl_identity_age(now, 2), -1);          /* no clock of the server's */
+    CHECK_EQ(rdl_identity_age(0, now), -1);
+}
+
 static void test_label_option_bounded(void)
 {
     redlease_client_options o;
@@ -277,7 +292,7 @@ static void test_native_not_ours_asked_again_of_the_script(void)
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
-        TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format), TEST_CASE(test_record_parsed),
+        TEST_CASE(test_label_cleaned_for_display), TEST_CASE(test_record_format), TEST_CASE(test_record_parsed), TEST_CASE(test_record_age),
         TEST_CASE(test_label_option_bounded), TEST_CASE(test_record_rides_the_acquire),
         TEST_CASE(test_time_refused_is_no_failure), TEST_CASE(test_fence_in_the_value_the_holder_sends),
         TEST_CASE(test_drop_goes_as_the_script), TEST_CASE(test_native_not_ours_asked_again_of_the_script),
