@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading Redis directly, with hiredis's blocking API: what status asks
- * and what run checks before it joins an inherited lease (inherit.c). The
- * library has no inspect call; these read the keys it names with
- * redlease_key(). */
+ * and what run checks before it joins an inherited lease (inherit.c),
+ * with plain reads (no script: they work where scripts are denied) of the
+ * keys the library names with redlease_key(). */
 #ifndef REDLEASE_CLI_DIRECT_H
 #define REDLEASE_CLI_DIRECT_H
 

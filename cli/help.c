@@ -43,6 +43,7 @@ static const char *const help_text[] = {
     "  -v, --verbose       print attempts, renewals, reconnects... on stderr\n"
     "status options:\n"
     "      --show-token    also print the holder's token\n"
+    "      --json          print one JSON object instead of lines\n"
     "  -q, --quiet         print nothing: the exit status tells\n",
     "server options (run and status):\n"
     "  -H, --host HOST     Redis host (REDLEASE_HOST; default 127.0.0.1)\n"

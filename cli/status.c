@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* redlease status: is RESOURCE held, and for how much longer? The library
- * has no inspect call, so this asks Redis itself with hiredis's
- * synchronous API, for the keys the library uses: redlease_key() names
- * the lock, its fencing counter, and the holders and weights of a
- * semaphore or of shared holders (man 3 redlease, KEYS and KINDS). */
+/* redlease status: is RESOURCE held, by whom, for how much longer, and who
+ * waits? It asks Redis itself with hiredis's synchronous API (a command
+ * line tool needs no loop; and plain reads in MULTI/EXEC work where
+ * scripts are denied, which redlease_inspect()'s script does not), for
+ * the keys the library uses: redlease_key() names the lock, its fencing
+ * counter, the holders and weights of a semaphore or of shared holders,
+ * and the queue's order and entries (man 3 redlease, KEYS and KINDS). The
+ * library's own reader (cli/view.h) reads the answers for the waiters'
+ * lines and --json. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +22,13 @@
 #include "server.h"
 #include "addr.h" /* the library's address parser */
 #include "identity.h" /* holders' records, cleaned for display */
+#include "view.h"
 
-enum { OPT_SHOW_TOKEN = 1, OPT_QUIET, OPT_HELP };
+enum { OPT_SHOW_TOKEN = 1, OPT_JSON, OPT_QUIET, OPT_HELP };
 
 static const cli_opt status_opts[] = {
     {"show-token", 0, 0, OPT_SHOW_TOKEN},
+    {"json", 0, 0, OPT_JSON},
     {"quiet", 'q', 0, OPT_QUIET},
     {"help", 'h', 0, OPT_HELP},
     {NULL, 0, 0, 0},
@@ -39,14 +45,20 @@ typedef struct member_holder {
 
 /* The keys of RESOURCE that status reads; 0.1.0's is lock alone. */
 typedef struct status_keys {
-    char *lock, *fence, *holders, *weights;
+    char *lock, *fence, *holders, *weights, *queue, *waiters;
 } status_keys;
 
 typedef struct status_query {
     cli_server server;
     const char *resource;
     int show_token;
+    int json;   /* --json: one object at the end (cli/view.h), no lines */
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
+    /* what each server asked answered, read by the library's reader
+     * (the waiters' lines, --json): one, or a quorum's members' */
+    redlease_inspection views[REDLEASE_MAX_QUORUM];
+    int viewed[REDLEASE_MAX_QUORUM];
+    int nview; /* the server being asked: views[nview] */
     /* --quorum: the server being asked ("HOST:PORT: " before its lines),
      * and what it answered: the key's PTTL and value (owned), or that it
      * holds a set of holders (which no quorum lease is): a kind */
@@ -60,6 +72,9 @@ typedef struct status_query {
     size_t nholders;
     long long limit; /* the semaphore's, as a server says (0: shared) */
 } status_query;
+
+/* Lines are printed (not --quiet, not --json). */
+static int texts(const status_query *q) { return cli_verbosity >= CLI_NORMAL && !q->json; }
 
 /* The kinds of resource whose holders are a set (member_kind): none is 0. */
 enum { KIND_SEMAPHORE = 1, KIND_SHARED, KIND_COUNT };
@@ -87,6 +102,7 @@ static int parse(status_query *q, int argc, char **argv)
             break;
         case CLI_ARG_POSITIONAL: rc = take_resource(q, a.value); break;
         case OPT_SHOW_TOKEN: q->show_token = 1; break;
+        case OPT_JSON: q->json = 1; break;
         case OPT_QUIET: cli_verbosity = CLI_QUIET; break;
         case OPT_HELP: cli_help(stdout); return -1;
         default: rc = cli_server_take(&q->server, &a, id); break;
@@ -119,7 +135,9 @@ static int is_token(const char *s, size_t len)
 
 /* What query() reads of a resource, at one instant; 0.1.0's key: the first
  * two. */
-enum { R_PTTL, R_VALUE, R_FENCE, R_TIME, R_HOLDERS, R_WEIGHTS, R_COUNT };
+enum { R_PTTL = CLI_VIEW_PTTL, R_VALUE = CLI_VIEW_VALUE, R_FENCE = CLI_VIEW_FENCE, R_TIME = CLI_VIEW_TIME,
+       R_HOLDERS = CLI_VIEW_HOLDERS, R_WEIGHTS = CLI_VIEW_WEIGHTS, R_QUEUE = CLI_VIEW_QUEUE,
+       R_WAITERS = CLI_VIEW_WAITERS, R_COUNT = CLI_VIEW_READS };
 
 /* Starts an output line: the server's address with --quorum, the key. */
 static void line_start(const status_query *q, const char *key)
@@ -260,7 +278,7 @@ static int show_holders(status_query *q, const char *key, long long limit,
             return CLI_EXIT_FAILED;
         }
     if (q->member && limit) q->limit = limit;
-    if (cli_verbosity >= CLI_NORMAL) {
+    if (texts(q)) {
         line_start(q, key);
         if (limit)
             printf("semaphore: %lld of %lld permits held", held, limit);
@@ -327,7 +345,7 @@ static int report(status_query *q, const char *key, redisReply *const *got)
         q->member_token[toklen] = '\0';
         q->member_ms = ms;
     }
-    if (cli_verbosity >= CLI_NORMAL && (held || !q->legacy)) {
+    if (texts(q) && (held || !q->legacy)) {
         line_start(q, key);
         if (!held)
             printf("free");
@@ -347,6 +365,28 @@ static int report(status_query *q, const char *key, redisReply *const *got)
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
+/* The same replies read by the library's reader (cli/view.h), kept for
+ * --json and the quorum's tally, and the waiters' lines printed: rc, or
+ * CLI_EXIT_UNAVAILABLE (said why). */
+static int view(status_query *q, const char *key, redisReply *const *got, int rc)
+{
+    redlease_inspection *v = &q->views[q->nview];
+    int st = cli_view_read(got, v);
+    if (st) {
+        rdl_inspect_clear(v);
+        return st == REDLEASE_ENOMEM ? (cli_error("out of memory"), CLI_EXIT_FAILED)
+                                     : unavailable(q, "", "the resource's keys hold unexpected values");
+    }
+    q->viewed[q->nview] = 1;
+    if (texts(q)) {
+        char prefix[600];
+        snprintf(prefix, sizeof prefix, "%s%s%.500s: ", q->member ? q->member : "", q->member ? ": " : "", key);
+        cli_view_print_waiters(prefix, v, q->show_token);
+        fflush(stdout);
+    }
+    return rc;
+}
+
 /* The lock key's PTTL and value, the fence counter, and the holders and
  * weights (a semaphore's, or shared holders') with the server's clock, read
  * at one instant (cli_direct_run), from the first node listed with
@@ -361,8 +401,10 @@ static int query(status_query *q, const status_keys *k)
         [R_TIME] = {"TIME"},
         [R_HOLDERS] = {"ZRANGE", k->holders, "0", "-1", "WITHSCORES"},
         [R_WEIGHTS] = {"HGETALL", k->weights},
+        [R_QUEUE] = {"ZRANGE", k->queue, "0", "-1"},
+        [R_WAITERS] = {"HGETALL", k->waiters},
     };
-    static const int argc[R_COUNT] = {2, 2, 2, 1, 5, 2};
+    static const int argc[R_COUNT] = {2, 2, 2, 1, 5, 2, 4, 2};
     /* 0.1.0's lock key alone (its counter is in another slot), with its
        value: only a token makes it a lease */
     int n = q->legacy ? R_FENCE : R_COUNT;
@@ -371,6 +413,7 @@ static int query(status_query *q, const status_keys *k)
     if (cli_direct_run(&q->server, n, cmds, argc, &rd, why, sizeof why) != 0) return unavailable(q, "", why);
     int rc = rd.reply[R_PTTL]->type != REDIS_REPLY_INTEGER ? unavailable(q, "PTTL", "unexpected reply")
                                                           : report(q, k->lock, rd.reply);
+    if (!q->legacy && (rc == CLI_EXIT_HELD || rc == CLI_EXIT_FREE)) rc = view(q, k->lock, rd.reply, rc);
     cli_direct_read_free(&rd);
     return rc;
 }
@@ -388,7 +431,7 @@ static int rc_legacy_keys(status_query *q, int *rc)
     }
     memcpy(key, q->server.prefix, plen);
     memcpy(key + plen, q->resource, rlen + 1);
-    status_keys k = {key, NULL, NULL, NULL};
+    status_keys k = {key, NULL, NULL, NULL, NULL, NULL};
     q->legacy = 1;
     if (query(q, &k) == CLI_EXIT_HELD) *rc = CLI_EXIT_HELD;
     q->legacy = 0;
@@ -438,7 +481,7 @@ static int quorum_holders(status_query *q, const char *key, int kind, int n, int
                       "and %d do not answer", q->server.where, key, need, n, unreachable);
         return rc;
     }
-    if (cli_verbosity < CLI_NORMAL) return rc;
+    if (!texts(q)) return rc;
     int capacity = q->limit > 0 && q->limit <= REDLEASE_MAX_PERMITS
                        ? redlease_semaphore_capacity((int)q->limit, n)
                        : REDLEASE_EINVAL; /* no server's limit read, or out of range */
@@ -495,6 +538,7 @@ static int query_quorum(status_query *q, const status_keys *keys)
         q->server.port = m[i].port;
         snprintf(q->server.where, sizeof q->server.where, "%.280s", name[i]);
         q->member = name[i];
+        q->nview = i;
         q->member_token = NULL;
         q->member_token_len = 0;
         q->member_ms = 0;
@@ -508,7 +552,7 @@ static int query_quorum(status_query *q, const status_keys *keys)
         if (rc == CLI_EXIT_FAILED) failed = 1;
         if (rc == CLI_EXIT_UNAVAILABLE) {
             unreachable++;
-            if (cli_verbosity >= CLI_NORMAL) {
+            if (texts(q)) {
                 printf("%s: %s: unavailable\n", name[i], key);
                 fflush(stdout);
             }
@@ -552,7 +596,7 @@ static int query_quorum(status_query *q, const status_keys *keys)
     if (!failed && best < need && (kinds[KIND_SEMAPHORE] || kinds[KIND_SHARED]))
         rc = quorum_holders(q, key, kinds[KIND_SEMAPHORE] ? KIND_SEMAPHORE : KIND_SHARED, n, need, unreachable,
                             best);
-    else if (rc == CLI_EXIT_HELD && cli_verbosity >= CLI_NORMAL) {
+    else if (rc == CLI_EXIT_HELD && texts(q)) {
         printf("%s: held by %d of %d servers (a majority is %d)", key, best, n, need);
         if (left < 0)
             printf(", no expiry");
@@ -560,19 +604,45 @@ static int query_quorum(status_query *q, const status_keys *keys)
             printf(", %lld ms left", left);
         if (q->show_token) printf(", token %s", token[best_i]);
         printf("\n");
-    } else if (rc == CLI_EXIT_FREE && cli_verbosity >= CLI_NORMAL) {
+    } else if (rc == CLI_EXIT_FREE && texts(q)) {
         printf("%s: free (held by %d of %d servers%s; a majority is %d)\n", key, best, n, also,
                need);
     } else if (rc == CLI_EXIT_UNAVAILABLE && cli_verbosity > CLI_QUIET) {
         cli_error("Redis at %s: cannot tell: %s is held by %d of %d servers%s, and a majority "
                   "is %d", q->server.where, key, best, n, also, need);
     }
-    if (cli_verbosity >= CLI_NORMAL) fflush(stdout);
+    if (texts(q)) fflush(stdout);
     for (int i = 0; i < n; i++) free(token[i]);
     free(q->holders);
     q->holders = NULL;
     q->nholders = 0;
     rdl_addr_list_free(m, n);
+    return rc;
+}
+
+/* --json: the one object (cli/view.h) of what the server, or the quorum's
+ * servers by majority, answered; held as the exit status says. rc, or
+ * CLI_EXIT_FAILED out of memory. */
+static int print_json(status_query *q, const char *key, int rc)
+{
+    int held = rc == CLI_EXIT_HELD ? 1 : rc == CLI_EXIT_FREE ? 0 : -1;
+    if (!q->server.quorum) {
+        cli_view_print_json(stdout, q->resource, key, q->viewed[0] ? &q->views[0] : NULL, held, q->show_token);
+        return rc;
+    }
+    rdl_addr m[REDLEASE_MAX_QUORUM];
+    int n = rdl_addr_list_parse(q->server.quorum, m, REDLEASE_MAX_QUORUM);
+    if (n > 0) rdl_addr_list_free(m, n);
+    redlease_inspection *views[REDLEASE_MAX_QUORUM], tally;
+    for (int i = 0; i < n; i++) views[i] = q->viewed[i] ? &q->views[i] : NULL;
+    int cannot_tell = 0;
+    if (n < 2 || rdl_inspect_tally(&tally, views, n, &cannot_tell) != 0) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    rdl_inspect_finish(&tally);
+    cli_view_print_json(stdout, q->resource, key, &tally, held, q->show_token);
+    rdl_inspect_clear(&tally);
     return rc;
 }
 
@@ -589,8 +659,10 @@ int cli_status(int argc, char **argv)
     const cli_server *s = &q.server;
     status_keys k = {cli_direct_key(s, q.resource, REDLEASE_KEY_LOCK), cli_direct_key(s, q.resource, REDLEASE_KEY_FENCE),
                      cli_direct_key(s, q.resource, REDLEASE_KEY_HOLDERS),
-                     cli_direct_key(s, q.resource, REDLEASE_KEY_WEIGHTS)};
-    if (!k.lock || !k.fence || !k.holders || !k.weights) {
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_WEIGHTS),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_QUEUE),
+                     cli_direct_key(s, q.resource, REDLEASE_KEY_WAITERS)};
+    if (!k.lock || !k.fence || !k.holders || !k.weights || !k.queue || !k.waiters) {
         cli_error("out of memory");
         rc = CLI_EXIT_FAILED;
     } else {
@@ -607,11 +679,15 @@ int cli_status(int argc, char **argv)
              * name, no braces) still counts, while both versions run. */
             if (rc == CLI_EXIT_FREE && !rc_legacy_keys(&q, &rc)) rc = CLI_EXIT_FAILED;
         }
+        if (q.json && rc != CLI_EXIT_FAILED) rc = print_json(&q, k.lock, rc);
     }
+    for (int i = 0; i < REDLEASE_MAX_QUORUM; i++) rdl_inspect_clear(&q.views[i]);
     free(k.lock);
     free(k.fence);
     free(k.holders);
     free(k.weights);
+    free(k.queue);
+    free(k.waiters);
     cli_server_free(&q.server);
     return rc;
 }

@@ -27,7 +27,7 @@ on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 # follows it, cut off)
 values() { local i; for i in 0 1 2; do on_server "$i" GET "$1" | cut -d' ' -f1; done; }
 
-echo "1..25"
+echo "1..26"
 rl run "${t[@]}" --quorum "$quorum" --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY" | cut -d" " -f1; done' \
     "$cli" "${ports[@]}"
@@ -53,6 +53,11 @@ check "status --quorum of a lease run holds => 0, a line per server, held by 3 o
 rl status "${t[@]}" --quorum "$quorum" --show-token q-hold
 check "status --quorum --show-token names the holder's token" \
     eval '[ "$st" -eq 0 ] && [ -n "$held_token" ] && [ "$(grep -c "token $held_token" <<<"$out")" -eq 4 ]'
+rl status "${t[@]}" --quorum "$quorum" --json q-hold
+check "status --quorum --json: one object, held by the majority, the holder on 3 of 3 servers" \
+    eval '[ "$st" -eq 0 ] && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+          grep -q "^{\"resource\":\"q-hold\",\"key\":\"lock:{q-hold}\",\"held\":true,\"kind\":\"mutex\"," <<<"$out" &&
+          grep -q "\"servers\":3,\"answered\":3,\"holders\":\[{\"label\":\"sh\",.*\"servers\":3}\],\"waiters\":\[\]}$" <<<"$out"'
 rl run "${t[@]}" --quorum "$quorum" --wait 0 q-hold -- touch "$tmp/ran"
 check "a second run with --wait 0 while it is held => 75, nothing run" \
     eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] && grep -q "held by another holder" <<<"$err"'

@@ -505,6 +505,39 @@ check "run --label: status names it, with redlease's pid, this host and the hold
           grep -q "fence counter ${BASH_REMATCH[1]};" <<<"$out"'
 rl run lab2 -- sh -c '"$@"' sh "${RL[@]}" status lab2
 check "run without --label: COMMAND's name (sh)" eval '[ "$st" -eq 0 ] && grep -q "; by sh (pid [0-9]* on " <<<"$out"'
+# Who waits, and --json: a holder labelled with a quote and a backslash, an
+# exclusive waiter and a shared one queued behind it, in that order.
+rm -f "$tmp/qj-started" "$tmp/qj-go"
+"${RL[@]}" run --label 'a"b\c' --fence qjson -- sh -c 'echo started >"$1"; while [ ! -e "$2" ]; do sleep 0.05; done' \
+    sh "$tmp/qj-started" "$tmp/qj-go" >/dev/null 2>&1 &
+qj_holder=$!
+wait_for_file "$tmp/qj-started" || true
+"${RL[@]}" run --label first --wait $((30000 * slow)) qjson -- true >/dev/null 2>&1 &
+qj_w1=$!
+wait_until eval '[ "$(rcli ZCARD lock:{qjson}:queue)" -ge 1 ]' || true
+"${RL[@]}" run --label second --shared --wait $((30000 * slow)) qjson -- true >/dev/null 2>&1 &
+qj_w2=$!
+wait_until eval '[ "$(rcli ZCARD lock:{qjson}:queue)" -ge 2 ]' || true
+rl status qjson
+check "status names the waiters in queue order: exclusive 'first', then shared 'second'" \
+    eval '[ "$st" -eq 0 ] && [ "$(wc -l <<<"$out")" -eq 3 ] &&
+          [[ "$(sed -n 2p <<<"$out")" =~ ^lock:\{qjson\}:\ waiter:\ exclusive,\ waiting\ [0-9]+\ ms\;\ by\ first\ \(pid\ [0-9]+\ on\ [^\ ]+\)$ ]] &&
+          [[ "$(sed -n 3p <<<"$out")" =~ ^lock:\{qjson\}:\ waiter:\ shared,\ waiting\ [0-9]+\ ms\;\ by\ second\  ]]'
+rl status --json qjson
+check "status --json: one line, held, the mutex's holder with its label escaped and its fence, two waiters" \
+    eval '[ "$st" -eq 0 ] && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+          grep -q "^{\"resource\":\"qjson\",\"key\":\"lock:{qjson}\",\"held\":true,\"kind\":\"mutex\",\"fence_counter\":\"[0-9]*\"," <<<"$out" &&
+          grep -q "\"holders\":\[{\"label\":\"a\\\\\"b\\\\\\\\c\",\"host\":\"[^\"]*\",\"pid\":[0-9]*,\"acquired_at_ms\":[0-9]*,\"held_ms\":[0-9]*,\"ttl_ms\":[0-9]*,\"fence\":\"[0-9]*\",\"permits\":1,\"servers\":1}\]" <<<"$out" &&
+          grep -q "\"waiters\":\[{\"label\":\"first\",.*\"wants\":\"exclusive\",\"servers\":1},{\"label\":\"second\",.*\"wants\":\"shared\",\"servers\":1}\]}$" <<<"$out" &&
+          ! grep -q token <<<"$out"'
+rl status --json --show-token qjson
+check "status --json --show-token: each holder's and waiter's token" \
+    eval '[ "$st" -eq 0 ] && [ "$(grep -o "\"token\":\"[0-9a-f]\{32\}\"" <<<"$out" | wc -l)" -eq 3 ]'
+touch "$tmp/qj-go"
+wait "$qj_holder" "$qj_w1" "$qj_w2" 2>/dev/null
+rl status --json qjson
+check "status --json of a free resource: held false, kind free, no holder, no waiter (1)" \
+    eval '[ "$st" -eq 1 ] && grep -q "\"held\":false,\"kind\":\"free\",\"fence_counter\":\"[0-9]*\",.*\"holders\":\[\],\"waiters\":\[\]}$" <<<"$out"'
 rcli RPUSH 'lock:{wt-list}' x >/dev/null
 rl status wt-list
 check "status of a lock key holding a list: no crash, no record read from it (status $st)" \
