@@ -5,10 +5,9 @@
 #endif
 #include "identity.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "decimal.h"
+
+#include <errno.h> /* program_invocation_short_name */
 #include <string.h>
 #include <unistd.h>
 
@@ -97,11 +96,32 @@ void rdl_identity_of_process(rdl_identity *id, const char *label)
     id->pid = (int64_t)getpid();
 }
 
+/* Appends the NUL-terminated s and one space (or, last, nothing) at out. */
+static size_t put_word(char *out, const char *s, int space)
+{
+    size_t n = strlen(s);
+    memcpy(out, s, n);
+    if (space) out[n++] = ' ';
+    return n;
+}
+
+/* Built by hand, not by snprintf(): a renewal by SET IFEQ rebuilds the
+ * value, and snprintf() would cost it more than the rest of its command
+ * (src/decimal.h). */
 size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence, char *out)
 {
-    int n = snprintf(out, RDL_RECORD_MAX + 1, "%" PRId64 " %" PRId64 " %" PRIu64 " %s %s", id->pid,
-                     at_ms < 0 ? 0 : at_ms, fence, id->host, id->label);
-    return n < 0 ? 0 : (size_t)n;
+    char num[RDL_DECIMAL_MAX];
+    size_t n = 0;
+    rdl_decimal(num, id->pid);
+    n += put_word(out + n, num, 1);
+    rdl_decimal(num, at_ms < 0 ? 0 : at_ms);
+    n += put_word(out + n, num, 1);
+    rdl_decimal_u(num, fence);
+    n += put_word(out + n, num, 1);
+    n += put_word(out + n, id->host, 1);
+    n += put_word(out + n, id->label, 0);
+    out[n] = '\0';
+    return n;
 }
 
 size_t rdl_identity_value(const rdl_identity *id, const char *token, int64_t at_ms, uint64_t fence,
