@@ -168,14 +168,19 @@ check "the outer run ends while a joined run goes on: that run exits 124 (the ou
 rig_quorum cli-inherit-server
 q=(--quorum "$quorum")
 on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
-export P0=${ports[0]} P2=${ports[2]}
+export P0=${ports[0]} P1=${ports[1]} P2=${ports[2]}
 
+# The outer lease is on a majority: a member whose link was still down
+# when it acquired (a slow start, under valgrind) is left out, so the check
+# is that every server holding the key holds the environment's token.
 rl run "${t[@]}" "${q[@]}" q-same -- bash -c '"$@"; echo "inner=$?"; echo "$REDLEASE_TOKEN"
-    "$RCLI" -p "$P0" GET "$REDLEASE_KEY"; "$RCLI" -p "$P2" GET "$REDLEASE_KEY"' _ \
+    for p in "$P0" "$P1" "$P2"; do "$RCLI" -p "$p" GET "$REDLEASE_KEY"; done' _ \
     "${RL[@]}" run "${t[@]}" "${q[@]}" -v --no-wait q-same -- echo ran
+holding=$(sed -n 4,6p <<<"$out" | grep -c .)
+same=$(sed -n 4,6p <<<"$out" | cut -d" " -f1 | grep -cxF -- "$(sed -n 3p <<<"$out")")
 check "--quorum: a nested run on the same resource joins (0, COMMAND run), the outer holds after it" \
     eval '[ "$st" -eq 0 ] && [ "$(sed -n 1,2p <<<"$out")" = "ran
-inner=0" ] && [ "$(word1 "$(line 2 "$out")")" = "$(line 3 "$out")" ] && [ "$(word1 "$(line 1 "$out")")" = "$(line 3 "$out")" ] &&
+inner=0" ] && [ "$holding" -ge 2 ] && [ "$same" -eq "$holding" ] &&
           grep -q "joined the lease on lock:{q-same}" <<<"$err"'
 
 on_server 0 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null

@@ -41,23 +41,29 @@ rm -f "$tmp/go"
 timeout -s KILL $((60 * slow)) "${RL[@]}" run "${t[@]}" --quorum "$quorum" --ttl $((5000 * slow)) q-hold -- \
     sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$tmp/go" >"$tmp/hold.out" 2>"$tmp/hold.err" &
 holder=$!
+# A quorum's lease holds where a majority said yes: a member whose link
+# was still down (a slow start, under valgrind) is left out. So the
+# expectations come from what the servers hold once COMMAND runs.
 for _ in $(seq 1 $((200 * slow))); do
-    [ "$(values "lock:{q-hold}" | sort -u | grep -c .)" -eq 1 ] && [ "$(values "lock:{q-hold}" | grep -c .)" -eq 3 ] && break
+    [ "$(values "lock:{q-hold}" | sort -u | grep -c .)" -eq 1 ] && [ "$(values "lock:{q-hold}" | grep -c .)" -ge 2 ] && break
     sleep 0.05
 done
-held_token=$(on_server 0 GET "lock:{q-hold}" | cut -d' ' -f1)
+held_token=$(values "lock:{q-hold}" | grep -m1 .)
 rl status "${t[@]}" --quorum "$quorum" q-hold
-check "status --quorum of a lease run holds => 0, a line per server, held by 3 of 3" \
-    eval '[ "$st" -eq 0 ] && [ "$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: held, [0-9]* ms left" <<<"$out")" -eq 3 ] &&
-          grep -q "^lock:{q-hold}: held by 3 of 3 servers (a majority is 2), [0-9]* ms left$" <<<"$out"'
+nh=$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: held, [0-9]* ms left" <<<"$out")
+check "status --quorum of a lease run holds => 0, a line per server, held by as many as say held (2 or 3 of 3)" \
+    eval '[ "$st" -eq 0 ] && [ "$nh" -ge 2 ] && [ "$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: " <<<"$out")" -eq 3 ] &&
+          grep -q "^lock:{q-hold}: held by $nh of 3 servers (a majority is 2), [0-9]* ms left$" <<<"$out"'
 rl status "${t[@]}" --quorum "$quorum" --show-token q-hold
-check "status --quorum --show-token names the holder's token" \
-    eval '[ "$st" -eq 0 ] && [ -n "$held_token" ] && [ "$(grep -c "token $held_token" <<<"$out")" -eq 4 ]'
+nh=$(grep -c "^127.0.0.1:[0-9]*: lock:{q-hold}: held, " <<<"$out")
+check "status --quorum --show-token names the holder's token, on each server that holds and in the verdict" \
+    eval '[ "$st" -eq 0 ] && [ -n "$held_token" ] && [ "$nh" -ge 2 ] && [ "$(grep -c "token $held_token" <<<"$out")" -eq $((nh + 1)) ]'
 rl status "${t[@]}" --quorum "$quorum" --json q-hold
-check "status --quorum --json: one object, held by the majority, the holder on 3 of 3 servers" \
-    eval '[ "$st" -eq 0 ] && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+nh=$(grep -o '"servers":[0-9]*}\],"waiters"' <<<"$out" | tr -dc 0-9)
+check "status --quorum --json: one object, held by the majority, the holder on 2 or 3 of 3 servers" \
+    eval '[ "$st" -eq 0 ] && [ "$(wc -l <<<"$out")" -eq 1 ] && [ "${nh:-0}" -ge 2 ] &&
           grep -q "^{\"resource\":\"q-hold\",\"key\":\"lock:{q-hold}\",\"held\":true,\"kind\":\"mutex\"," <<<"$out" &&
-          grep -q "\"servers\":3,\"answered\":3,\"holders\":\[{\"label\":\"sh\",.*\"servers\":3}\],\"waiters\":\[\]}$" <<<"$out"'
+          grep -q "\"servers\":3,\"answered\":3,\"holders\":\[{\"label\":\"sh\",.*\"servers\":$nh}\],\"waiters\":\[\]}$" <<<"$out"'
 rl run "${t[@]}" --quorum "$quorum" --wait 0 q-hold -- touch "$tmp/ran"
 check "a second run with --wait 0 while it is held => 75, nothing run" \
     eval '[ "$st" -eq 75 ] && [ ! -e "$tmp/ran" ] && grep -q "held by another holder" <<<"$err"'
