@@ -94,15 +94,20 @@ void rdl_identity_of_process(rdl_identity *id, const char *label)
     host[sizeof host - 1] = '\0';
     if (!rdl_identity_clean(id->host, RDL_HOST_MAX, host, strlen(host), 1)) strcpy(id->host, "-");
     id->pid = (int64_t)getpid();
+    rdl_identity_seal(id);
 }
 
-/* Appends the NUL-terminated s and one space (or, last, nothing) at out. */
-static size_t put_word(char *out, const char *s, int space)
+void rdl_identity_seal(rdl_identity *id)
 {
-    size_t n = strlen(s);
-    memcpy(out, s, n);
-    if (space) out[n++] = ' ';
-    return n;
+    size_t n = rdl_decimal(id->head, id->pid);
+    id->head[n++] = ' ';
+    id->head_len = (uint8_t)n;
+    size_t h = strlen(id->host), l = strlen(id->label);
+    id->tail[0] = ' ';
+    memcpy(id->tail + 1, id->host, h);
+    id->tail[1 + h] = ' ';
+    memcpy(id->tail + 2 + h, id->label, l);
+    id->tail_len = (uint8_t)(2 + h + l);
 }
 
 /* Built by hand, not by snprintf(): a renewal by SET IFEQ rebuilds the
@@ -110,16 +115,13 @@ static size_t put_word(char *out, const char *s, int space)
  * (src/decimal.h). */
 size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence, char *out)
 {
-    char num[RDL_DECIMAL_MAX];
-    size_t n = 0;
-    rdl_decimal(num, id->pid);
-    n += put_word(out + n, num, 1);
-    rdl_decimal(num, at_ms < 0 ? 0 : at_ms);
-    n += put_word(out + n, num, 1);
-    rdl_decimal_u(num, fence);
-    n += put_word(out + n, num, 1);
-    n += put_word(out + n, id->host, 1);
-    n += put_word(out + n, id->label, 0);
+    size_t n = id->head_len;
+    memcpy(out, id->head, n);
+    n += rdl_decimal(out + n, at_ms < 0 ? 0 : at_ms);
+    out[n++] = ' ';
+    n += rdl_decimal_u(out + n, fence);
+    memcpy(out + n, id->tail, id->tail_len);
+    n += id->tail_len;
     out[n] = '\0';
     return n;
 }

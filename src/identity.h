@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decimal.h"
 #include "redlease.h"
 #include "token.h"
 
@@ -32,6 +33,12 @@ typedef struct rdl_identity {
     char label[REDLEASE_MAX_LABEL + 1];
     char host[RDL_HOST_MAX + 1];
     int64_t pid;
+    /* The record's words that never change, "PID " and " HOST LABEL",
+     * written once by rdl_identity_seal(): every acquire writes a record,
+     * and only its AT and FENCE are its own. */
+    char head[RDL_DECIMAL_MAX + 1];
+    char tail[1 + RDL_HOST_MAX + 1 + REDLEASE_MAX_LABEL + 1];
+    uint8_t head_len, tail_len;
 } rdl_identity;
 
 /* Copies the len bytes of s to out, cleaned for display, at most max bytes
@@ -42,10 +49,14 @@ typedef struct rdl_identity {
  * digits and ".-_:" only: it is one word of the record. */
 size_t rdl_identity_clean(char *out, size_t max, const char *s, size_t len, int host);
 /* This process's identity: label (NULL: the program's name), the host name,
- * the pid. */
+ * the pid; sealed. */
 void rdl_identity_of_process(rdl_identity *id, const char *label);
+/* Writes the record's fixed words from id's label, host and pid (cleaned
+ * already): once they are set, before the first record. */
+void rdl_identity_seal(rdl_identity *id);
 /* Writes "PID AT FENCE HOST LABEL" and a NUL to out (RDL_RECORD_MAX + 1
- * bytes); at_ms below 0 is written 0 (not known). Returns the length. */
+ * bytes) for a sealed id; at_ms below 0 is written 0 (not known). Returns
+ * the length. */
 size_t rdl_identity_record(const rdl_identity *id, int64_t at_ms, uint64_t fence, char *out);
 /* Writes "TOKEN RECORD" and a NUL to out (RDL_VALUE_MAX + 1 bytes): what a
  * mutex's key holds. Returns the length. */

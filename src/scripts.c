@@ -207,9 +207,6 @@
     "  return true\n" \
     "end\n"
 
-/* What a mutex's or a shared holder's acquire says when the lock key is
- * a semaphore's kind (LUA_HOLDERS): refused, naming it, before anything
- * is written; nil for a holder's token or "shared". */
 /* An acquire's record, its last argument, "PID AT FENCE HOST LABEL"
  * (src/identity.h), with the fence it minted written in (fence nil: none,
  * as the client sent it). */
@@ -224,10 +221,13 @@
 
 /* A mutex's key is ours when it holds our token, alone (handed to us by
  * the queue, or written by an older client) or with our record after it
- * (src/identity.h): the token owns the lease, the record never decides. */
+ * (src/identity.h): the token owns the lease, the record never decides.
+ * Compared in place (a plain find anchored by its answer, a space after
+ * it), not by cutting and joining strings: every release and renewal by
+ * script asks this, and each new string is one more for Lua to intern. */
 #define LUA_OWNS \
     "local function owns(v, tok)\n" \
-    "  return v == tok or (v and string.sub(v, 1, #tok + 1) == tok .. ' ')\n" \
+    "  return v == tok or (v and string.byte(v, #tok + 1) == 32 and string.find(v, tok, 1, true) == 1)\n" \
     "end\n"
 
 /* What a mutex's acquire writes to its key: the token and our record. */
@@ -235,6 +235,9 @@
     LUA_RECORD \
     "local function mine(tok, fence) return tok .. ' ' .. record(fence) end\n"
 
+/* What a mutex's or a shared holder's acquire says when the lock key is
+ * a semaphore's kind (LUA_HOLDERS): refused, naming it, before anything
+ * is written; nil for a holder's token or "shared". */
 #define LUA_KIND \
     "local function other_kind(v)\n" \
     "  local n = string.match(v, '^semaphore (%d+)$')\n" \
@@ -542,13 +545,13 @@ const char *const rdl_script_src[RDL_SCRIPT_COUNT] = {
  * share the table without a race. tests/unit/test_tables.c checks each
  * against tests/support/sha1.c (and shows the right one when a text changes). */
 static const char rdl_script_sha1[RDL_SCRIPT_COUNT][41] = {
-    [RDL_SCRIPT_ACQUIRE] = "dda270b494c33796fdad0fe101536890b64a0b1c",
-    [RDL_SCRIPT_ACQUIRE_FENCED] = "c005b0aae301577b2bcc7ac9dec280a52b0902f4",
-    [RDL_SCRIPT_RENEW] = "ad39662324fe5ee9b756755810422a6f9470941b",
-    [RDL_SCRIPT_RELEASE] = "b92f6d30e50bc557852f1bc6190fce6b80743f5c",
+    [RDL_SCRIPT_ACQUIRE] = "0bd17b6d54195ae54bf7f2e45188989a3cacfec3",
+    [RDL_SCRIPT_ACQUIRE_FENCED] = "4356142c837709c718b6eee2aaf0203c456fd0b4",
+    [RDL_SCRIPT_RENEW] = "e339b22c740efac15e5266a32a238fea6f679eb6",
+    [RDL_SCRIPT_RELEASE] = "ca9d850bcaef8c636bf5c8dbde916d32201195cf",
     [RDL_SCRIPT_FENCE_RAISE] = "7b42ebc29065295e28da03bdcc0f526c7f0d8562",
-    [RDL_SCRIPT_QUEUE_ACQUIRE] = "955a442fe418104b49fb1978185c02e45b6321ab",
-    [RDL_SCRIPT_QUEUE_RELEASE] = "4e5fdbe16fa25982455aa7f969ad59be262c86bc",
+    [RDL_SCRIPT_QUEUE_ACQUIRE] = "223b32f0d8b809644425563a9045b57878071e6b",
+    [RDL_SCRIPT_QUEUE_RELEASE] = "85da8ae19b284f444c2a2fe4a320614d9c559d50",
     [RDL_SCRIPT_SEM_ACQUIRE] = "0e0bd62707ee80f016899a67ecd40eff723129b6",
     [RDL_SCRIPT_SEM_RENEW] = "0d141efcdea1384f090b1a9c630937075bccc818",
     [RDL_SCRIPT_SEM_RELEASE] = "dc5b84c81cc9747f67024b72cfac524f98573240",

@@ -44,6 +44,7 @@ static void test_label_cleaned_for_display(void)
 static void test_record_format(void)
 {
     rdl_identity id = {.label = "nightly backup", .host = "db-1", .pid = 4242};
+    rdl_identity_seal(&id);
     char rec[RDL_RECORD_MAX + 1], value[RDL_VALUE_MAX + 1];
     CHECK_EQ(rdl_identity_record(&id, 1700000000123LL, 0, rec),
              strlen("4242 1700000000123 0 db-1 nightly backup"));
@@ -58,6 +59,7 @@ static void test_record_format(void)
     rdl_identity big = {.pid = INT64_MAX};
     memset(big.label, 'l', REDLEASE_MAX_LABEL);
     memset(big.host, 'h', RDL_HOST_MAX);
+    rdl_identity_seal(&big);
     CHECK_EQ(rdl_identity_value(&big, tok, INT64_MAX, UINT64_MAX, value), (size_t)RDL_VALUE_MAX - 2);
     /* this process: its pid, its host, the program's name */
     rdl_identity me;
