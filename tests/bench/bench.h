@@ -94,6 +94,10 @@ int bench_contended_run(const char *mode, const bench_contended_spec *s, bench_c
 
 /* bench_util.c */
 double bench_now_us(void);
+/* a and b's cycles go on: until end_us (0: stop now), or with BENCH_CYCLES
+ * set, until that many have run (a fixed count makes callgrind's counts
+ * of two builds comparable, whatever the machine's speed) */
+int bench_go_on(long cycles, double end_us);
 int64_t bench_clock_ms(void); /* the clock redlease is given in the bench */
 double bench_rss_bytes(void);
 double bench_heap_bytes(void);

@@ -61,7 +61,7 @@ static void on_released(redlease_lock *lk, int status, void *arg)
     (void)lk;
     if (status != REDLEASE_OK) L.failed++;
     L.cycles++;
-    if (bench_now_us() < L.end_us) {
+    if (bench_go_on(L.cycles, L.end_us)) {
         chain_start(arg);
     } else if (--L.active == 0) {
         ev_break(L.loop, EVBREAK_ALL);

@@ -19,6 +19,9 @@
  *   BENCH_ROUNDS   5        a, b: rounds, floor and redlease (and a's
  *                           semaphore and shared holder) in turn
  *   BENCH_SECONDS  2        a, b: seconds per implementation and round
+ *   BENCH_CYCLES   (unset)  a, b: that many cycles per side and round
+ *                           instead (under callgrind: the same work
+ *                           counted for two builds, whatever the speed)
  *   BENCH_HELD     100000   d: leases held at once
  *   BENCH_HOLD_SECONDS 30   d: seconds held (renewed every 10 s)
  *   BENCH_LOST     1000     lost: samples

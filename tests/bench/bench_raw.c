@@ -83,7 +83,7 @@ static void on_released(redisAsyncContext *ac, void *reply, void *arg)
     (void)ac;
     if (!reply) return;
     R.cycles++;
-    if (bench_now_us() < R.end_us) {
+    if (bench_go_on(R.cycles, R.end_us)) {
         chain_start(arg);
     } else if (--R.active == 0) {
         ev_break(R.loop, EVBREAK_ALL);
@@ -191,7 +191,7 @@ static void on_sem_released(redisAsyncContext *ac, void *reply, void *arg)
     if (!r) return;
     if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) R.failed++;
     R.cycles++;
-    if (bench_now_us() < R.end_us) {
+    if (bench_go_on(R.cycles, R.end_us)) {
         sem_chain_start(arg);
     } else if (--R.active == 0) {
         ev_break(R.loop, EVBREAK_ALL);

@@ -33,6 +33,17 @@ double bench_now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+int bench_go_on(long cycles, double end_us)
+{
+    static long max = -1;
+    if (max < 0) {
+        const char *v = getenv("BENCH_CYCLES");
+        max = v && *v ? atol(v) : 0;
+    }
+    if (end_us <= 0) return 0;
+    return max > 0 ? cycles < max : bench_now_us() < end_us;
+}
+
 int64_t bench_clock_ms(void)
 {
     struct timespec ts;
