@@ -7,7 +7,8 @@ bin_PROGRAMS += %reldir%/redlease
 	%reldir%/msg.c %reldir%/msg.h %reldir%/args.c %reldir%/args.h \
 	%reldir%/server.c %reldir%/server.h \
 	%reldir%/run.c %reldir%/child.c %reldir%/child.h %reldir%/signals.c %reldir%/signals.h \
-	%reldir%/status.c %reldir%/direct.c %reldir%/direct.h %reldir%/view.c %reldir%/view.h \
+	%reldir%/status.c %reldir%/status_text.c %reldir%/status_text.h \
+	%reldir%/direct.c %reldir%/direct.h %reldir%/view.c %reldir%/view.h \
 	%reldir%/inherit.c %reldir%/inherit.h
 %canon_reldir%_redlease_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
 # Linked with the library statically (as redis-cli is with hiredis): the

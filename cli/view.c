@@ -41,14 +41,21 @@ static void free_converted(const rdl_reply *r)
     free((void *)r->element);
 }
 
-int cli_view_read(redisReply *const got[CLI_VIEW_READS], redlease_inspection *v)
+int cli_view_read(redisReply *const got[CLI_VIEW_READS], redlease_inspection *v, unsigned *mended)
 {
     rdl_reply e[CLI_VIEW_READS];
     rdl_reply top = {.type = RDL_REPLY_ARRAY, .elements = CLI_VIEW_READS, .element = e};
     memset(e, 0, sizeof e);
+    *mended = 0;
     int rc = 0;
-    for (int i = 0; i < CLI_VIEW_READS && !rc; i++)
-        if (convert(got[i], &e[i])) rc = REDLEASE_ENOMEM;
+    for (int i = 0; i < CLI_VIEW_READS && !rc; i++) {
+        if (got[i]->type == REDIS_REPLY_ERROR) { /* WRONGTYPE: read as no such key */
+            e[i].type = i == CLI_VIEW_VALUE || i == CLI_VIEW_FENCE ? RDL_REPLY_NIL : RDL_REPLY_ARRAY;
+            *mended |= 1u << i;
+        } else if (convert(got[i], &e[i])) {
+            rc = REDLEASE_ENOMEM;
+        }
+    }
     if (!rc) rc = rdl_inspect_parse(&top, v);
     if (!rc) rdl_inspect_finish(v);
     for (int i = 0; i < CLI_VIEW_READS; i++) free_converted(&e[i]);

@@ -18,8 +18,10 @@ enum { CLI_VIEW_PTTL, CLI_VIEW_VALUE, CLI_VIEW_FENCE, CLI_VIEW_TIME, CLI_VIEW_HO
        CLI_VIEW_QUEUE, CLI_VIEW_WAITERS, CLI_VIEW_READS };
 
 /* Reads the CLI_VIEW_READS replies into v (rdl_inspect_parse); 0, or
- * REDLEASE_EPROTO or REDLEASE_ENOMEM (v still to be cleared). */
-int cli_view_read(redisReply *const got[CLI_VIEW_READS], redlease_inspection *v);
+ * REDLEASE_EPROTO or REDLEASE_ENOMEM (v still to be cleared). A key of
+ * another type (an error reply, WRONGTYPE) is read as none: bit i of
+ * *mended says reply i was one. */
+int cli_view_read(redisReply *const got[CLI_VIEW_READS], redlease_inspection *v, unsigned *mended);
 
 /* Prints v's waiters, in queue order, a line each after prefix (the
  * server and key status starts its lines with): "waiter: exclusive,

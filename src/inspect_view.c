@@ -310,6 +310,26 @@ static int64_t majority_ttl(int64_t *left, int servers, int need)
     return left[need - 1];
 }
 
+int rdl_inspect_most_held(const char *const *tokens, const int64_t *ttls, int n, int *first,
+                          int64_t *ttl)
+{
+    int need = n / 2 + 1, best = 0, k = 0;
+    int64_t left[REDLEASE_MAX_QUORUM];
+    *first = -1;
+    *ttl = -1;
+    for (int i = 0; i < n; i++) {
+        if (!tokens[i]) continue;
+        int same = 0;
+        for (int j = 0; j < n; j++) same += tokens[j] && strcmp(tokens[j], tokens[i]) == 0;
+        if (same > best) best = same, *first = i;
+    }
+    if (best < need) return best;
+    for (int j = 0; j < n && k < REDLEASE_MAX_QUORUM; j++)
+        if (tokens[j] && strcmp(tokens[j], tokens[*first]) == 0) left[k++] = ttls[j];
+    *ttl = majority_ttl(left, k, need);
+    return best;
+}
+
 static rdl_inspect_holder *holder_named(redlease_inspection *v, const char *token)
 {
     for (size_t i = 0; i < v->nholders; i++)
@@ -346,24 +366,24 @@ int rdl_inspect_tally(redlease_inspection *out, redlease_inspection *const *view
 {
     memset(out, 0, sizeof *out);
     *cannot_tell = 0;
-    int need = n / 2 + 1, best = 0, best_i = -1, unknown = 0, set_kind = 0;
+    int need = n / 2 + 1, best_i = -1, unknown = 0, set_kind = 0;
+    const char *tokens[REDLEASE_MAX_QUORUM] = {NULL}; /* a mutex's holder on each server */
+    int64_t ttls[REDLEASE_MAX_QUORUM] = {0}, ttl;
     out->servers = n;
     for (int i = 0; i < n; i++) {
         const redlease_inspection *v = views[i];
+        int mutex = v && v->kind == REDLEASE_KIND_MUTEX;
+        tokens[i] = mutex ? v->holders[0].token : NULL;
+        ttls[i] = mutex ? v->holders[0].pub.ttl_ms : -1;
         if (!v) continue;
         if (!out->answered++) out->now = v->now;
         if (v->fence_counter > out->fence_counter) out->fence_counter = v->fence_counter;
         unknown |= v->kind == REDLEASE_KIND_UNKNOWN;
         if (v->kind == REDLEASE_KIND_SEMAPHORE) set_kind = REDLEASE_KIND_SEMAPHORE;
         if (v->kind == REDLEASE_KIND_SHARED && !set_kind) set_kind = REDLEASE_KIND_SHARED;
-        if (v->kind != REDLEASE_KIND_MUTEX) continue;
-        /* the token most servers hold */
-        int same = 0;
-        for (int j = 0; j < n; j++)
-            same += views[j] && views[j]->kind == REDLEASE_KIND_MUTEX &&
-                    strcmp(views[j]->holders[0].token, v->holders[0].token) == 0;
-        if (same > best) best = same, best_i = i;
     }
+    /* the token most servers hold */
+    int best = rdl_inspect_most_held(tokens, ttls, n, &best_i, &ttl);
     int unanswered = n - out->answered, could = 0;
     if (best >= need) {
         out->kind = REDLEASE_KIND_MUTEX;
@@ -372,10 +392,9 @@ int rdl_inspect_tally(redlease_inspection *out, redlease_inspection *const *view
         *h = views[best_i]->holders[0];
         h->pub.servers = 0;
         for (int j = 0; j < n; j++)
-            if (views[j] && views[j]->kind == REDLEASE_KIND_MUTEX &&
-                strcmp(views[j]->holders[0].token, h->token) == 0)
-                h->left[h->pub.servers++] = views[j]->holders[0].pub.ttl_ms;
-        h->pub.ttl_ms = majority_ttl(h->left, h->pub.servers, need);
+            if (tokens[j] && strcmp(tokens[j], h->token) == 0) h->left[h->pub.servers++] = ttls[j];
+        qsort(h->left, (size_t)h->pub.servers, sizeof h->left[0], longest_first);
+        h->pub.ttl_ms = ttl;
     } else if (set_kind) {
         /* a semaphore's holders, or shared ones: each holds while a
          * majority admits it (man 3 redlease, KINDS) */

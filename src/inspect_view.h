@@ -64,6 +64,14 @@ int rdl_inspect_parse(const rdl_reply *r, redlease_inspection *v);
  * REDLEASE_ENOMEM. */
 int rdl_inspect_tally(redlease_inspection *out, redlease_inspection *const *views, int n,
                       int *cannot_tell);
+/* The mutex's holder that most of n servers hold, as rdl_inspect_tally
+ * finds it: tokens[i] is server i's holder (NULL: none), ttls[i] its
+ * ttl_ms there (-1: no expiry). Returns how many servers hold the token
+ * most hold (0: none), *first the first of them (-1: none), and, when
+ * they are a majority (n / 2 + 1), *ttl the majority-th longest of their
+ * ttls (else -1; -1 too for no expiry). n at most REDLEASE_MAX_QUORUM. */
+int rdl_inspect_most_held(const char *const *tokens, const int64_t *ttls, int n, int *first,
+                          int64_t *ttl);
 /* Points each holder's and waiter's public struct at its strings: after
  * the last change to the arrays, before the view is read. */
 void rdl_inspect_finish(redlease_inspection *v);

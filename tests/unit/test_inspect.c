@@ -491,6 +491,37 @@ static void oom_inspect(long fail_at, int *ok)
 
 static void test_inspect_out_of_memory(void) { CHECK(alloc_sweep(oom_inspect) > 5); }
 
+/* The token most servers hold (pure): split, a majority with its
+ * majority-th longest ttl (no expiry the longest), none. */
+static void test_inspect_most_held(void)
+{
+    const char *t[5] = {"aa", NULL, "bb", "aa", "aa"};
+    const int64_t ttl[5] = {300, 0, 900, -1, 100};
+    int first = 7;
+    int64_t left = 7;
+    CHECK_EQ(rdl_inspect_most_held(t, ttl, 5, &first, &left), 3);
+    CHECK_EQ(first, 0);
+    CHECK_EQ(left, 100); /* of -1 (none), 300, 100: the third longest */
+    const char *two[3] = {"aa", NULL, "aa"};
+    CHECK_EQ(rdl_inspect_most_held(two, ttl, 3, &first, &left), 2);
+    CHECK_EQ(first, 0);
+    CHECK_EQ(left, 300); /* of 300 and 900: the second longest */
+    const int64_t forever[5] = {-1, 0, -1, -1, 7};
+    CHECK_EQ(rdl_inspect_most_held(t, forever, 5, &first, &left), 3);
+    CHECK_EQ(left, 7);
+    CHECK_EQ(rdl_inspect_most_held(two, forever, 3, &first, &left), 2);
+    CHECK_EQ(left, -1); /* two with no expiry of a majority of two */
+    /* split one and one of three: no majority */
+    const char *split[3] = {"bb", "aa", NULL};
+    CHECK_EQ(rdl_inspect_most_held(split, ttl, 3, &first, &left), 1);
+    CHECK_EQ(first, 0);
+    CHECK_EQ(left, -1);
+    const char *none[3] = {NULL, NULL, NULL};
+    CHECK_EQ(rdl_inspect_most_held(none, ttl, 3, &first, &left), 0);
+    CHECK_EQ(first, -1);
+    CHECK_EQ(left, -1);
+}
+
 int main(int argc, char **argv)
 {
     fake_alloc_install();
@@ -509,6 +540,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_inspect_cancelled_by_close),
         TEST_CASE(test_inspect_out_of_memory),
         TEST_CASE(test_inspect_tally_rules),
+        TEST_CASE(test_inspect_most_held),
         TEST_CASE(test_inspect_cluster_moved),
         TEST_CASE(test_inspect_cluster_ask_to_a_new_node),
         TEST_CASE(test_inspect_quorum_mutex),
