@@ -181,16 +181,22 @@ static inline void end(fake *f)
  * 1 to *ok when it went all the way as without failures. */
 typedef void (*oom_scenario)(long fail_at, int *ok);
 
+/* After a start with an allocation set to fail: 0 (failures off again)
+ * when the client itself could not be made (nothing left to run). */
+static inline int oom_started(fake *f)
+{
+    if (f->c) return 1;
+    fake_alloc_fail_at(0);
+    return 0;
+}
+
 /* A started client on the fake (o may be NULL) with the fail_at-th
- * allocation from now failing; 0 when the client itself could not be made
- * (nothing left to run). */
+ * allocation from now failing; 0 when the client itself could not be made. */
 static inline int oom_start(fake *f, const redlease_client_options *o, long fail_at)
 {
     fake_alloc_fail_at(fail_at);
     fake_start(f, o);
-    if (f->c) return 1;
-    fake_alloc_fail_at(0);
-    return 0;
+    return oom_started(f);
 }
 
 /* Runs the scenario once to count its allocations (that run must go all
@@ -233,21 +239,37 @@ static inline uint32_t rng_zero(void *arg)
 
 /* ---------------------------------------------------- renewal in flight */
 
-/* A client with a 300 ms command timeout (reconnecting after 10 ms) holding
- * "job" (TTL 3000 ms) whose first renewal, at t0 + 1000, is on the wire and
- * not yet answered. Returns t0, the send time of the acquire. */
-static inline int64_t hold_with_renewal_in_flight(fake *f, rec *r)
+/* A connected client with a 300 ms command timeout, reconnecting after
+ * 10 ms, its server having these conditional commands (RDL_NATIVE_* bits,
+ * 0: none, scripts). */
+static inline void start_quick_relink(fake *f, int native)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.command_timeout_ms = 300;
     co.reconnect_min_ms = 10;
     co.reconnect_max_ms = 10;
-    fake_start(f, &co);
+    fake_attach(f, &co);
+    f->native = native;
+    if (f->c) fake_connect(f);
+}
+
+/* start_quick_relink()'s client holding "job" (TTL 3000 ms) whose first
+ * renewal, at t0 + 1000, is on the wire and not yet answered (SET IFEQ
+ * where native, else the script). Returns t0, the send time of the
+ * acquire. */
+static inline int64_t hold_native_with_renewal_in_flight(fake *f, rec *r, int native)
+{
+    start_quick_relink(f, native);
     int64_t t0 = hold(f, r, "job", opts(3000));
     fake_until(f, t0 + 1000);
     CHECK_EQ(fake_pending(f), 1);
     return t0;
+}
+
+static inline int64_t hold_with_renewal_in_flight(fake *f, rec *r)
+{
+    return hold_native_with_renewal_in_flight(f, r, 0);
 }
 
 /* The oldest unanswered command on link s (a side or peer link) is a0
