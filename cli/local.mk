@@ -9,7 +9,7 @@ bin_PROGRAMS += %reldir%/redlease
 	%reldir%/run.c %reldir%/child.c %reldir%/child.h %reldir%/signals.c %reldir%/signals.h \
 	%reldir%/status.c %reldir%/status_text.c %reldir%/status_text.h \
 	%reldir%/direct.c %reldir%/direct.h %reldir%/view.c %reldir%/view.h \
-	%reldir%/inherit.c %reldir%/inherit.h
+	%reldir%/inherit.c %reldir%/inherit.h %reldir%/outage.c %reldir%/outage.h
 %canon_reldir%_redlease_CPPFLAGS = $(IN_TREE_CPPFLAGS) -I$(top_srcdir)/src $(HIREDIS_CFLAGS) $(LIBEV_CFLAGS)
 # Linked with the library statically (as redis-cli is with hiredis): the
 # command works straight after make install, before any ldconfig.

@@ -30,6 +30,7 @@
 #include "exit_status.h"
 #include "inherit.h"
 #include "msg.h"
+#include "outage.h"
 #include "server.h"
 #include "signals.h"
 
@@ -47,6 +48,8 @@ typedef struct run {
     int64_t ttl_ms, max_hold_ms, grace_ms;
     int fencing;
     int64_t replica_acks, replica_timeout_ms; /* 0: none; 0: the library's default */
+    int replica_scope;                        /* enum redlease_replica_scope */
+    int64_t max_outage_ms;
     int64_t limit, weight; /* 0: a mutex; a semaphore of limit permits, weight of them ours */
     int shared;            /* a shared holder of a shared/exclusive resource (0: exclusive) */
     const char *label;     /* who holds, as status shows it (--label; NULL: COMMAND's name) */
@@ -58,7 +61,9 @@ typedef struct run {
     int released;       /* redlease_release() called */
     int exit_status;
     int cancel_status;  /* why the wait was given up (0: it was not) */
-    int last_contended; /* the last acquire attempt found the key held */
+    cli_outage outage;  /* Redis unusable while the lock is waited for */
+    int renew_status;   /* the last renewal's failure (0: none since one was confirmed) */
+    char renew_why[160];
     int held_to_end;    /* COMMAND ran and finished with the lease held */
     pid_t child;
     int own_group;    /* COMMAND leads its own process group (no terminal) */
@@ -67,9 +72,8 @@ typedef struct run {
     int lost;
     ev_child child_watcher;
     ev_timer grace_timer;
-    /* --quorum: a wait gives up when no majority of the servers has been
-     * reachable for the timeout (one server's failure is no reason) */
-    ev_timer quorum_timer;
+    /* a wait gives up when an outage has lasted --max-outage (outage.h) */
+    ev_timer outage_timer;
     /* joined: COMMAND runs under the lease of the environment (outer),
      * checked by check_timer; it lasts at least until valid_until (ms of
      * the monotonic clock), as Redis last said */
@@ -83,8 +87,8 @@ typedef struct run {
 /* ------------------------------------------------------------ options */
 
 enum { OPT_WAIT = 1, OPT_NO_WAIT, OPT_TTL, OPT_MAX_HOLD, OPT_GRACE, OPT_FENCE, OPT_MIN_REPLICAS,
-       OPT_REPLICA_TIMEOUT, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE, OPT_NO_INHERIT, OPT_LABEL,
-       OPT_QUIET, OPT_VERBOSE, OPT_HELP };
+       OPT_REPLICA_TIMEOUT, OPT_REPLICA_SCOPE, OPT_LIMIT, OPT_WEIGHT, OPT_SHARED, OPT_EXCLUSIVE,
+       OPT_NO_INHERIT, OPT_LABEL, OPT_MAX_OUTAGE, OPT_QUIET, OPT_VERBOSE, OPT_HELP };
 
 static const cli_opt run_opts[] = {
     {"wait", 'w', 1, OPT_WAIT},
@@ -95,6 +99,8 @@ static const cli_opt run_opts[] = {
     {"fence", 'f', 0, OPT_FENCE},
     {"min-replicas", 0, 1, OPT_MIN_REPLICAS},
     {"replica-timeout", 0, 1, OPT_REPLICA_TIMEOUT},
+    {"replica-scope", 0, 1, OPT_REPLICA_SCOPE},
+    {"max-outage", 0, 1, OPT_MAX_OUTAGE},
     {"limit", 0, 1, OPT_LIMIT},
     {"weight", 0, 1, OPT_WEIGHT},
     /* flock(1)'s -s and -x are not ours: -s is --socket */
@@ -114,7 +120,7 @@ static int parse(run *r, int argc, char **argv)
     static const cli_opt *const tables[] = {run_opts, cli_server_opts, NULL};
     cli_args a;
     cli_args_init(&a, argc, argv, tables);
-    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, exclusive = 0, id, rc_server;
+    int wait_given = 0, no_wait = 0, quiet = 0, verbose = 0, exclusive = 0, scope_given = 0, id, rc_server;
     while ((id = cli_args_next(&a)) != CLI_ARG_DONE) {
         int rc = 0;
         switch (id) {
@@ -137,6 +143,16 @@ static int parse(run *r, int argc, char **argv)
         case OPT_REPLICA_TIMEOUT:
             rc = cli_args_number(&a, 1, REDLEASE_MAX_TIMEOUT_MS, &r->replica_timeout_ms);
             break;
+        case OPT_REPLICA_SCOPE:
+            scope_given = 1;
+            if (strcmp(a.value, "all") == 0)
+                r->replica_scope = REDLEASE_REPLICA_SCOPE_ALL;
+            else if (strcmp(a.value, "acquire") == 0)
+                r->replica_scope = REDLEASE_REPLICA_SCOPE_ACQUIRE;
+            else
+                rc = cli_usage_error("--replica-scope: 'all' or 'acquire', not '%s'", a.value);
+            break;
+        case OPT_MAX_OUTAGE: rc = cli_args_number(&a, 0, REDLEASE_MAX_WAIT_MS, &r->max_outage_ms); break;
         case OPT_LIMIT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->limit); break;
         case OPT_WEIGHT: rc = cli_args_number(&a, 1, REDLEASE_MAX_PERMITS, &r->weight); break;
         case OPT_SHARED: r->shared = 1; break;
@@ -165,6 +181,7 @@ static int parse(run *r, int argc, char **argv)
     if (!r->command[0]) return cli_usage_error("run: missing COMMAND after '--'");
     if (r->replica_timeout_ms && !r->replica_acks)
         return cli_usage_error("--replica-timeout needs --min-replicas");
+    if (scope_given && !r->replica_acks) return cli_usage_error("--replica-scope needs --min-replicas");
     if (r->shared && exclusive) return cli_usage_error("--shared and --exclusive exclude each other");
     /* a resource is one kind at a time (man 3, KINDS) */
     if ((r->shared || exclusive) && (r->limit || r->weight))
@@ -343,7 +360,12 @@ static int status_for_acquire_error(run *r, int status)
 {
     const char *key = redlease_lock_key(r->lock);
     const char *detail = redlease_client_errstr(r->client);
-    char text[96];
+    char text[96], tried[112] = "";
+    if (r->outage.attempts || r->outage.links) {
+        tried[0] = ' ', tried[1] = '(';
+        size_t n = 2 + cli_outage_tried(&r->outage, tried + 2, sizeof tried - 3);
+        tried[n] = ')', tried[n + 1] = '\0';
+    }
     switch (status) {
     case REDLEASE_ECANCELED: return r->cancel_status ? r->cancel_status : CLI_EXIT_FAILED;
     case REDLEASE_EBUSY:
@@ -359,11 +381,14 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_ETIMEDOUT:
     case REDLEASE_EREDIS:
     case REDLEASE_EPROTO:
-    case REDLEASE_EPERM:
-    case REDLEASE_EREPLICAS: /* --min-replicas unmet: not a usable server either */
+    case REDLEASE_EREPLICAS: /* --min-replicas unmet within --wait */
     case REDLEASE_EQUORUM:   /* --quorum: too few servers said yes, not for another holder */
-        cli_error("Redis at %s: %s%s%s", r->server.where, redlease_strerror(status),
-                  detail[0] ? ": " : "", detail);
+    case REDLEASE_EAUTH:     /* the refusals retrying cannot cure: at once */
+    case REDLEASE_EPERM:
+    case REDLEASE_ECONFIG:
+    case REDLEASE_ETLS:
+        cli_error("Redis at %s: %s%s%s%s", r->server.where, redlease_strerror(status),
+                  detail[0] ? ": " : "", detail, tried);
         return CLI_EXIT_UNAVAILABLE;
     default:
         cli_error("acquire: %s", redlease_strerror(status));
@@ -374,6 +399,7 @@ static int status_for_acquire_error(run *r, int status)
 static void on_acquired(redlease_lock *lk, int status, void *arg)
 {
     run *r = arg;
+    ev_timer_stop(r->loop, &r->outage_timer); /* the wait is over */
     if (status == REDLEASE_OK) {
         cli_child_env env = {redlease_lock_key(lk), redlease_lock_token(lk), r->fencing,
                              redlease_lock_fence(lk), r->limit, r->weight ? r->weight : 1, r->shared};
@@ -410,9 +436,14 @@ static void on_lost(redlease_lock *lk, int reason, void *arg)
                    redlease_lost_reason_str(reason));
         return;
     }
-    char what[REDLEASE_MAX_RESOURCE + REDLEASE_MAX_PREFIX + 100];
-    snprintf(what, sizeof what, "lost the lease on %s (%s)", redlease_lock_key(lk),
-             redlease_lost_reason_str(reason));
+    char what[REDLEASE_MAX_RESOURCE + REDLEASE_MAX_PREFIX + 300];
+    int n = snprintf(what, sizeof what, "lost the lease on %s (%s)", redlease_lock_key(lk),
+                     redlease_lost_reason_str(reason));
+    /* why no renewal was confirmed, when the replicas are why */
+    if (reason == REDLEASE_LOST_EXPIRED && r->renew_status == REDLEASE_EREPLICAS && n > 0 &&
+        (size_t)n < sizeof what)
+        snprintf(what + n, sizeof what - (size_t)n, ": the replicas did not acknowledge its renewals "
+                 "(%s; see --replica-scope)", r->renew_why);
     stop_command(r, what);
 }
 
@@ -544,8 +575,9 @@ static void lock_options(const run *r, redlease_lock_options *lo)
     lo->wait_ms = r->wait_ms;
     lo->max_hold_ms = r->max_hold_ms;
     lo->fencing = r->fencing;
-    lo->replica_acks = (int)r->replica_acks; /* renewals too (replica_scope ALL, the default) */
+    lo->replica_acks = (int)r->replica_acks;
     lo->replica_timeout_ms = r->replica_timeout_ms;
+    lo->replica_scope = r->replica_scope; /* renewals too, unless --replica-scope acquire */
     /* a semaphore's wait_mode is left to the library: its queue (man 1, --wait) */
     lo->limit = (int)r->limit;
     lo->weight = (int)r->weight;
@@ -567,72 +599,99 @@ static int status_for_start_error(int rc, const char *why)
                                     : CLI_EXIT_FAILED;
 }
 
-/* --quorum, while the lock is waited for: no majority of the servers has
- * been ready since the timer started, a timeout ago: give up. */
-static void on_quorum_timer(struct ev_loop *loop, ev_timer *w, int revents)
+/* The outage lasted --max-outage (outage.h): give up, if Redis is still
+ * failing; else the next failure decides. */
+static void give_up_on_outage(run *r)
 {
-    (void)loop, (void)revents;
-    run *r = w->data;
-    if (r->phase != WAITING || r->released || redlease_client_connected(r->client)) return;
-    const char *why = redlease_client_errstr(r->client);
-    cli_error("Redis at %s: no majority of the servers reachable within %" PRId64 " ms%s%s",
-              r->server.where, r->server.timeout_ms, why[0] ? ": " : "", why);
+    char tried[112];
+    cli_outage_tried(&r->outage, tried, sizeof tried);
+    cli_error("Redis at %s: unusable for %" PRId64 " ms (--max-outage; %s): %s", r->server.where,
+              r->max_outage_ms, tried, r->outage.last[0] ? r->outage.last : "no usable answer");
     cancel_wait(r, CLI_EXIT_UNAVAILABLE);
 }
 
-/* --quorum: a server's connection was made (a majority again: the timer
- * stops) or failed (no majority left: the timer starts). The library
- * waits for every server's first connection before it sends, so the
- * lease goes to all the servers that can be reached. */
-static void quorum_changed(run *r, const char *what, const char *detail)
+static void on_outage_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    cli_verbose("%s a server of the %s%s%s", what, r->server.where, detail ? ": " : "",
-                detail ? detail : "");
-    if (redlease_client_connected(r->client))
-        ev_timer_stop(r->loop, &r->quorum_timer);
-    else if (r->phase == WAITING && !r->released && !ev_is_active(&r->quorum_timer)) {
-        ev_timer_set(&r->quorum_timer, (ev_tstamp)r->server.timeout_ms / 1000.0, 0.);
-        ev_timer_start(r->loop, &r->quorum_timer);
+    (void)loop, (void)revents;
+    run *r = w->data;
+    if (r->phase == WAITING && !r->released && cli_outage_expired(&r->outage, monotonic_ms()))
+        give_up_on_outage(r);
+}
+
+/* While the lock is waited for: something retrying may cure failed (an
+ * attempt, or a connection: attempt 0). The wait goes on, within
+ * --max-outage. */
+static void waiting_failed(run *r, int attempt, const char *what, const char *why, int64_t retry_in)
+{
+    int64_t now = monotonic_ms();
+    int first = r->outage.since < 0;
+    int over = cli_outage_failed(&r->outage, now, attempt, why);
+    if (attempt && retry_in < 0) { /* the last: on_acquired says how the wait ended */
+        cli_verbose("%s: %s", what, why);
+        return;
+    }
+    if (first && !over)
+        cli_notice("Redis at %s: %s: %s; retrying for up to %" PRId64 " ms (--max-outage)", r->server.where,
+                   what, why, r->max_outage_ms);
+    else if (retry_in >= 0)
+        cli_verbose("%s: %s; next attempt in %" PRId64 " ms", what, why, retry_in);
+    else
+        cli_verbose("%s: %s", what, why);
+    if (over) {
+        give_up_on_outage(r);
+        return;
+    }
+    if (!ev_is_active(&r->outage_timer)) {
+        int64_t left = cli_outage_deadline(&r->outage) - now;
+        ev_timer_set(&r->outage_timer, (ev_tstamp)(left > 0 ? left : 0) / 1000.0, 0.);
+        ev_timer_start(r->loop, &r->outage_timer);
     }
 }
 
-/* Logs for --verbose, and gives up the wait when Redis cannot be used:
- * with wait_ms = WAIT_FOREVER the library would retry forever. */
+/* An answer about the lock (held by another, or ours): Redis is usable. */
+static void outage_over(run *r)
+{
+    ev_timer_stop(r->loop, &r->outage_timer);
+    if (cli_outage_over(&r->outage)) cli_verbose("Redis at %s answers again", r->server.where);
+}
+
+/* Logs for --verbose; while the lock is waited for, counts what fails
+ * toward --max-outage (outage.h). */
 static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
-    (void)c;
     run *r = arg;
     const char *key = ev->key ? ev->key : "";
     const char *detail = ev->detail ? ev->detail : redlease_strerror(ev->status);
+    int waiting = r->phase == WAITING && !r->released;
+    char what[64];
     switch (ev->type) {
     case REDLEASE_EV_ATTEMPT:
         cli_verbose("acquiring %s (attempt %d)", key, ev->attempt);
-        /* The attempt before this one neither got the lock nor found it
-         * held: it failed (no answer, an error reply). */
-        if (r->phase == WAITING && ev->attempt > 1 && !r->last_contended) {
-            const char *why = redlease_client_errstr(r->client);
-            cli_error("Redis at %s: acquire attempt failed: %s", r->server.where,
-                      why[0] ? why : "no usable answer in time");
-            cancel_wait(r, CLI_EXIT_UNAVAILABLE);
-        }
-        r->last_contended = 0;
+        break;
+    case REDLEASE_EV_ATTEMPT_FAILED:
+        snprintf(what, sizeof what, "attempt %d failed", ev->attempt);
+        if (waiting) waiting_failed(r, 1, what, detail, ev->retry_in_ms);
         break;
     case REDLEASE_EV_CONTENDED: {
         char text[96], next[48] = ""; /* none after the last attempt: on_acquired tells */
-        r->last_contended = 1;
+        outage_over(r);
         if (ev->retry_in_ms >= 0)
             snprintf(next, sizeof next, "; next attempt in %" PRId64 " ms", ev->retry_in_ms);
         cli_verbose("%s %s%s", key, busy_text(r, text, sizeof text), next);
         break;
     }
     case REDLEASE_EV_ACQUIRED:
+        outage_over(r);
         cli_verbose("acquired %s (round trip %" PRId64 " ms, ttl %" PRId64 " ms)", key, ev->rtt_ms,
                     ev->ttl_ms);
         break;
     case REDLEASE_EV_RENEWED:
+        r->renew_status = 0;
         cli_verbose("renewed %s: %" PRId64 " ms of validity left", key, ev->remaining_ms);
         break;
     case REDLEASE_EV_RENEW_FAILED:
+        r->renew_status = ev->status;
+        snprintf(r->renew_why, sizeof r->renew_why, "%s", detail);
         cli_verbose("renewing %s failed (%s): %" PRId64 " ms of validity left, next try in %" PRId64
                     " ms", key, detail, ev->remaining_ms, ev->retry_in_ms);
         break;
@@ -643,11 +702,8 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         cli_verbose("released %s: %s", key, redlease_strerror(ev->status));
         break;
     case REDLEASE_EV_CONNECTED:
-        if (r->server.quorum) {
-            quorum_changed(r, "connected to", NULL);
-        } else {
-            cli_verbose("connected to %s", r->server.where);
-        }
+        cli_verbose("connected to %s%s", r->server.quorum ? "a server of the " : "", r->server.where);
+        if (redlease_client_connected(c)) cli_outage_reached(&r->outage); /* a quorum: a majority */
         break;
     case REDLEASE_EV_PRIMARY:
         cli_verbose("Sentinel: the primary of '%s' is at %s", r->server.master, detail);
@@ -659,14 +715,13 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
             cli_verbose("wake-up channel down (%s): waiting checks by timers", detail);
         break;
     case REDLEASE_EV_DISCONNECTED:
-        if (r->server.quorum) {
-            quorum_changed(r, "connection to", detail);
-        } else if (r->phase == WAITING) {
-            cli_error("Redis at %s: %s", r->server.where, detail);
-            cancel_wait(r, CLI_EXIT_UNAVAILABLE);
-        } else {
-            cli_verbose("connection to %s: %s", r->server.where, detail);
-        }
+        /* a quorum's server: an outage only once no majority is left */
+        if (waiting && !(r->server.quorum && redlease_client_connected(c)))
+            waiting_failed(r, 0, r->server.quorum ? "no majority of the servers connected" : "connection",
+                           detail, -1);
+        else
+            cli_verbose("connection to %s%s: %s", r->server.quorum ? "a server of the " : "",
+                        r->server.where, detail);
         break;
     case REDLEASE_EV_RECONNECTING:
         cli_verbose("reconnecting to %s%s in %" PRId64 " ms", r->server.quorum ? "a server of the " : "",
@@ -732,6 +787,7 @@ int cli_run(int argc, char **argv)
     r.wait_ms = REDLEASE_WAIT_FOREVER;
     r.ttl_ms = 30000;
     r.grace_ms = 1000;
+    r.max_outage_ms = CLI_OUTAGE_DEFAULT_MS;
     int rc = parse(&r, argc, argv);
     if (rc) {
         cli_server_free(&r.server);
@@ -747,8 +803,9 @@ int cli_run(int argc, char **argv)
     }
     ev_timer_init(&r.grace_timer, on_grace_over, 0., 0.);
     r.grace_timer.data = &r;
-    ev_timer_init(&r.quorum_timer, on_quorum_timer, 0., 0.);
-    r.quorum_timer.data = &r;
+    cli_outage_init(&r.outage, r.max_outage_ms);
+    ev_timer_init(&r.outage_timer, on_outage_timer, 0., 0.);
+    r.outage_timer.data = &r;
     ev_timer_init(&r.check_timer, on_check, 0., 0.);
     r.check_timer.data = &r;
     if (cli_signals_start(r.loop, on_signal, &r) != 0) {

@@ -841,14 +841,25 @@ check "redlease needs no libredlease.so ($needed)" \
     eval '[ -n "$needed" ] && ! grep -q libredlease <<<"$needed"'
 
 # ------------------------------------------------------------ unavailable
+# A wait goes on through what retrying cures, for --max-outage (60 s by
+# default, never past --wait), saying so at once and, at the end, what was
+# tried (man 1, WAITING THROUGH FAILURES).
 rm -f "$tmp/ran"
-rl run --socket "$tmp/no-such.sock" down -- touch "$tmp/ran"
-check "no server (missing socket) => 69 in ${ms} ms, with the reason, nothing run" \
-    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((1000 * slow)) ] && [ ! -e "$tmp/ran" ] &&
-          grep -q "no-such.sock" <<<"$err"'
-rl run --host 127.0.0.1 --port 1 down -- touch "$tmp/ran"
-check "no server (TCP port closed) => 69 in ${ms} ms" \
-    eval '[ "$st" -eq 69 ] && [ "$ms" -lt $((3000 * slow)) ] && [ ! -e "$tmp/ran" ]'
+rl run --socket "$tmp/no-such.sock" --max-outage 300 down -- touch "$tmp/ran"
+check "no server (missing socket), --max-outage 300 => 69 after ${ms} ms, with the reason and what was tried, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "no-such.sock: connection: No such file or directory; retrying for up to 300 ms (--max-outage)" <<<"$err" &&
+          grep -q "unusable for 300 ms (--max-outage; [0-9]* connections\{0,1\} lost or refused): No such file or directory" <<<"$err"'
+rl run --host 127.0.0.1 --port 1 --wait 300 down -- touch "$tmp/ran"
+check "no server (TCP port closed), --wait 300 below the default --max-outage => 69 after ${ms} ms, at the wait's end" \
+    eval '[ "$st" -eq 69 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ] &&
+          grep -q "retrying for up to 60000 ms (--max-outage)" <<<"$err" &&
+          grep -q "Redis at 127.0.0.1:1: no connection to Redis: Connection refused (.*lost or refused)$" <<<"$err"'
+rl run --host 127.0.0.1 --port 1 --max-outage 0 down -- touch "$tmp/ran"
+check "--max-outage 0 => 69 at the first failure, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "unusable for 0 ms" <<<"$err"'
+rl run --max-outage -1 down -- true
+check "--max-outage -1 => 64" eval '[ "$st" -eq 64 ]'
 rl status --socket "$tmp/no-such.sock" down
 check "status with no server => 69" eval '[ "$st" -eq 69 ]'
 # --tls against the harness's plaintext server: no TLS handshake ever
