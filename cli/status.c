@@ -46,6 +46,11 @@ typedef struct status_query {
     int show_token;
     int json;   /* --json: one object at the end (cli/view.h), no lines */
     int legacy; /* asking for redlease 0.1.0's keys (prefix + name) */
+    /* 0.1.0's key holds a lease: this version's "free" is not printed,
+     * that holder's line is, once (one answer, not "free" then "held") */
+    int legacy_held;
+    long long legacy_pttl;
+    char legacy_token[33];
     /* what each server asked answered, read by the library's reader:
      * one, or a quorum's members' */
     redlease_inspection views[REDLEASE_MAX_QUORUM];
@@ -105,7 +110,7 @@ static int parse(status_query *q, int argc, char **argv)
 /* Errors go to stderr unless --quiet: the exit status says it all. */
 static int unavailable(const status_query *q, const char *what, const char *why)
 {
-    if (cli_verbosity > CLI_QUIET)
+    if (cli_verbosity > CLI_QUIET && !q->legacy) /* 0.1.0's key unread: this version's answer stands */
         cli_error("Redis at %s: %s%s%s", q->server.where, what, what[0] ? ": " : "", why);
     return CLI_EXIT_UNAVAILABLE;
 }
@@ -129,11 +134,16 @@ static const char *string_of(const redisReply *r) { return r && r->type == REDIS
 
 /* 0.1.0's lock key (got: its PTTL and value): a lease only when it holds
  * a token, its line printed unless --quiet. */
-static int report_legacy(const status_query *q, const char *key, redisReply *const *got)
+static int report_legacy(status_query *q, redisReply *const *got)
 {
     status_raw raw = {got[R_PTTL]->integer, string_of(got[R_VALUE]), got[R_VALUE]->len, NULL};
     int held = raw.pttl != -2 && raw.value && is_token(raw.value, raw.value_len);
-    if (held && texts(q)) status_text_legacy(key, &raw, q->show_token);
+    if (held) {
+        q->legacy_held = 1;
+        q->legacy_pttl = raw.pttl;
+        memcpy(q->legacy_token, raw.value, 32);
+        q->legacy_token[32] = '\0';
+    }
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
@@ -174,7 +184,7 @@ static int report(status_query *q, const char *key, redisReply *const *got)
         return unavailable(q, "", "the resource's keys hold unexpected values");
     }
     q->viewed[q->nview] = 1;
-    if (texts(q)) status_text_server(q->member, key, v, &raw, q->show_token, 1);
+    if (texts(q) && (held || !q->legacy_held)) status_text_server(q->member, key, v, &raw, q->show_token, 1);
     return held ? CLI_EXIT_HELD : CLI_EXIT_FREE;
 }
 
@@ -203,16 +213,15 @@ static int query(status_query *q, const status_keys *k)
     char why[400];
     if (cli_direct_run(&q->server, n, cmds, argc, &rd, why, sizeof why) != 0) return unavailable(q, "", why);
     int rc = rd.reply[R_PTTL]->type != REDIS_REPLY_INTEGER ? unavailable(q, "PTTL", "unexpected reply")
-             : q->legacy                                   ? report_legacy(q, k->lock, rd.reply)
+             : q->legacy                                   ? report_legacy(q, rd.reply)
                                                            : report(q, k->lock, rd.reply);
     cli_direct_read_free(&rd);
     return rc;
 }
 
-/* Asks about 0.1.0's keys of the resource; rc becomes CLI_EXIT_HELD when
- * one holds a lease (unavailable stays free: this version's answer
- * stands). 0 when out of memory. */
-static int rc_legacy_keys(status_query *q, int *rc)
+/* Asks about 0.1.0's key of the resource (prefix + name), saying
+ * nothing: q->legacy_held when it holds a lease. 0 when out of memory. */
+static int ask_legacy_key(status_query *q)
 {
     size_t plen = strlen(q->server.prefix), rlen = strlen(q->resource);
     char *key = malloc(plen + rlen + 1);
@@ -224,10 +233,27 @@ static int rc_legacy_keys(status_query *q, int *rc)
     memcpy(key + plen, q->resource, rlen + 1);
     status_keys k = {key, NULL, NULL, NULL, NULL, NULL};
     q->legacy = 1;
-    if (query(q, &k) == CLI_EXIT_HELD) *rc = CLI_EXIT_HELD;
+    query(q, &k);
     q->legacy = 0;
     free(key);
     return 1;
+}
+
+/* One server: this version's keys, and 0.1.0's key, which counts while
+ * both versions run. One answer: this version's holders, else 0.1.0's
+ * holder, else free. */
+static int query_one(status_query *q, const status_keys *k)
+{
+    if (!ask_legacy_key(q)) return CLI_EXIT_FAILED;
+    int rc = query(q, k);
+    if (rc != CLI_EXIT_FREE || !q->legacy_held) return rc;
+    if (texts(q)) {
+        char key[REDLEASE_MAX_PREFIX + REDLEASE_MAX_RESOURCE + 1];
+        snprintf(key, sizeof key, "%s%s", q->server.prefix, q->resource);
+        status_raw raw = {q->legacy_pttl, q->legacy_token, 32, NULL};
+        status_text_legacy(key, &raw, q->show_token);
+    }
+    return CLI_EXIT_HELD;
 }
 
 /* Asks each member of the quorum (--quorum) in turn: its lines printed,
@@ -374,10 +400,7 @@ int cli_status(int argc, char **argv)
             /* no 0.1.0 keys: that version had no quorum */
             rc = query_quorum(&q, &k);
         } else {
-            rc = query(&q, &k);
-            /* Free by this version's keys: a holder of 0.1.0 (keys prefix +
-             * name, no braces) still counts, while both versions run. */
-            if (rc == CLI_EXIT_FREE && !rc_legacy_keys(&q, &rc)) rc = CLI_EXIT_FAILED;
+            rc = query_one(&q, &k);
         }
         if (q.json && rc != CLI_EXIT_FAILED) print_json(&q, k.lock, rc);
     }
