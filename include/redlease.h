@@ -257,8 +257,10 @@ REDLEASE_EXTERN int redlease_client_set_clock(redlease_client *c, redlease_clock
 typedef uint32_t (*redlease_rng_fn)(void *arg);
 REDLEASE_EXTERN int redlease_client_set_rng(redlease_client *c, redlease_rng_fn fn, void *arg);
 
-/* Text of the last Redis or connection error seen by this client ("" if none).
- * Valid until the next call into the library. */
+/* Text of the last Redis or connection error seen by this client ("" if none),
+ * after the name of the server it came from: "127.0.0.1:7001: CLUSTERDOWN ..."
+ * (the name as in redlease_event.node). Valid until the next call into the
+ * library. */
 REDLEASE_EXTERN const char *redlease_client_errstr(const redlease_client *c);
 
 /* 1 if the connection is up and ready for commands (a Cluster: the slot
@@ -301,9 +303,17 @@ typedef struct redlease_event {
     int64_t remaining_ms; /* local validity left, or -1 */
     int64_t retry_in_ms;  /* next attempt/reconnect delay, or -1 */
     int attempt;          /* acquire attempt number until on_acquire has run, then 0 */
-    const char *detail;   /* this failure's Redis/connection error text, or NULL */
+    const char *detail;   /* this failure's Redis/connection error text, or NULL;
+                             one server's names it first, as redlease_client_errstr */
     size_t key_len;       /* length of key in bytes (it may contain NUL), or 0 */
     int lost_reason;      /* REDLEASE_EV_LOST: enum redlease_lost_reason; else 0 */
+    const char *node;     /* the server this is about, "HOST:PORT" ("[ADDR]:PORT" for
+                             IPv6; a unix socket: its path), or NULL: a connection
+                             event's server (a Cluster node, a quorum member, the
+                             primary); a lock event's, the server its request went
+                             to (a quorum: the member whose answer made the failure,
+                             else NULL); REDLEASE_EV_PRIMARY's, the new primary;
+                             REDLEASE_EV_CHANNEL's, the subscriber's server */
 } redlease_event;
 
 /* Called synchronously as things happen; keep it short. Any API call is

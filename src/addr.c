@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Server addresses as users and servers write them (src/addr.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
@@ -75,4 +76,19 @@ void rdl_addr_list_free(rdl_addr *a, int n)
         rdl_free(a[i].host);
         a[i].host = NULL;
     }
+}
+
+size_t rdl_addr_name(char *out, size_t size, const char *host, int port, const char *unix_path)
+{
+    int n;
+    if (unix_path)
+        n = snprintf(out, size, "%s", unix_path);
+    else if (!host)
+        n = snprintf(out, size, "%s", "");
+    else if (strchr(host, ':'))
+        n = snprintf(out, size, "[%s]:%d", host, port);
+    else
+        n = snprintf(out, size, "%s:%d", host, port);
+    if (n < 0) n = 0, out[0] = '\0';
+    return (size_t)n < size ? (size_t)n : size - 1;
 }

@@ -25,4 +25,12 @@ int rdl_addr_list_parse(const char *list, rdl_addr *out, int max);
 /* Frees the hosts of n addresses. */
 void rdl_addr_list_free(rdl_addr *a, int n);
 
+/* What texts and events call a server: "HOST:PORT", an IPv6 address as
+ * "[ADDR]:PORT" (so the port stays readable), a unix socket by its path.
+ * Room for the longest host a list or a redirect may name (255 bytes). */
+#define RDL_ADDR_NAME_MAX 264
+/* Writes the name of the server at host and port, or at unix_path when
+ * set, into out (cut to fit, NUL-terminated); "" for neither. Its length. */
+size_t rdl_addr_name(char *out, size_t size, const char *host, int port, const char *unix_path);
+
 #endif

@@ -725,10 +725,10 @@ static void on_sentinel_primary(void *owner, const char *host, int port)
     int moved = rdl_conn_set_endpoint(&c->main.conn, host, port, now);
     if (moved <= 0) return; /* the same, or no memory: the next answer tries again */
     c->main.moving = moved == 2; /* the disconnect that follows is ours */
-    char where[300];
-    snprintf(where, sizeof where, "%s:%d", host, port);
+    char where[RDL_ADDR_NAME_MAX]; /* (the link's name is the old one's until it ends) */
+    rdl_addr_name(where, sizeof where, host, port, NULL);
     redlease_event ev = {.type = REDLEASE_EV_PRIMARY, .rtt_ms = -1, .remaining_ms = -1,
-                         .retry_in_ms = -1, .detail = where};
+                         .retry_in_ms = -1, .detail = where, .node = where};
     rdl_svc_emit(&c->svc, &ev);
 }
 
@@ -739,11 +739,12 @@ static void on_sentinel_deadline(void *owner, int64_t at)
 }
 
 /* A Sentinel's trouble is the user's only while we have no primary: it
- * must not hide the text of a failure of the primary's link or a reply. */
+ * must not hide the text of a failure of the primary's link or a reply.
+ * (Its text names the Sentinel already: "Sentinel HOST:PORT: ...".) */
 static void on_sentinel_error(void *owner, const char *text, size_t len)
 {
     redlease_client *c = owner;
-    if (!rdl_node_ready(&c->main)) rdl_svc_set_errstr(&c->svc, text, len);
+    if (!rdl_node_ready(&c->main)) rdl_svc_set_errstr(&c->svc, NULL, text, len);
 }
 
 /* A word read on the channel makes a waiter's attempt due now: it goes
@@ -807,16 +808,18 @@ static void on_waker_deadline(void *owner, int64_t at)
 }
 
 /* The user learns that queued waiting lost its wake-ups (an ACL without
- * channels, a dead link) and got them back: REDLEASE_EV_CHANNEL. */
+ * channels, a dead link) and got them back: REDLEASE_EV_CHANNEL, naming
+ * the server the channel listens on (the one lost, for a lost link). */
 static void on_waker_channel(void *owner, int status, const char *text, size_t len)
 {
     redlease_client *c = owner;
-    char detail[256];
-    if (len >= sizeof detail) len = sizeof detail - 1;
-    if (len) memcpy(detail, text, len);
-    detail[len] = '\0';
+    const char *node = rdl_conn_name(&c->waker->conn);
+    char detail[RDL_ADDR_NAME_MAX + 256];
+    int n = snprintf(detail, sizeof detail, "%s%s%.*s", node ? node : "", node ? ": " : "",
+                     (int)(len < 255 ? len : 255), len ? text : "");
     redlease_event ev = {.type = REDLEASE_EV_CHANNEL, .status = status, .rtt_ms = -1,
-                         .remaining_ms = -1, .retry_in_ms = -1, .detail = len ? detail : NULL};
+                         .remaining_ms = -1, .retry_in_ms = -1, .detail = len && n > 0 ? detail : NULL,
+                         .node = node};
     rdl_svc_emit(&c->svc, &ev);
 }
 

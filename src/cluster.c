@@ -235,13 +235,14 @@ static int load_range(void *arg, unsigned from, unsigned to, const char *host, s
     return 0;
 }
 
-static void failed(rdl_cluster *cl, const char *why, const rdl_reply *r, int64_t now)
+/* The map query to node n failed. */
+static void failed(rdl_cluster *cl, const rdl_node *n, const char *why, const rdl_reply *r, int64_t now)
 {
     char text[200];
     int len = snprintf(text, sizeof text, "CLUSTER SLOTS: %s%.*s", why,
                        r && r->type == RDL_REPLY_ERROR ? (int)(r->len < 150 ? r->len : 150) : 0,
                        r && r->type == RDL_REPLY_ERROR ? r->str : "");
-    rdl_svc_set_errstr(cl->svc, text, len > 0 ? (size_t)len : 0);
+    rdl_svc_set_errstr(cl->svc, rdl_node_name(n), text, len > 0 ? (size_t)len : 0);
     cl->failures++;
     rdl_cluster_want_refresh(cl, now);
 }
@@ -263,7 +264,7 @@ static void on_query_reply(rdl_req *req, const rdl_reply *r)
         /* no map at all (a node not in a cluster yet answers an empty
          * one): the one we have stays, and we ask again */
         rdl_free(slots);
-        failed(cl,
+        failed(cl, n,
                !r                      ? "no answer"
                : rc == REDLEASE_ENOMEM ? "out of memory"
                : rc && r->type == RDL_REPLY_ERROR ? ""

@@ -28,6 +28,12 @@ static void emit(rdl_conn *cn, int type, int status, int64_t retry_in)
     cn->owner_ops->event(cn->owner, type, status, retry_in);
 }
 
+/* The name of the address set now (rdl_conn_name). */
+static void rename_conn(rdl_conn *cn)
+{
+    rdl_addr_name(cn->name, sizeof cn->name, cn->host, cn->port, cn->unix_path);
+}
+
 static void schedule(rdl_conn *cn, int64_t at)
 {
     cn->at = at;
@@ -58,6 +64,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
         cn->tls.server_name = rdl_strdup(cfg->tls->server_name, &ok);
     }
     cn->port = cfg->port;
+    rename_conn(cn);
     cn->db = cfg->db;
     cn->verify_primary = cfg->verify_primary;
     cn->hold_backoff = cfg->hold_backoff;
@@ -180,6 +187,7 @@ static void link_failed(rdl_conn *cn, int status, int64_t now)
 {
     cn->disconnects++;
     emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
+    rename_conn(cn); /* the link is gone: from now on, where the next goes */
     conn_failed(cn, status, now);
     reconnect_later(cn, now);
 }
@@ -547,6 +555,8 @@ int rdl_conn_set_address(rdl_conn *cn, const char *host, int port)
     cn->unix_path = NULL;
     cn->host = copy;
     cn->port = port;
+    /* a link to the old address keeps its name until it ends (link_failed) */
+    if (cn->state == RDL_CONN_IDLE || cn->state == RDL_CONN_BACKOFF) rename_conn(cn);
     return REDLEASE_OK;
 }
 
@@ -561,8 +571,9 @@ int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now)
     if (cn->state != RDL_CONN_CONNECTING && cn->state != RDL_CONN_HANDSHAKE &&
         cn->state != RDL_CONN_READY)
         return 1; /* IDLE, or DOWN: the next connect goes there */
-    char why[300];
-    snprintf(why, sizeof why, "moving to %s:%d", host, port);
+    char to[RDL_ADDR_NAME_MAX], why[sizeof to + 16];
+    rdl_addr_name(to, sizeof to, host, port, NULL);
+    snprintf(why, sizeof why, "moving to %s", to);
     rdl_conn_restart(cn, REDLEASE_ECONN, why);
     cn->go_now = 1;
     return 2;

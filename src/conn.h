@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "backoff.h"
 #include "clock.h"
 #include "redlease.h"
@@ -127,6 +128,11 @@ typedef struct rdl_conn {
 
     /* settings (rdl_conn_config) */
     char *host, *unix_path, *username, *password;
+    /* What events and error texts call the server (rdl_addr_name): the
+     * link's while there is one, else where the next connect goes. Made
+     * when the address is set, or as a link to an old address ends, so
+     * reporting never formats or allocates. */
+    char name[RDL_ADDR_NAME_MAX];
     rdl_tls_config tls; /* its strings are the connection's copies */
     int port, db;
     int verify_primary, hold_backoff, probe, read_clock;
@@ -182,7 +188,8 @@ void rdl_conn_connect(rdl_conn *cn, int64_t now);
  * disconnect report follows), or ENOMEM. */
 int rdl_conn_set_endpoint(rdl_conn *cn, const char *host, int port, int64_t now);
 /* Only the address the next connect goes to (a connection going round a
- * list of servers): nothing else changes. 0 or ENOMEM. */
+ * list of servers): nothing else changes (its name, while a link to the
+ * old one lasts, neither). 0 or ENOMEM. */
 int rdl_conn_set_address(rdl_conn *cn, const char *host, int port);
 /* Drops the link at the owner's next timer run (rdl_conn_due()), from
  * anywhere, inside transport callbacks too: nothing more is sent on it,
@@ -235,6 +242,11 @@ static inline int rdl_conn_ready(const rdl_conn *cn) { return cn->state == RDL_C
 static inline int rdl_conn_idle(const rdl_conn *cn) { return cn->state == RDL_CONN_IDLE; }
 /* The host it connects to, or NULL (a unix socket, or no address yet). */
 static inline const char *rdl_conn_host(const rdl_conn *cn) { return cn->host; }
+/* The server its events and failures are about, "HOST:PORT" ("[ADDR]:PORT",
+ * a unix socket's path): the link's, or with none where the next connect
+ * goes; NULL with no address yet. Lives as long as the connection, until
+ * its address changes. */
+static inline const char *rdl_conn_name(const rdl_conn *cn) { return cn->name[0] ? cn->name : NULL; }
 static inline int rdl_conn_port(const rdl_conn *cn) { return cn->port; }
 /* Work for the owner's timer now, whatever the deadline: a handshake that
  * failed, or a reply that condemned the link (never done inside hiredis). */

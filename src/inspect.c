@@ -267,7 +267,7 @@ static void decide(rdl_inspect_op *op, int64_t now)
             int len = snprintf(text, sizeof text,
                                "QUORUM cannot tell: %d of %zu servers answered, a majority is %zu",
                                answered, op->n, op->n / 2 + 1);
-            rdl_svc_set_errstr(s->svc, text, len > 0 ? (size_t)len : 0);
+            rdl_svc_set_errstr(s->svc, NULL, text, len > 0 ? (size_t)len : 0);
         }
         redlease_inspection *v = &op->result;
         for (size_t i = 0; i < v->nholders; i++) {
@@ -367,7 +367,7 @@ static void on_part_reply(rdl_req *req, const rdl_reply *r)
     if (!r) {
         settle_failed(pt, REDLEASE_ECONN);
     } else if (r->type == RDL_REPLY_ERROR) {
-        rdl_svc_set_errstr(s->svc, r->str, r->len);
+        rdl_svc_set_errstr(s->svc, rdl_node_name(req->node), r->str, r->len);
         settle_failed(pt, e.status);
     } else {
         int rc = rdl_inspect_parse(r, &pt->view);
@@ -375,7 +375,7 @@ static void on_part_reply(rdl_req *req, const rdl_reply *r)
             rdl_inspect_clear(&pt->view);
             if (rc == REDLEASE_EPROTO) {
                 static const char odd[] = "inspect: an answer of another shape";
-                rdl_svc_set_errstr(s->svc, odd, sizeof odd - 1);
+                rdl_svc_set_errstr(s->svc, rdl_node_name(req->node), odd, sizeof odd - 1);
             }
             settle_failed(pt, rc);
         } else {

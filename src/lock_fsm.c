@@ -94,7 +94,7 @@ void rdl_lock_attempt_ended(struct redlease_lock *lk, int status, int definite, 
         /* whose it is, when it is this client's own: never "another holder" */
         lk->acq->own_holder = rdl_lock_own_holder(lk) != NULL;
         if (lk->acq->own_holder)
-            rdl_svc_set_errstr(ls->svc, RDL_OWN_HOLDER_TEXT, sizeof RDL_OWN_HOLDER_TEXT - 1);
+            rdl_svc_set_errstr(ls->svc, NULL, RDL_OWN_HOLDER_TEXT, sizeof RDL_OWN_HOLDER_TEXT - 1);
     }
     /* the hook may end the handle, and its acquire part with it */
     rdl_lock_emit(lk, busy ? REDLEASE_EV_CONTENDED : REDLEASE_EV_ATTEMPT_FAILED, status, -1,
@@ -175,7 +175,7 @@ static int acquire_outcome(struct redlease_lock *lk, const rdl_req *req, const r
             return 0;
         }
     }
-    return rdl_lock_reply_failure(lk->set, r, definite);
+    return rdl_lock_reply_failure(lk->set, req->node, r, definite);
 }
 
 void rdl_lock_acquire_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r,
@@ -299,7 +299,7 @@ void rdl_lock_renew_reply(struct redlease_lock *lk, const rdl_req *req, const rd
         rdl_lock_lose(lk, REDLEASE_LOST_NOT_OWNER, now);
     } else if (current) {
         int definite; /* renewals are retried to the deadline whatever the error */
-        renew_failed(lk, rdl_lock_reply_failure(lk->set, r, &definite), now);
+        renew_failed(lk, rdl_lock_reply_failure(lk->set, req->node, r, &definite), now);
     }
 }
 
@@ -308,7 +308,7 @@ void rdl_lock_renew_reply(struct redlease_lock *lk, const rdl_req *req, const rd
 /* 1: enough replicas (and the local fsync) acknowledged; 0: too few (the
  * counts go to errstr, for the event and redlease_client_errstr()); or
  * the status of any other answer. */
-static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *definite)
+static int ack_outcome(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int *definite)
 {
     *definite = 0;
     long long local = 1, replicas;
@@ -319,7 +319,7 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
         local = r->element[0].integer;
         replicas = r->element[1].integer;
     } else {
-        return rdl_lock_reply_failure(lk->set, r, definite); /* refused (NOPERM, unknown command...) */
+        return rdl_lock_reply_failure(lk->set, req->node, r, definite); /* refused (NOPERM, unknown command...) */
     }
     if (local >= 1 && replicas >= rdl_lock_min_replicas(lk)) return 1;
     char text[128];
@@ -330,7 +330,7 @@ static int ack_outcome(struct redlease_lock *lk, const rdl_reply *r, int *defini
     else
         snprintf(text, sizeof text, "WAIT: %lld of %d replicas acknowledged in %ld ms", replicas,
                  rdl_lock_min_replicas(lk), (long)rdl_lock_replica_timeout(lk));
-    rdl_svc_set_errstr(lk->set->svc, text, strlen(text));
+    rdl_svc_set_errstr(lk->set->svc, rdl_node_name(req->node), text, strlen(text));
     return 0;
 }
 
@@ -342,7 +342,7 @@ void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 {
     if (!current) return;
     int definite;
-    int res = ack_outcome(lk, r, &definite);
+    int res = ack_outcome(lk, req, r, &definite);
     int status = res == 1 ? REDLEASE_OK : res == 0 ? REDLEASE_EREPLICAS : res;
     int op = lk->op;
     lk->op = 0;
@@ -407,7 +407,7 @@ static void release_failed(struct redlease_lock *lk, int status, int definite, i
     rdl_lock_set_release_retry(lk, 1); /* a close waits for it */
 }
 
-void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now)
+void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int64_t now)
 {
     if (!r && now < lk->op_deadline) {
         rdl_lock_pump(lk, now); /* link broke: resent on the next connection */
@@ -419,7 +419,7 @@ void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_
         rdl_lock_finish_release(lk, REDLEASE_ENOTHELD, now); /* another type: not our token */
     } else {
         int definite;
-        int st = rdl_lock_reply_failure(lk->set, r, &definite);
+        int st = rdl_lock_reply_failure(lk->set, req->node, r, &definite);
         release_failed(lk, st, definite, now);
     }
 }

@@ -98,7 +98,8 @@ void rdl_lock_emit(struct redlease_lock *lk, int type, int status, int64_t rtt, 
                          .retry_in_ms = retry_in, .attempt = lk->acq ? (int)lk->acq->attempts : 0,
                          .detail = type == REDLEASE_EV_LOST ? NULL : detail_for(lk, status),
                          .key_len = lk->keylen,
-                         .lost_reason = type == REDLEASE_EV_LOST ? lk->lost_reason : 0};
+                         .lost_reason = type == REDLEASE_EV_LOST ? lk->lost_reason : 0,
+                         .node = lk->node ? rdl_node_name(lk->node) : NULL};
     rdl_svc_emit(ls->svc, &ev);
 }
 
@@ -258,15 +259,16 @@ int rdl_lock_is_wrongtype(const rdl_reply *r)
     return r && r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).wrongtype;
 }
 
-/* The status of a reply that is not one of the expected answers, with
- * Redis's text kept for events and redlease_client_errstr(). *definite:
+/* The status of a reply from node from that is not one of the expected
+ * answers, with Redis's text kept, named for from, for events and
+ * redlease_client_errstr(). *definite:
  * retrying cannot help (src/errors.c says which errors). */
-int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite)
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_node *from, const rdl_reply *r, int *definite)
 {
     *definite = 0;
     if (!r) return REDLEASE_ECONN;
     if (r->type == RDL_REPLY_ERROR) {
-        rdl_svc_set_errstr(ls->svc, r->str, r->len);
+        rdl_svc_set_errstr(ls->svc, rdl_node_name(from), r->str, r->len);
         rdl_error_class e = rdl_error_classify(r->str, r->len);
         /* a redirect its router did not follow (too many, or to nowhere
          * usable): where keys move, the move ends */

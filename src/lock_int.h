@@ -55,7 +55,7 @@ void rdl_lock_unref(struct redlease_lock *lk);
 int rdl_lock_done_release_status(const struct redlease_lock *lk);
 int rdl_lock_from_elsewhere(const struct redlease_lock *lk, const rdl_req *req);
 int rdl_lock_is_wrongtype(const rdl_reply *r);
-int rdl_lock_reply_failure(rdl_locks *ls, const rdl_reply *r, int *definite);
+int rdl_lock_reply_failure(rdl_locks *ls, const rdl_node *from, const rdl_reply *r, int *definite);
 int rdl_lock_confirmed_on(const struct redlease_lock *lk, const rdl_node *n);
 /* Held and locally valid now, its lease confirmed on a ready link
  * (redlease_lock_held()'s rule; a joined handle's is its lease's). */
@@ -105,7 +105,7 @@ void rdl_lock_ack_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_
 void rdl_lock_finish_release(struct redlease_lock *lk, int status, int64_t now);
 /* on_release(status) owed to lk's user, counted and told (EV_RELEASED). */
 void rdl_lock_report_release(struct redlease_lock *lk, int status, int64_t now);
-void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_reply *r, int64_t now);
+void rdl_lock_release_reply(struct redlease_lock *lk, const rdl_req *req, const rdl_reply *r, int64_t now);
 void rdl_lock_op_failed(struct redlease_lock *lk, int status, int definite, int cut, int64_t now);
 
 #endif

@@ -162,7 +162,7 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     case RDL_REQ_RENEW: rdl_lock_renew_reply(lk, req, r, current, now); break;
     case RDL_REQ_ACK: rdl_lock_ack_reply(lk, req, r, current, now); break;
     case RDL_REQ_RELEASE:
-        if (current) rdl_lock_release_reply(lk, r, now);
+        if (current) rdl_lock_release_reply(lk, req, r, now);
         break;
     default: /* drops: nobody waits; one the link took goes out again */
         if (!r && now < lk->drop_until) {

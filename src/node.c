@@ -142,22 +142,25 @@ static void on_reply(void *owner, rdl_req *req, const rdl_reply *r)
     n->owner_ops->replied(n->owner);
 }
 
-/* Connection events; every one but EV_CONNECTED is about the failure
- * whose text the services' errstr holds. */
+/* Connection events, each naming its server; every one but EV_CONNECTED
+ * is about the failure whose text the services' errstr holds. */
 static void on_event(void *owner, int type, int status, int64_t retry_in)
 {
     rdl_node *n = owner;
     rdl_svc *s = n->svc;
     const char *detail = type != REDLEASE_EV_CONNECTED && s->errstr[0] ? s->errstr : NULL;
     redlease_event ev = {.type = type, .status = status, .rtt_ms = -1, .remaining_ms = -1,
-                         .retry_in_ms = retry_in, .detail = detail};
+                         .retry_in_ms = retry_in, .detail = detail, .node = rdl_conn_name(&n->conn)};
     rdl_svc_emit(s, &ev);
     if (type == REDLEASE_EV_DISCONNECTED && !s->dead) n->owner_ops->lost(n->owner, n);
 }
 
+/* Every failure of the connection (the transport's, Redis's answer to the
+ * handshake, ours: timeouts, drops) is named for its server here. */
 static void on_error(void *owner, const char *text, size_t len)
 {
-    rdl_svc_set_errstr(((rdl_node *)owner)->svc, text, len);
+    rdl_node *n = owner;
+    rdl_svc_set_errstr(n->svc, rdl_conn_name(&n->conn), text, len);
 }
 
 static void on_deadline(void *owner, int64_t at)

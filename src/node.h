@@ -62,6 +62,8 @@ typedef struct rdl_node_via {
     int (*refusal)(const void *arg);
     int (*status)(const void *arg);
     void (*note_timeout)(void *arg, int64_t sent_at, int64_t now);
+    /* The server whose answer is being reported (rdl_node_name), or NULL. */
+    const char *(*name)(const void *arg);
 } rdl_node_via;
 
 /* What sees a node's replies before their requests' handlers do: a layer
@@ -175,6 +177,13 @@ static inline void rdl_node_note_timeout(rdl_node *n, int64_t sent_at, int64_t n
 }
 /* The host its connection goes to, or NULL (a unix socket). */
 static inline const char *rdl_node_host(const rdl_node *n) { return rdl_conn_host(&n->conn); }
+/* The server a request to n went to, for events and error texts: its
+ * connection's name (rdl_conn_name); through a via (the quorum's node),
+ * the member whose answer is being reported when one answer is, else NULL. */
+static inline const char *rdl_node_name(const rdl_node *n)
+{
+    return n->via ? n->via->name(n->via_arg) : rdl_conn_name(&n->conn);
+}
 /* Drops the node's link (rdl_conn_restart). */
 static inline void rdl_node_restart(rdl_node *n, int status, const char *why)
 {

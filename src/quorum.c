@@ -49,6 +49,7 @@ typedef struct rdl_qop {
     char err[80];    /* the first error's text (a definite one's, once seen) */
     size_t errlen;
     int err_definite;
+    uint8_t err_member; /* who said it */
     const char *argv[RDL_CMD_MAX_ARGS];
     size_t lens[RDL_CMD_MAX_ARGS];
     rdl_qpart part[]; /* q->n of them; the argument bytes follow */
@@ -388,7 +389,7 @@ int rdl_quorum_submit(rdl_quorum *q, rdl_req *req, int argc, const char **argv, 
 
 /* ---------------------------------------------------------- answering */
 
-static void note_error(rdl_qop *op, const rdl_reply *r, int definite)
+static void note_error(rdl_qop *op, const rdl_qpart *pt, const rdl_reply *r, int definite)
 {
     op->errors++;
     op->definite += definite;
@@ -397,6 +398,7 @@ static void note_error(rdl_qop *op, const rdl_reply *r, int definite)
     memcpy(op->err, r->str, n);
     op->errlen = n;
     op->err_definite = definite;
+    op->err_member = pt->member;
 }
 
 /* Tallies member i's answer r (NULL: its link took the part). */
@@ -412,7 +414,7 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             said = SAID_NO; /* the key holds another type: not ours */
             op->no++;
         } else {
-            note_error(op, r, !e.transient);
+            note_error(op, pt, r, !e.transient);
         }
     } else if (op->kind == RDL_REQ_ACQUIRE && op->script < 0) { /* SET NX PX */
         if (rdl_reply_is_ok(r))
@@ -433,7 +435,7 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             static const rdl_reply big = {.type = RDL_REPLY_ERROR,
                                           .str = "ERR the fence counter is too large for a quorum's fence",
                                           .len = 55};
-            note_error(op, &big, 1);
+            note_error(op, pt, &big, 1);
             pt->said = SAID_GONE; /* it holds the key there: cleaned up as a silent member's */
             return;
         } else if (op->kind == RDL_REQ_ACQUIRE || r->integer == 1) {
@@ -444,7 +446,7 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
     }
     if (said == SAID_ERROR && r && r->type != RDL_REPLY_ERROR) {
         static const rdl_reply odd = {.type = RDL_REPLY_ERROR, .str = "ERR a reply of an unexpected type", .len = 33};
-        note_error(op, &odd, 1);
+        note_error(op, pt, &odd, 1);
     }
     pt->said = (uint8_t)said;
 }
@@ -475,17 +477,32 @@ static void answer(rdl_qop *op, const rdl_reply *r)
     parent->ops->reply(parent, r);
 }
 
+/* Passes on the error member i gave as it is: the lock hears it as that
+ * member's (the front's name is the member's meanwhile), so its text and
+ * events name the member. */
+static void answer_as(rdl_qop *op, size_t i, const rdl_reply *r)
+{
+    rdl_quorum *q = op->q;
+    const rdl_node *was = q->speaker; /* (the lock may hear another inside) */
+    q->speaker = q->member[i];
+    answer(op, r);
+    q->speaker = was;
+}
+
 /* The fan-out failed: a definite error more members gave than may fail,
  * busy, nothing at all, or QUORUM with the counts. */
 static void answer_failure(rdl_qop *op)
 {
     rdl_quorum *q = op->q;
     rdl_reply r = {.type = RDL_REPLY_ERROR};
-    char text[200];
+    char text[200 + RDL_ADDR_NAME_MAX];
     if (op->definite > (int)(q->n - q->need) && op->err_definite) {
         r.str = op->err;
         r.len = op->errlen;
-    } else if (op->kind == RDL_REQ_ACQUIRE && op->no) {
+        answer_as(op, op->err_member, &r);
+        return;
+    }
+    if (op->kind == RDL_REQ_ACQUIRE && op->no) {
         if (op->script < 0) {
             r.type = RDL_REPLY_NIL;
         } else {
@@ -499,9 +516,10 @@ static void answer_failure(rdl_qop *op)
         answer(op, NULL); /* no member answered at all: as a lost link */
         return;
     } else {
-        int n = snprintf(text, sizeof text, "QUORUM %d of %zu servers said yes, %zu needed (%d no, %d failed%s%.*s)",
+        const char *who = op->errlen ? rdl_node_name(q->member[op->err_member]) : NULL;
+        int n = snprintf(text, sizeof text, "QUORUM %d of %zu servers said yes, %zu needed (%d no, %d failed%s%s%s%.*s)",
                          op->yes, q->n, q->need, op->no, op->errors + op->gone,
-                         op->errlen ? ": " : "", (int)op->errlen, op->err);
+                         op->errlen ? ": " : "", who ? who : "", who ? ": " : "", (int)op->errlen, op->err);
         r.str = text;
         r.len = n < (int)sizeof text ? (size_t)n : sizeof text - 1;
     }
@@ -662,6 +680,11 @@ static void via_note_timeout(void *q, int64_t sent_at, int64_t now)
 {
     rdl_quorum_note_timeout(q, sent_at, now);
 }
+static const char *via_name(const void *q)
+{
+    const rdl_node *m = ((const rdl_quorum *)q)->speaker;
+    return m ? rdl_node_name(m) : NULL;
+}
 
 static const rdl_node_via front_via = {
     .submit = via_submit,
@@ -672,4 +695,5 @@ static const rdl_node_via front_via = {
     .refusal = via_refusal,
     .status = via_status,
     .note_timeout = via_note_timeout,
+    .name = via_name,
 };

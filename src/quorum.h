@@ -23,8 +23,10 @@
  * a semaphore up to the capacity the lock sends (docs/design.md, 12.3).
  *
  * An error the quorum makes up has the code QUORUM (transient,
- * REDLEASE_EQUORUM) and names the counts and the first member's error;
- * a definite error from more members than may fail is passed on as is.
+ * REDLEASE_EQUORUM) and names the counts and the first member's error,
+ * after that member's name; a definite error from more members than may
+ * fail is passed on as is, the front's name (rdl_node_name) the member's
+ * while the lock hears it.
  *
  * Clean-up it does itself, because only it knows which member said what:
  *  - an acquire that failed while its lock still waited for it, and a
@@ -101,6 +103,9 @@ typedef struct rdl_quorum {
     rdl_heap_node wake;       /* the settling time's end (RDL_WAKE_QUORUM) */
     rdl_list owing;           /* fan-outs owing compare-and-delete to members
                                  not ready (rdl_qop.link) */
+    const struct rdl_node *speaker; /* while the lock hears a member's own
+                                 answer passed on: that member (the front's
+                                 rdl_node_name), else NULL */
 } rdl_quorum;
 
 /* A quorum over members (addresses already made nodes), with the

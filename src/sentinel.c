@@ -40,11 +40,12 @@ int rdl_sentinel_parse_switch(const char *msg, size_t len, const char *name, cha
 
 /* ------------------------------------------------------- asking */
 
+/* A failure of the Sentinel we ask, named for it (its link's name). */
 static void say(rdl_sentinel *s, const char *text, size_t len)
 {
-    char buf[400];
-    const rdl_addr *a = &s->addrs[s->current];
-    int n = snprintf(buf, sizeof buf, "Sentinel %s:%d: %.*s", a->host, a->port,
+    char buf[RDL_ADDR_NAME_MAX + 320];
+    const char *name = rdl_conn_name(&s->conn);
+    int n = snprintf(buf, sizeof buf, "Sentinel %s: %.*s", name ? name : "?",
                      (int)(len < 300 ? len : 300), text);
     s->ops->error(s->relay.owner, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }

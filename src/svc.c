@@ -44,12 +44,20 @@ void rdl_svc_restore(rdl_svc *s, const rdl_now_saved *saved)
     s->now_hinted = saved->hinted;
 }
 
-void rdl_svc_set_errstr(rdl_svc *s, const char *text, size_t len)
+void rdl_svc_set_errstr(rdl_svc *s, const char *node, const char *text, size_t len)
 {
+    size_t at = 0;
     if (!text) text = "", len = 0;
-    if (len >= sizeof s->errstr) len = sizeof s->errstr - 1;
-    memcpy(s->errstr, text, len);
-    s->errstr[len] = '\0';
+    if (node && len) { /* (nothing to name with no text: that clears it) */
+        at = strlen(node);
+        if (at > sizeof s->errstr - 3) at = sizeof s->errstr - 3;
+        memcpy(s->errstr, node, at);
+        memcpy(s->errstr + at, ": ", 2);
+        at += 2;
+    }
+    if (len >= sizeof s->errstr - at) len = sizeof s->errstr - at - 1;
+    memcpy(s->errstr + at, text, len);
+    s->errstr[at + len] = '\0';
 }
 
 void rdl_svc_emit(rdl_svc *s, const redlease_event *ev)

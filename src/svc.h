@@ -44,7 +44,8 @@ typedef struct rdl_svc {
     redlease_event_cb event_cb;
     void *event_arg;
     struct redlease_client *client; /* what the event hook is told */
-    char errstr[128]; /* the last failure's text: a connection's or Redis's */
+    char errstr[384]; /* the last failure's text: a connection's or Redis's,
+                         after the name of the server it came from */
     int depth;        /* nested entries into the library */
     int dead;         /* the client was freed: reports are accounted, not acted on */
     const rdl_svc_ops *ops;
@@ -72,8 +73,10 @@ void rdl_svc_restore(rdl_svc *s, const rdl_now_saved *saved);
 /* The event hook, if set and the client lives; the clock is read afresh
  * after it (user code takes time). */
 void rdl_svc_emit(rdl_svc *s, const redlease_event *ev);
-/* The last failure's text (NULL: none), cut to fit. */
-void rdl_svc_set_errstr(rdl_svc *s, const char *text, size_t len);
+/* The last failure's text (NULL: none), cut to fit; node, when not NULL,
+ * the server it came from (rdl_conn_name), goes ahead of it: "NODE: text".
+ * Every text about one server is set with its name, here, once. */
+void rdl_svc_set_errstr(rdl_svc *s, const char *node, const char *text, size_t len);
 
 /* Brackets every entry into the library from outside (a transport's
  * report, the timer, an API call that may run callbacks); the outermost

@@ -212,11 +212,12 @@ static void on_event(void *owner, int type, int status, int64_t retry_in)
     rdl_waker *k = owner;
     (void)retry_in;
     if (type != REDLEASE_EV_DISCONNECTED) return;
-    k->ops->link_lost(k->relay.owner);
     if (k->told_up) { /* once per subscription lost, not per failed reconnect */
         k->told_up = 0;
+        /* before link_lost points the link elsewhere: it names the server lost */
         k->ops->channel(k->relay.owner, status ? status : REDLEASE_ECONN, NULL, 0);
     }
+    if (!k->relay.ops->ending(k->relay.owner)) k->ops->link_lost(k->relay.owner);
 }
 
 static void on_error(void *owner, const char *text, size_t len)

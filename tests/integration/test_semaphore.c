@@ -389,9 +389,12 @@ static void test_sem_api_limit_and_waiting(void)
 }
 
 /* An acquire that fails with EKIND, long before its wait would end, its
- * text naming what the resource is. */
-static void expect_kind(redlease_client *c, const char *res, redlease_lock_options lo, const char *text)
+ * text naming what the resource is, after the server (the harness's
+ * socket) that said so. */
+static void expect_kind(redlease_client *c, const char *res, redlease_lock_options lo, const char *kind)
 {
+    char text[256];
+    snprintf(text, sizeof text, "%s: %s", sock_path, kind);
     obs o = {0};
     int64_t t0 = mono_ms();
     acquire(c, &o, res, lo);

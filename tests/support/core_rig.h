@@ -283,11 +283,27 @@ static inline int link_cmd_is(fake_side *s, const char *a0, const char *a1)
 /* ------------------------------------------------------- event recorder */
 
 static redlease_event seen[64];
+static char seen_node[64][64]; /* the names, as they were: ev->node's own
+                                  lives only during the call */
 static int nseen;
 static inline void record_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
     (void)c, (void)arg;
-    if (nseen < 64) seen[nseen++] = *ev;
+    if (nseen >= 64) return;
+    seen[nseen] = *ev;
+    if (ev->node) {
+        snprintf(seen_node[nseen], sizeof seen_node[nseen], "%s", ev->node);
+        seen[nseen].node = seen_node[nseen];
+    }
+    nseen++;
+}
+
+/* ev names node (NULL: names none). */
+static inline int names(const redlease_event *ev, const char *node)
+{
+    if (!ev) return 0;
+    if (!node || !ev->node) return ev->node == node;
+    return strcmp(ev->node, node) == 0;
 }
 
 /* A connected client on the fake whose events are recorded in seen[]. */

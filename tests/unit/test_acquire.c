@@ -493,7 +493,8 @@ static void test_transient_errors_are_events_and_retried(void)
         fake_run(&f);
         const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
         CHECK(ev && ev->status == REDLEASE_EREDIS && ev->retry_in_ms >= 1 && ev->detail &&
-              strncmp(ev->detail, errs[i], 4) == 0);
+              strncmp(ev->detail, "127.0.0.1:6379: ", 16) == 0 && strncmp(ev->detail + 16, errs[i], 4) == 0);
+        CHECK(names(ev, "127.0.0.1:6379"));
         fake_advance(&f, ev ? ev->retry_in_ms : 1);
     }
     CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT_FAILED), 3);

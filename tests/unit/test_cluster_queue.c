@@ -72,8 +72,12 @@ void test_cluster_channel_moves_to_the_next_node(void)
         fake_reply_int(&f, -20000);
         fake_run(&f);
     }
+    CHECK(names(last_event(REDLEASE_EV_CHANNEL), "10.0.0.1:7001"));
     fake_link_break(w); /* the seed's node fails the channel */
     fake_run(&f);
+    /* the loss names the node lost, not the next one the link goes to */
+    const redlease_event *lost = last_event(REDLEASE_EV_CHANNEL);
+    CHECK(lost && lost->status < 0 && names(lost, "10.0.0.1:7001"));
     fake_advance(&f, 20); /* the reconnect backoff (10 ms) */
     CHECK(w->connecting);
     CHECK_EQ(w->port, OTHER_PORT);
@@ -83,6 +87,7 @@ void test_cluster_channel_moves_to_the_next_node(void)
     CHECK(sub->subscribed && strcmp(sub->argv[0], "SUBSCRIBE") == 0);
     fake_link_subscribed(w);
     fake_run(&f);
+    CHECK(names(last_event(REDLEASE_EV_CHANNEL), "10.0.0.2:7002"));
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE))); /* every waiter checks */
     fake_reply_int(&f, 1);
     fake_run(&f);

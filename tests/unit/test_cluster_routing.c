@@ -366,7 +366,8 @@ void test_cluster_map_errors_back_off(void)
     }
     CHECK_EQ(gaps[0], 0);
     for (int i = 1; i < 7; i++) CHECK_EQ(gaps[i], RDL_CLUSTER_REFRESH_MS << (i < 5 ? i : 5));
-    CHECK(strstr(redlease_client_errstr(f.c), "cluster support disabled") != NULL);
+    CHECK_STR(redlease_client_errstr(f.c),
+              "10.0.0.1:7001: CLUSTER SLOTS: ERR This instance has cluster support disabled");
     CHECK_EQ(redlease_client_connected(f.c), 0);
     /* a map at last: the pace is back to the shortest */
     while (!cmd_is(&f, "CLUSTER", "SLOTS") && f.timer_at >= 0) fake_until(&f, f.timer_at);
@@ -719,5 +720,43 @@ void test_cluster_router_follows_redirects(void)
     CHECK(strncmp(s.reply_text, "ASK ", 4) == 0);
     CHECK(link_cmd_is(other, "ASKING", NULL) == 0);
 out:
+    end(&f);
+}
+
+/* A Cluster node's events and failures name that node, not the seeds: its
+ * connection's, and a lock's whose key it serves. */
+void test_cluster_events_name_the_node(void)
+{
+    fake f;
+    char a[16], b[16];
+    start_halves(&f, a, b);
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "10.0.0.1:7001"));
+    rec r = {0};
+    fake_side *other = hold_on_other(&f, &r, b);
+    if (!other) {
+        end(&f);
+        return;
+    }
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "10.0.0.2:7002"));
+    CHECK(names(last_event(REDLEASE_EV_ACQUIRED), "10.0.0.2:7002"));
+    rec s = {0};
+    redlease_lock_options o = opts(3000);
+    o.wait_ms = 1000;
+    CHECK_EQ(start_lock(&f, &s, b, &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(link_cmd_is(other, "SET", NULL));
+    fake_link_reply_err(other, "CLUSTERDOWN The cluster is down");
+    fake_run(&f);
+    const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
+    CHECK(names(ev, "10.0.0.2:7002"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.2:7002: CLUSTERDOWN The cluster is down");
+    fake_link_break(other);
+    fake_run(&f);
+    ev = last_event(REDLEASE_EV_DISCONNECTED);
+    CHECK(names(ev, "10.0.0.2:7002"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.2:7002: connection reset (fake link)");
+    fake_break(&f);
+    CHECK(names(last_event(REDLEASE_EV_DISCONNECTED), "10.0.0.1:7001"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.1:7001: connection reset (fake)");
     end(&f);
 }

@@ -4,6 +4,7 @@
  * stalled loop given the chance to read first, leases re-verified after a
  * reconnect, replies that replace the connection (READONLY, NOAUTH), and
  * the connection's events (tests/support/fake.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "core_rig.h"
@@ -388,6 +389,64 @@ static void test_renew_off_reverify_does_not_loop(void)
     end(&f);
 }
 
+/* Every connection event names its server (ev->node), and every failure's
+ * text (errstr, the events' detail) says it once, first; a lock's events
+ * name the server its request went to. */
+static void test_events_and_errors_name_the_server(void)
+{
+    fake f;
+    start_recording(&f);
+    fake_break(&f);
+    const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
+    CHECK(names(ev, "127.0.0.1:6379"));
+    CHECK(ev && ev->detail && strcmp(ev->detail, "127.0.0.1:6379: connection reset (fake)") == 0);
+    CHECK_STR(redlease_client_errstr(f.c), "127.0.0.1:6379: connection reset (fake)");
+    CHECK(names(last_event(REDLEASE_EV_RECONNECTING), "127.0.0.1:6379"));
+    fake_advance(&f, 100);
+    fake_connect_fail(&f);
+    CHECK_STR(redlease_client_errstr(f.c), "127.0.0.1:6379: connection refused (fake)");
+    CHECK_EQ(count_events(REDLEASE_EV_DISCONNECTED), 2);
+    CHECK(names(last_event(REDLEASE_EV_DISCONNECTED), "127.0.0.1:6379"));
+    fake_advance(&f, 100);
+    fake_connect(&f);
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "127.0.0.1:6379"));
+    rec r = {0};
+    hold(&f, &r, "job", opts(3000));
+    CHECK(names(last_event(REDLEASE_EV_ATTEMPT), "127.0.0.1:6379"));
+    CHECK(names(last_event(REDLEASE_EV_ACQUIRED), "127.0.0.1:6379"));
+    end(&f);
+}
+
+/* A unix socket is named by its path, an IPv6 address in brackets (its
+ * port would not read otherwise). */
+static void test_unix_socket_and_ipv6_names(void)
+{
+    static const char *const want[2] = {"/tmp/redlease-test.sock", "[::1]:6380"};
+    for (int i = 0; i < 2; i++) {
+        redlease_client_options co;
+        redlease_client_options_init(&co);
+        if (i == 0) {
+            co.unix_path = want[0];
+        } else {
+            co.host = "::1";
+            co.port = 6380;
+        }
+        fake f;
+        if (!attach_recording(&f, &co)) {
+            CHECK(0);
+            continue;
+        }
+        fake_connect(&f);
+        CHECK(names(last_event(REDLEASE_EV_CONNECTED), want[i]));
+        fake_break(&f);
+        CHECK(names(last_event(REDLEASE_EV_DISCONNECTED), want[i]));
+        char text[64];
+        snprintf(text, sizeof text, "%s: connection reset (fake)", want[i]);
+        CHECK_STR(redlease_client_errstr(f.c), text);
+        end(&f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {
@@ -405,6 +464,8 @@ int main(int argc, char **argv)
         TEST_CASE(test_renew_off_reverify_does_not_loop),
         TEST_CASE(test_readonly_and_noauth_replace_the_connection),
         TEST_CASE(test_connected_event_has_no_stale_detail),
+        TEST_CASE(test_events_and_errors_name_the_server),
+        TEST_CASE(test_unix_socket_and_ipv6_names),
     };
     fake_alloc_install();
     return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -642,7 +642,7 @@ static void test_channel_events(void)
     fake_run(&f);
     CHECK_EQ(nchannel, 3);
     CHECK_EQ(channel_status[2], REDLEASE_EREDIS);
-    CHECK_STR(channel_detail, "NOPERM no channel");
+    CHECK_STR(channel_detail, "127.0.0.1:6379: NOPERM no channel");
     while (fake_pending(&f)) {
         fake_reply_int(&f, -20000);
         fake_run(&f);

@@ -434,8 +434,10 @@ static void test_quorum_failures_combine(void)
     fake_run(&f);
     const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
     CHECK(ev && ev->status == REDLEASE_EQUORUM && ev->retry_in_ms >= 0);
-    const char *want = "QUORUM 1 of 3 servers said yes, 2 needed (0 no, 2 failed: LOADING Redis";
+    /* the first error quoted after its member's name; no one member's failure */
+    const char *want = "QUORUM 1 of 3 servers said yes, 2 needed (0 no, 2 failed: 10.0.0.1:7001: LOADING Redis";
     CHECK(strncmp(redlease_client_errstr(f.c), want, strlen(want)) == 0);
+    CHECK(names(ev, NULL));
     CHECK(cleaned_on(&f, 1, &r)); /* member 1 said yes */
     fake_link_reply_int(member(&f, 1), 1);
     CHECK_EQ(r.acq_calls, 0);
@@ -444,8 +446,35 @@ static void test_quorum_failures_combine(void)
     for (int i = 0; i < 3; i++) CHECK(sent_to(&f, i, "EVALSHA", acq, &r, 4));
     fake_link_reply_err(member(&f, 0), "NOPERM this user has no permissions to access one of the keys");
     fake_link_reply_err(member(&f, 2), "NOPERM this user has no permissions to access one of the keys");
+    /* passed on as the member's own: its events and text name it */
+    ev = last_event(REDLEASE_EV_ACQUIRE_FAILED);
+    CHECK(ev && ev->status == REDLEASE_EPERM && names(ev, "10.0.0.1:7001"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.1:7001: NOPERM this user has no permissions to access one of the keys");
     fake_run(&f);
     CHECK_EQ(r.acq_status, REDLEASE_EPERM);
+    end(&f);
+}
+
+/* A member's connection events name that member, and so does the text of
+ * its failure; the quorum's own node has no server to name. */
+static void test_quorum_member_events_name_the_member(void)
+{
+    fake f;
+    rec r = {0};
+    start_job(&f, &r, 3, 0, 1000);
+    CHECK_EQ(count_events(REDLEASE_EV_CONNECTED), 3);
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "10.0.0.3:7003"));
+    /* a lock event of the quorum's own is about no one member */
+    fake_link_reply_status(member(&f, 0), "OK");
+    fake_link_reply_status(member(&f, 2), "OK");
+    fake_run(&f);
+    CHECK_EQ(r.acq_status, REDLEASE_OK);
+    CHECK(names(last_event(REDLEASE_EV_ACQUIRED), NULL));
+    fake_link_break(member(&f, 1));
+    fake_run(&f);
+    CHECK(names(last_event(REDLEASE_EV_DISCONNECTED), "10.0.0.2:7002"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.2:7002: connection reset (fake link)");
+    CHECK(names(last_event(REDLEASE_EV_RECONNECTING), "10.0.0.2:7002"));
     end(&f);
 }
 
@@ -745,6 +774,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_release_needs_no_straggler),
         TEST_CASE(test_quorum_noscript_per_member),
         TEST_CASE(test_quorum_failures_combine),
+        TEST_CASE(test_quorum_member_events_name_the_member),
         TEST_CASE(test_quorum_stale_attempt_left_to_the_lock),
         TEST_CASE(test_quorum_cleanup_never_lands_after_the_next_attempt),
         TEST_CASE(test_quorum_decided_attempt_not_sent_again),

@@ -104,7 +104,7 @@ static void test_renewal_extends_only_once_acknowledged(void)
     fake_reply_int(&f, 0);
     fake_run(&f);
     CHECK_EQ(redlease_lock_remaining_ms(r.lk), t0 + 1000 + 3000 - 32 - f.now);
-    CHECK_STR(redlease_client_errstr(f.c), "WAIT: 0 of 1 replicas acknowledged in 300 ms");
+    CHECK_STR(redlease_client_errstr(f.c), "127.0.0.1:6379: WAIT: 0 of 1 replicas acknowledged in 300 ms");
     redlease_stats st;
     redlease_client_stats(f.c, &st);
     CHECK_EQ(st.renew_failed, 1);
@@ -163,7 +163,7 @@ static void test_too_few_replicas_fails_and_deletes_the_key(void)
     CHECK(is_drop(&f, &r)); /* never a key nobody holds */
     const redlease_event *ev = last_event(REDLEASE_EV_ATTEMPT_FAILED);
     CHECK(ev && ev->status == REDLEASE_EREPLICAS && ev->retry_in_ms == -1);
-    CHECK(ev && ev->detail && strcmp(ev->detail, "WAIT: 1 of 2 replicas acknowledged in 300 ms") == 0);
+    CHECK(ev && ev->detail && strcmp(ev->detail, "127.0.0.1:6379: WAIT: 1 of 2 replicas acknowledged in 300 ms") == 0);
     CHECK_STR(redlease_strerror(REDLEASE_EREPLICAS), "too few replicas acknowledged the write in time");
     end(&f);
 }
@@ -277,7 +277,7 @@ static void test_waitaof_needs_the_local_fsync_and_the_replicas(void)
     fake_run(&f);
     CHECK_EQ(q.acq_status, REDLEASE_EREPLICAS);
     CHECK_EQ(redlease_lock_fence(q.lk), 0);
-    CHECK_STR(redlease_client_errstr(f.c), "WAITAOF: not fsynced here, 1 of 1 replicas fsynced in 300 ms");
+    CHECK_STR(redlease_client_errstr(f.c), "127.0.0.1:6379: WAITAOF: not fsynced here, 1 of 1 replicas fsynced in 300 ms");
     fake_reply_int(&f, 1); /* the drop */
 
     /* the local fsync alone: WAITAOF 1 0; a plain integer is no answer to it */

@@ -223,7 +223,7 @@ static void test_sem_other_kind_refused_at_once(void)
     fake_run(&f);
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_EKIND);
-    CHECK_STR(redlease_client_errstr(f.c), "KIND a semaphore of 3 permits");
+    CHECK_STR(redlease_client_errstr(f.c), "127.0.0.1:6379: KIND a semaphore of 3 permits");
     CHECK_EQ(fake_pending(&f), 0);
     /* a mutex's script on a semaphore's key says the same */
     rec m = {0};

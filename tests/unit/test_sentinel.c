@@ -314,6 +314,32 @@ static void test_sentinel_useless_answers_back_off(void)
     end(&f);
 }
 
+/* The primary's events name it: the one a Sentinel found, and across a
+ * switch the old one's link as it goes ("moving to" the new), then the
+ * new one. */
+static void test_sentinel_events_name_the_primary(void)
+{
+    fake f;
+    start_sentinel_client(&f, NULL);
+    find_primary(&f, "10.0.0.5", "6390");
+    CHECK(names(last_event(REDLEASE_EV_PRIMARY), "10.0.0.5:6390"));
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "10.0.0.5:6390"));
+    fake_side_push(&f, "+switch-master", "mymaster 10.0.0.5 6390 10.0.0.6 6391");
+    CHECK(names(last_event(REDLEASE_EV_PRIMARY), "10.0.0.6:6391"));
+    CHECK_STR(primary_seen, "10.0.0.6:6391");
+    CHECK_EQ(count_events(REDLEASE_EV_DISCONNECTED), 0);
+    fake_run(&f); /* the old link is dropped */
+    const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
+    CHECK(names(ev, "10.0.0.5:6390"));
+    CHECK_STR(redlease_client_errstr(f.c), "10.0.0.5:6390: moving to 10.0.0.6:6391");
+    CHECK(names(last_event(REDLEASE_EV_RECONNECTING), "10.0.0.6:6391"));
+    fake_until(&f, f.now + 20);
+    CHECK_STR(f.host, "10.0.0.6");
+    fake_connect(&f);
+    CHECK(names(last_event(REDLEASE_EV_CONNECTED), "10.0.0.6:6391"));
+    end(&f);
+}
+
 /* Leaving the old primary on the news does not ask the Sentinels again
  * (the one we listen to just told us), and goes at once even after the
  * reconnect delays to the old one had grown. */
@@ -412,6 +438,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_sentinel_unanswered_question),
         TEST_CASE(test_sentinel_useless_answers_back_off),
         TEST_CASE(test_sentinel_move_goes_now_and_alone),
+        TEST_CASE(test_sentinel_events_name_the_primary),
         TEST_CASE(test_sentinel_allocation_failure_everywhere),
     };
     fake_alloc_install();
