@@ -356,10 +356,31 @@ static const char *busy_text(const run *r, char *buf, size_t size)
     return buf;
 }
 
+/* A library text (redlease_client_errstr, an event's detail) for a message
+ * that names the server already ("Redis at HOST:PORT: ..."): with one
+ * server, without the "HOST:PORT: " it starts with, so the name is said
+ * once. A text about one server of several keeps it: it says which. */
+static const char *unnamed(const run *r, const char *text)
+{
+    size_t n = strlen(r->server.node);
+    if (n && strncmp(text, r->server.node, n) == 0 && text[n] == ':' && text[n + 1] == ' ')
+        return text + n + 2;
+    return text;
+}
+
+/* The server an event is about, for a message: the one the user named, or
+ * which of several ("HOST:PORT (Cluster ...)"), in buf. */
+static const char *event_server(const run *r, const redlease_event *ev, char *buf, size_t size)
+{
+    if (!ev->node || r->server.node[0]) return r->server.where;
+    snprintf(buf, size, "%s (%s)", ev->node, r->server.where);
+    return buf;
+}
+
 static int status_for_acquire_error(run *r, int status)
 {
     const char *key = redlease_lock_key(r->lock);
-    const char *detail = redlease_client_errstr(r->client);
+    const char *detail = unnamed(r, redlease_client_errstr(r->client));
     char text[96], tried[112] = "";
     if (r->outage.attempts || r->outage.links) {
         tried[0] = ' ', tried[1] = '(';
@@ -661,9 +682,9 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
     run *r = arg;
     const char *key = ev->key ? ev->key : "";
-    const char *detail = ev->detail ? ev->detail : redlease_strerror(ev->status);
+    const char *detail = ev->detail ? unnamed(r, ev->detail) : redlease_strerror(ev->status);
     int waiting = r->phase == WAITING && !r->released;
-    char what[64];
+    char what[64], where[sizeof r->server.where + RDL_ADDR_NAME_MAX + 3];
     switch (ev->type) {
     case REDLEASE_EV_ATTEMPT:
         cli_verbose("acquiring %s (attempt %d)", key, ev->attempt);
@@ -702,7 +723,7 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
         cli_verbose("released %s: %s", key, redlease_strerror(ev->status));
         break;
     case REDLEASE_EV_CONNECTED:
-        cli_verbose("connected to %s%s", r->server.quorum ? "a server of the " : "", r->server.where);
+        cli_verbose("connected to %s", event_server(r, ev, where, sizeof where));
         if (redlease_client_connected(c)) cli_outage_reached(&r->outage); /* a quorum: a majority */
         break;
     case REDLEASE_EV_PRIMARY:
@@ -724,8 +745,8 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
                         r->server.where, detail);
         break;
     case REDLEASE_EV_RECONNECTING:
-        cli_verbose("reconnecting to %s%s in %" PRId64 " ms", r->server.quorum ? "a server of the " : "",
-                    r->server.where, ev->retry_in_ms);
+        cli_verbose("reconnecting to %s in %" PRId64 " ms", event_server(r, ev, where, sizeof where),
+                    ev->retry_in_ms);
         break;
     default:
         break;

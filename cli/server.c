@@ -298,8 +298,10 @@ int cli_server_finish(cli_server *s)
         snprintf(s->where, sizeof s->where, "master '%s' (Sentinel %.200s)", s->master, s->sentinels);
     } else if (s->socket) {
         snprintf(s->where, sizeof s->where, "unix:%s", s->socket);
+        rdl_addr_name(s->node, sizeof s->node, NULL, 0, s->socket);
     } else {
-        snprintf(s->where, sizeof s->where, "%s:%d", s->host, s->port);
+        rdl_addr_name(s->node, sizeof s->node, s->host, s->port, NULL); /* [ADDR]:PORT for IPv6 */
+        snprintf(s->where, sizeof s->where, "%s", s->node);
     }
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <redlease.h>
 
 #include "args.h"
+#include "addr.h"      /* RDL_ADDR_NAME_MAX */
 #include "transport.h" /* rdl_tls_config */
 
 struct redisContext;
@@ -38,6 +39,9 @@ typedef struct cli_server {
     char *found_host;         /* owned: the primary a Sentinel named (status) */
     int host_given, port_given; /* on the command line */
     char where[300];    /* "unix:PATH" or "HOST:PORT", for messages */
+    char node[RDL_ADDR_NAME_MAX]; /* one server (no --sentinel, --cluster, --quorum):
+                                     the library's name of it (redlease_event.node),
+                                     which leads its texts; else "" */
 } cli_server;
 
 /* The server options, for a command's list of option tables. */
