@@ -4,13 +4,16 @@
  * (WRONGTYPE), NOAUTH and a wrong password, OOM, READONLY, BUSY, a pause
  * longer than the TTL, ACL NOPERM, a password set later, a database that
  * does not exist, a flushed script cache, a silent server, endpoints that
- * never become a server, and LOADING (on
+ * never become a server, errors and events naming their server, and
+ * LOADING (on
  * a second redis-server the test starts itself and stops by pid). Each
  * case checks the exact status, that each callback runs once, that nothing
  * is held wrongly, and restores the server. Runs on the poll() loop of
  * loop_poll.c through real.itest (run-integration.sh starts the server);
  * tests/integration/rig.h has the observer and the helpers. */
 #define _GNU_SOURCE /* memmem, in rig.h */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -557,6 +560,69 @@ static void test_real_wait_bound_against_dead_endpoints(void)
     rmdir(dir);
 }
 
+/* What the connection events said last (their texts live only during
+ * the hook): each one's node, and the DISCONNECTED's detail. */
+static char named_connected[64], named_disconnected[64], disconnected_detail[256];
+
+static void naming_event(redlease_client *c, const redlease_event *ev, void *arg)
+{
+    if (ev->type == REDLEASE_EV_CONNECTED)
+        snprintf(named_connected, sizeof named_connected, "%s", ev->node ? ev->node : "(null)");
+    if (ev->type == REDLEASE_EV_DISCONNECTED) {
+        snprintf(named_disconnected, sizeof named_disconnected, "%s", ev->node ? ev->node : "(null)");
+        snprintf(disconnected_detail, sizeof disconnected_detail, "%s", ev->detail ? ev->detail : "");
+    }
+    o_event(c, ev, arg);
+}
+
+/* A failed connect names the server it went to, in its event (node, and
+ * detail after it) and in redlease_client_errstr(): a port on 127.0.0.1
+ * nobody listens on (bound, then closed: refused at once); a connect to
+ * the harness's server names it too. */
+static void test_real_failed_connect_names_the_server(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+          getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+    int port = ntohs(sa.sin_port);
+    close(fd);
+    char want[64], text[80];
+    snprintf(want, sizeof want, "127.0.0.1:%d", port);
+    snprintf(text, sizeof text, "%s: ", want);
+    obs o = {0};
+    named_disconnected[0] = disconnected_detail[0] = '\0';
+    redlease_client_options co = copts_tcp(port);
+    redlease_client *c = client_with(&co, &o);
+    redlease_client_set_event_cb(c, naming_event, &o);
+    acquire(c, &o, "nowhere", lopts(1000, 300, 0));
+    run_until(&o.acq, 3000, o.lk);
+    CHECK_EQ(o.acq, 1);
+    CHECK(o.acq_st == REDLEASE_ECONN || o.acq_st == REDLEASE_ETIMEDOUT);
+    CHECK(o.events[REDLEASE_EV_DISCONNECTED] >= 1);
+    printf("# DISCONNECTED: node %s, detail \"%s\"; errstr \"%s\"\n", named_disconnected,
+           disconnected_detail, redlease_client_errstr(c));
+    CHECK_STR(named_disconnected, want);
+    CHECK(strncmp(disconnected_detail, text, strlen(text)) == 0 && disconnected_detail[strlen(text)]);
+    CHECK(strncmp(redlease_client_errstr(c), text, strlen(text)) == 0);
+    release(&o, o.lk);
+    finish(c, &o);
+
+    const char *harness = getenv("REDLEASE_TEST_PORT");
+    if (!harness) return;
+    snprintf(want, sizeof want, "127.0.0.1:%s", harness);
+    obs h = {0};
+    named_connected[0] = '\0';
+    co = copts_tcp(atoi(harness));
+    c = client_with(&co, &h);
+    redlease_client_set_event_cb(c, naming_event, &h);
+    int64_t end = mono_ms() + 3000 * S;
+    while (!redlease_client_connected(c) && mono_ms() < end) testloop_run_once(5);
+    CHECK_STR(named_connected, want);
+    finish(c, &h);
+}
+
 /* Loading a dataset at startup: commands (and the handshake's PING) get
  * LOADING, which is transient; the acquire succeeds once the data is in.
  * A second redis-server of the test's own, started on a copy of a dump
@@ -648,6 +714,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_real_script_flush_then_evalsha),
         TEST_CASE(test_real_wait_is_an_upper_bound),
         TEST_CASE(test_real_wait_bound_against_dead_endpoints),
+        TEST_CASE(test_real_failed_connect_names_the_server),
         TEST_CASE(test_real_loading_is_retried),
         TEST_CASE(test_real_adapter_refuses_a_socket),
     };
