@@ -176,6 +176,8 @@ static int status_is_definite(int status)
 static void conn_failed(rdl_conn *cn, int status, int64_t now)
 {
     cn->error = status;
+    cn->hs_answered = cn->hs_answering; /* drop_connection's word */
+    cn->hs_answering = 0;
     cn->definite = status_is_definite(status);
     if (cn->definite) cn->owner_ops->refused(cn->owner, status, now);
 }
@@ -196,6 +198,9 @@ static void link_failed(rdl_conn *cn, int status, int64_t now)
  * says it is no use); never called from inside a transport callback. */
 static void drop_connection(rdl_conn *cn, int status, const char *why, int64_t now)
 {
+    /* the handshake's error reply (LOADING, MISCONF): the server answered,
+     * and what waits for the link fails as its answer (rdl_conn_status) */
+    cn->hs_answering = cn->state == RDL_CONN_HANDSHAKE && status == REDLEASE_EREDIS && cn->hs_failed == status;
     if (why) say_error_str(cn, why);
     cn->hs_failed = 0;
     cn->drop_status = 0;

@@ -158,6 +158,8 @@ typedef struct rdl_conn {
     uint64_t rtt_epoch; /* the connection rtt_floor was measured on */
     int error;          /* why the last connection failed; 0 once one is ready */
     int definite;       /* that failure will not heal by retrying (EAUTH...) */
+    int hs_answered;    /* that failure is the handshake's error reply (LOADING...) */
+    int hs_answering;   /* the failure being noted is (drop_connection to conn_failed) */
     int drop_status;    /* a reply said this connection is no use: drop it */
     int64_t reply_now;  /* the clock when the reply being reported to the
                            owner came (read once, for its round trip); set
@@ -268,10 +270,18 @@ static inline void rdl_conn_stats(const rdl_conn *cn, redlease_stats *out)
     out->disconnects += cn->disconnects;
     out->commands_sent += cn->commands_sent;
 }
-/* The status an operation that could not be sent reports. */
+/* Not ready, and nothing failed since it last was (or since the start):
+ * a connect is under way, with no error to tell of yet. */
+static inline int rdl_conn_connecting(const rdl_conn *cn)
+{
+    return cn->state != RDL_CONN_READY && !cn->error;
+}
+/* The status an operation that could not be sent reports: a refusal, or
+ * a server that answered the handshake with an error (LOADING, MISCONF:
+ * EREDIS, as man 3's table says), else no connection. */
 static inline int rdl_conn_status(const rdl_conn *cn)
 {
-    return cn->definite ? cn->error : REDLEASE_ECONN;
+    return cn->definite || cn->hs_answered ? cn->error : REDLEASE_ECONN;
 }
 
 #endif

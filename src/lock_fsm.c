@@ -469,6 +469,12 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         int op = lk->op;
         int sent = lk->req != NULL;
         int status = sent ? REDLEASE_ETIMEDOUT : rdl_node_status(lk->node);
+        if (!sent && !lk->node->via && rdl_conn_connecting(&lk->node->conn)) {
+            /* ended before the connect did: no error of its to quote yet,
+             * so say what there is (man 3: errstr tells every failure) */
+            static const char text[] = "not connected yet: the connect is under way";
+            rdl_svc_set_errstr(ls->svc, rdl_node_name(lk->node), text, sizeof text - 1);
+        }
         if (sent) {
             ls->stats.timeouts++;
             rdl_node_note_timeout(lk->req->node, lk->req->t0, now);

@@ -442,7 +442,44 @@ static void test_budget_end_without_a_connection(void)
     CHECK_EQ(r.acq_calls, 1);
     CHECK_EQ(r.acq_status, REDLEASE_ECONN);
     CHECK_EQ(r.acq_at, t0 + 700);
+    /* no connect error to quote yet: the text says so, naming the server */
+    CHECK(strstr(redlease_client_errstr(f.c), ": not connected yet: the connect is under way") != NULL);
+    CHECK(strstr(redlease_client_errstr(f.c), "6379") != NULL);
     end(&f);
+}
+
+/* A handshake answered LOADING or MISCONF (a server starting, or one
+ * that cannot save): EREDIS, as man 3's table says, with Redis's text
+ * naming the server; retried, never a refusal. */
+static void test_handshake_loading_is_eredis(void)
+{
+    static const char *const errs[] = {"LOADING Redis is loading the dataset in memory",
+                                       "MISCONF Redis is configured to save RDB snapshots"};
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        fake f;
+        if (!attach_recording(&f, NULL)) return;
+        rec r = {0};
+        redlease_lock_options o = opts(1500);
+        o.wait_ms = 700;
+        start_lock(&f, &r, "h", &o);
+        int64_t t0 = f.now;
+        f.connected = 1;
+        rdl_conn_on_connected(&f.c->main.conn, REDLEASE_OK, NULL);
+        CHECK(cmd_is(&f, "PING", NULL));
+        fake_reply_err(&f, errs[i]);
+        while (fake_peek(&f)) fake_reply_err(&f, errs[i]);
+        fake_run(&f);
+        const redlease_event *ev = last_event(REDLEASE_EV_DISCONNECTED);
+        CHECK(ev != NULL);
+        if (ev) CHECK_EQ(ev->status, REDLEASE_EREDIS);
+        CHECK(strstr(redlease_client_errstr(f.c), errs[i]) != NULL);
+        CHECK_EQ(r.acq_calls, 0); /* retried: the server may be ready soon */
+        fake_until(&f, t0 + 700);
+        CHECK_EQ(r.acq_calls, 1);
+        CHECK_EQ(r.acq_status, REDLEASE_EREDIS); /* the connection's, not a bare ECONN */
+        CHECK(strstr(redlease_client_errstr(f.c), errs[i]) != NULL);
+        end(&f);
+    }
 }
 
 /* A definite error ends even a wait for ever, at once, and says why. */
@@ -582,6 +619,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_own_key_from_a_stalled_attempt_is_ours),
         TEST_CASE(test_budget_end_abandons_attempt_and_deletes_behind_it),
         TEST_CASE(test_budget_end_without_a_connection),
+        TEST_CASE(test_handshake_loading_is_eredis),
         TEST_CASE(test_definite_error_ends_wait_forever),
         TEST_CASE(test_transient_errors_are_events_and_retried),
     };
