@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Sourced by the redlease(1) scripts that start servers of their own
 # (test-cli-tls.sh, test-cli-replicas.sh, test-cli-sentinel.sh, test-cli-cluster.sh,
-# test-cli-quorum.sh, test-cli-inherit.sh):
+# test-cli-quorum.sh, test-cli-inherit.sh, test-cli-ride.sh):
 #     . "$here/cli-rig.sh" NAME
 # starts the harness's redis-server (a TAP skip or bail out when it cannot),
 # and sets

@@ -12,5 +12,10 @@ CLI_TESTS += %reldir%/test-cli-quorum.sh
 # test-cli-inherit.sh: a run under another's COMMAND joins its lease (man 1,
 # INHERITED LEASES), on the harness's server and on a quorum it starts.
 CLI_TESTS += %reldir%/test-cli-inherit.sh
+# test-cli-ride.sh: a waiting run waits through failures (man 1, WAITING
+# THROUGH FAILURES): a Sentinel failover, a Cluster primary killed, a
+# quorum member killed, a server restarted; a server gone for good ends the
+# wait with 69 after --max-outage.
+CLI_TESTS += %reldir%/test-cli-ride.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += $(CLI_TESTS) %reldir%/cli-rig.sh
