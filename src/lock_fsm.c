@@ -469,9 +469,9 @@ void rdl_lock_run(struct redlease_lock *lk, int64_t now)
         int op = lk->op;
         int sent = lk->req != NULL;
         int status = sent ? REDLEASE_ETIMEDOUT : rdl_node_status(lk->node);
-        if (!sent && !lk->node->via && rdl_conn_connecting(&lk->node->conn)) {
-            /* ended before the connect did: no error of its to quote yet,
-             * so say what there is (man 3: errstr tells every failure) */
+        if (!sent && !lk->node->via && rdl_conn_connecting(&lk->node->conn) && !ls->svc->errstr[0]) {
+            /* ended before the connect did, and nothing failed yet (no
+             * Sentinel's word either): say what there is, not nothing */
             static const char text[] = "not connected yet: the connect is under way";
             rdl_svc_set_errstr(ls->svc, rdl_node_name(lk->node), text, sizeof text - 1);
         }
