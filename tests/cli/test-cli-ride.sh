@@ -91,6 +91,19 @@ hold_cmd() {
     hold=(sh -c 'i=0; until [ -e "$0" ]; do i=$((i + 1)); [ "$i" -lt "$1" ] || exit 3; sleep 0.05; done'
           "$tmp/go-$1" $((1800 * slow)))
 }
+
+# holder_and_waiter N RESOURCE SERVER-OPTION...: N-holder holds RESOURCE
+# (until $tmp/go-N), then N-waiter waits for it (COMMAND touches
+# $tmp/ran-N); 0 once the waiter is seen waiting.
+holder_and_waiter() {
+    local n=$1 res=$2
+    shift 2
+    hold_cmd "$n"
+    bg "$n-holder" run "${t[@]}" "$@" --ttl 3000 -v "$res" -- "${hold[@]}"
+    await 30 running "$n-holder"
+    bg "$n-waiter" run "${t[@]}" "$@" --wait $((30000 * slow)) -v "$res" -- touch "$tmp/ran-$n"
+    await 30 waiting "$n-waiter"
+}
 # a holder's verdict: 0, or 124 saying the lease was lost; which is noted
 holder_ok() {
     echo "# the holder ($1) exited $st$([ "$st" = 124 ] && echo ": $(grep -m1 'lost' <<<"$err")")"
@@ -128,11 +141,7 @@ replica_known() {
 await 30 replica_known || { echo "Bail out! the Sentinel does not know the replica"; exit 1; }
 primary_is() { [ "$("$cli" -p "$sport" SENTINEL GET-MASTER-ADDR-BY-NAME rl | tr -d '\r' | sed -n 2p)" = "$1" ]; }
 
-hold_cmd s
-bg s-holder run "${t[@]}" "${sentinel[@]}" --ttl 3000 -v ride-s -- "${hold[@]}"
-await 30 running s-holder
-bg s-waiter run "${t[@]}" "${sentinel[@]}" --wait $((30000 * slow)) -v ride-s -- touch "$tmp/ran-s"
-await 30 waiting s-waiter
+holder_and_waiter s ride-s "${sentinel[@]}"
 ready=$?
 failover=$("$cli" -p "$sport" SENTINEL FAILOVER rl)
 await 30 primary_is "$replica"
@@ -184,11 +193,7 @@ owner() {
 }
 victim=$(owner "${cports[0]}" 'lock:{ride-c}')
 for p in "${cports[@]:0:3}"; do [ "$p" != "$victim" ] && other=$p; done
-hold_cmd c
-bg c-holder run "${t[@]}" --cluster "127.0.0.1:$other" --ttl 3000 -v ride-c -- "${hold[@]}"
-await 30 running c-holder
-bg c-waiter run "${t[@]}" --cluster "127.0.0.1:$other" --wait $((30000 * slow)) -v ride-c -- touch "$tmp/ran-c"
-await 30 waiting c-waiter
+holder_and_waiter c ride-c --cluster "127.0.0.1:$other"
 ready=$?
 kill -KILL "${pid_of[$victim]}"
 moved() { local o; o=$(owner "$other" 'lock:{ride-c}') && [ -n "$o" ] && [ "$o" != "$victim" ]; }
@@ -205,11 +210,7 @@ check "Cluster: its holder => 0, or 124 saying the lease was lost" holder_ok Clu
 # Three independent servers; one killed while the run waits: the majority
 # left still answers.
 rig_quorum ride-q
-hold_cmd q
-bg q-holder run "${t[@]}" --quorum "$quorum" --ttl 3000 -v ride-q -- "${hold[@]}"
-await 30 running q-holder
-bg q-waiter run "${t[@]}" --quorum "$quorum" --wait $((30000 * slow)) -v ride-q -- touch "$tmp/ran-q"
-await 30 waiting q-waiter
+holder_and_waiter q ride-q --quorum "$quorum"
 ready=$?
 kill -KILL "${pids[2]}"
 touch "$tmp/go-q"
