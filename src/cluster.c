@@ -247,6 +247,18 @@ static void failed(rdl_cluster *cl, const rdl_node *n, const char *why, const rd
     rdl_cluster_want_refresh(cl, now);
 }
 
+/* The map gives slots to a node whose link failed and has not come back
+ * (not one still making its first connection): a failover may be under
+ * way, and the next map may name its replica. */
+static int names_a_lost_node(const rdl_cluster *cl)
+{
+    for (size_t i = 0; i < cl->nodes->n; i++) {
+        const rdl_node *n = cl->nodes->v[i];
+        if (n->serves && !rdl_node_ready(n) && !rdl_conn_connecting(&n->conn)) return 1;
+    }
+    return 0;
+}
+
 /* The map query came back (r NULL: the link took it). */
 static void on_query_reply(rdl_req *req, const rdl_reply *r)
 {
@@ -281,6 +293,14 @@ static void on_query_reply(rdl_req *req, const rdl_reply *r)
         if (slots[s]) cl->nodes->v[slots[s] - 1]->serves++;
     cl->failures = 0;
     cl->ops->remap(cl->owner, now); /* every lock goes where the new map says */
+    if (names_a_lost_node(cl)) {
+        int64_t at = now + ((int64_t)RDL_CLUSTER_REFRESH_MS
+                            << (cl->stale < RDL_CLUSTER_STALE_DOUBLINGS ? cl->stale : RDL_CLUSTER_STALE_DOUBLINGS));
+        cl->stale++;
+        if (at < cl->refresh_at) cl->refresh_at = at;
+    } else {
+        cl->stale = 0;
+    }
     set_wake(cl);
 }
 

@@ -44,6 +44,12 @@ typedef struct rdl_cluster_owner {
 #define RDL_MAX_REDIRECTS 5
 /* The map is not asked for more often than this. */
 #define RDL_CLUSTER_REFRESH_MS 100
+/* A map that still names a node we lost is asked again after
+ * RDL_CLUSTER_REFRESH_MS, doubling up to this many times (1.6 s): a
+ * failover promotes a replica within about the node timeout, and its
+ * slots' leases must reach it before their TTL runs out, not at the lost
+ * node's next failed reconnect (up to reconnect_max_ms on). */
+#define RDL_CLUSTER_STALE_DOUBLINGS 4
 
 typedef struct rdl_cluster {
     rdl_nodes *nodes;   /* the client's nodes: the router makes the primaries there */
@@ -59,6 +65,7 @@ typedef struct rdl_cluster {
     int64_t refresh_at; /* a refresh is wanted from then on, or RDL_NEVER */
     int64_t last_sent;  /* when the last one was sent, or 0 */
     int failures;       /* answers in a row that were no map (errors, no answer) */
+    int stale;          /* maps in a row that named a node we lost (a failover under way) */
     size_t next_ask;    /* the node to ask first next time */
 } rdl_cluster;
 

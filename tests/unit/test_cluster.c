@@ -88,6 +88,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_channel_moves_to_the_next_node),
         TEST_CASE(test_cluster_router_follows_redirects),
         TEST_CASE(test_cluster_events_name_the_node),
+        TEST_CASE(test_cluster_map_asked_again_while_a_lost_node_serves),
         TEST_CASE(test_cluster_allocation_failures),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -172,5 +172,6 @@ void test_cluster_queue_tryagain_tries_one_key(void);
 void test_cluster_channel_moves_to_the_next_node(void);
 void test_cluster_router_follows_redirects(void);
 void test_cluster_events_name_the_node(void);
+void test_cluster_map_asked_again_while_a_lost_node_serves(void);
 
 #endif

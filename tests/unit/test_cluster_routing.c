@@ -760,3 +760,63 @@ void test_cluster_events_name_the_node(void)
     CHECK_STR(redlease_client_errstr(f.c), "10.0.0.1:7001: connection reset (fake)");
     end(&f);
 }
+
+/* CLUSTER SLOTS among the main link's unanswered commands. */
+static int map_queries_pending(const fake *f)
+{
+    int n = 0;
+    for (int i = f->head; i < f->ncmds; i++)
+        n += strcmp(f->cmds[i].argv[0], "CLUSTER") == 0 && strcmp(f->cmds[i].argv[1], "SLOTS") == 0;
+    return n;
+}
+
+/* A failover under way: the node serving b's slots is lost, and the map
+ * asked then still names it (its replica not promoted yet). The map is
+ * asked again 100 ms on, then 200, 400 ms..., not only at the lost node's
+ * next failed reconnect (5 s on here); a map that names only live nodes
+ * ends it. */
+void test_cluster_map_asked_again_while_a_lost_node_serves(void)
+{
+    redlease_client_options co;
+    redlease_client_options_init(&co);
+    co.cluster_addrs = "10.0.0.1:7001";
+    co.topology = REDLEASE_TOPOLOGY_CLUSTER;
+    co.reconnect_min_ms = co.reconnect_max_ms = 5000;
+    fake f;
+    if (!attach_recording(&f, &co)) return;
+    fake_connect(&f);
+    answer_map(&f);
+    char b[16];
+    resource_in(b, 16, 8192, 16383);
+    rec r = {0};
+    fake_side *other = hold_on_other(&f, &r, b);
+    if (!other) {
+        end(&f);
+        return;
+    }
+    fake_link_break(other);
+    fake_advance(&f, RDL_CLUSTER_REFRESH_MS); /* the loss asks for a map */
+    answer_map(&f); /* the same: the lost node still serves */
+    /* 100, 200, 400, 800 ms: within the held lease's first renewal's
+     * deadline, which asks for a map of its own when it fails */
+    for (int k = 0; k < RDL_CLUSTER_STALE_DOUBLINGS; k++) {
+        int64_t pause = (int64_t)RDL_CLUSTER_REFRESH_MS << k;
+        fake_advance(&f, pause - 1);
+        CHECK_EQ(map_queries_pending(&f), 0);
+        fake_advance(&f, 1);
+        CHECK_EQ(map_queries_pending(&f), 1); /* asked again, the lost node's reconnect far off */
+        while (fake_peek(&f) && !cmd_is(&f, "CLUSTER", "SLOTS")) fake_reply_status(&f, "OK");
+        answer_map(&f);
+    }
+    /* promoted: every slot on the seed now */
+    fake_advance(&f, (int64_t)RDL_CLUSTER_REFRESH_MS << RDL_CLUSTER_STALE_DOUBLINGS);
+    while (fake_peek(&f) && !cmd_is(&f, "CLUSTER", "SLOTS")) fake_reply_status(&f, "OK");
+    slots_reply sb;
+    range all = {0, 16383, "10.0.0.1", SEED_PORT};
+    CHECK(cmd_is(&f, "CLUSTER", "SLOTS"));
+    fake_reply(&f, build_slots(&sb, 1, &all));
+    fake_run(&f);
+    fake_advance(&f, 4000); /* before the lost node's reconnect */
+    CHECK_EQ(map_queries_pending(&f), 0);
+    end(&f);
+}
