@@ -240,10 +240,13 @@ check "a server stopped for good, --max-outage 1000 --wait 30000 => 69 after $el
 
 # A server killed and started again, empty, on its port within
 # --max-outage: the wait goes on, and the lock (its key gone) is acquired.
+# The bound is wide: what is tested is the ride, and the waiter finds the
+# server back only at its next reconnect, up to reconnect_max_ms (2 s)
+# after the restart, which itself waits for a busy machine.
 redis_harness_extra ride-back --port || { echo "Bail out! could not start redis-server"; exit 1; }
 back_port=$REDLEASE_EXTRA_PORT back_pid=$REDLEASE_EXTRA_PID back_dir=$REDLEASE_TEST_DIR/ride-back
 "$cli" -p "$back_port" SET 'lock:{ride-b}' 0123456789abcdef0123456789abcdef PX 600000 >/dev/null
-bg b-waiter run "${t[@]}" -H 127.0.0.1 -p "$back_port" --max-outage $((3000 * slow)) --wait $((30000 * slow)) -v \
+bg b-waiter run "${t[@]}" -H 127.0.0.1 -p "$back_port" --max-outage $((20000 * slow)) --wait $((60000 * slow)) -v \
     ride-b -- touch "$tmp/ran-b"
 await 30 waiting b-waiter
 ready=$?
@@ -258,7 +261,7 @@ back() { [ "$("$cli" -p "$back_port" PING 2>/dev/null)" = PONG ]; }
 await 10 back
 restarted=$?
 finish b-waiter
-check "a server killed and started again within --max-outage $((3000 * slow)) (restarted: $restarted) => 0, COMMAND ran" \
+check "a server killed and started again within --max-outage $((20000 * slow)) (restarted: $restarted) => 0, COMMAND ran" \
     eval '[ "$ready" -eq 0 ] && [ "$restarted" -eq 0 ] && [ "$st" -eq 0 ] && [ -e "$tmp/ran-b" ] && grep -q "retrying for up to" <<<"$err"'
 
 # The run with --min-replicas 1 started after the failover: it waited for
