@@ -850,7 +850,7 @@ rl run --socket "$tmp/no-such.sock" --max-outage 300 down -- touch "$tmp/ran"
 check "no server (missing socket), --max-outage 300 => 69 after ${ms} ms, with the reason and what was tried, nothing run" \
     eval '[ "$st" -eq 69 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ] &&
           grep -q "no-such.sock: connection: No such file or directory; retrying for up to 300 ms (--max-outage)" <<<"$err" &&
-          grep -q "unusable for 300 ms (--max-outage; [0-9]* connections\{0,1\} lost or refused): No such file or directory" <<<"$err"'
+          grep -q "unusable for 300 ms (--max-outage; \([0-9]* attempts\{0,1\} failed, \)\{0,1\}[0-9]* connections\{0,1\} lost or refused): No such file or directory" <<<"$err"'
 rl run --host 127.0.0.1 --port 1 --wait 300 down -- touch "$tmp/ran"
 check "no server (TCP port closed), --wait 300 below the default --max-outage => 69 after ${ms} ms, at the wait's end" \
     eval '[ "$st" -eq 69 ] && [ "$ms" -ge 300 ] && [ ! -e "$tmp/ran" ] &&
