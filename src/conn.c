@@ -143,7 +143,7 @@ static void reconnect_later(rdl_conn *cn, int64_t now)
     emit(cn, REDLEASE_EV_RECONNECTING, REDLEASE_OK, d);
 }
 
-static void link_failed(rdl_conn *cn, int status, int64_t now);
+static void link_failed(rdl_conn *cn, int status, int answered, int64_t now);
 
 static void start_connect(rdl_conn *cn, int64_t now)
 {
@@ -156,7 +156,7 @@ static void start_connect(rdl_conn *cn, int64_t now)
     cn->hs_failed = 0;
     int rc = cn->tr.ops->connect(cn->tr.self, &ep); /* its text is noted already */
     if (rc) {
-        link_failed(cn, rc, now);
+        link_failed(cn, rc, 0, now);
         return;
     }
     cn->state = RDL_CONN_CONNECTING;
@@ -171,13 +171,13 @@ static int status_is_definite(int status)
            status == REDLEASE_ETLS;
 }
 
-/* Remembers why the connection failed, for the operations that wait for
- * one; a refusal retrying cannot cure ends those that would wait for ever. */
-static void conn_failed(rdl_conn *cn, int status, int64_t now)
+/* Remembers why the connection failed (answered: the server's error reply
+ * to the handshake), for the operations that wait for one; a refusal
+ * retrying cannot cure ends those that would wait for ever. */
+static void conn_failed(rdl_conn *cn, int status, int answered, int64_t now)
 {
     cn->error = status;
-    cn->hs_answered = cn->hs_answering; /* drop_connection's word */
-    cn->hs_answering = 0;
+    cn->hs_answered = answered;
     cn->definite = status_is_definite(status);
     if (cn->definite) cn->owner_ops->refused(cn->owner, status, now);
 }
@@ -185,12 +185,12 @@ static void conn_failed(rdl_conn *cn, int status, int64_t now)
 /* Every way a link ends or fails to start (the connect refused at once or
  * later, dropped by us, lost by the transport), once its text is noted:
  * counted, told, remembered for what waits, and a reconnect after backoff. */
-static void link_failed(rdl_conn *cn, int status, int64_t now)
+static void link_failed(rdl_conn *cn, int status, int answered, int64_t now)
 {
     cn->disconnects++;
     emit(cn, REDLEASE_EV_DISCONNECTED, status, -1);
     rename_conn(cn); /* the link is gone: from now on, where the next goes */
-    conn_failed(cn, status, now);
+    conn_failed(cn, status, answered, now);
     reconnect_later(cn, now);
 }
 
@@ -200,13 +200,13 @@ static void drop_connection(rdl_conn *cn, int status, const char *why, int64_t n
 {
     /* the handshake's error reply (LOADING, MISCONF): the server answered,
      * and what waits for the link fails as its answer (rdl_conn_status) */
-    cn->hs_answering = cn->state == RDL_CONN_HANDSHAKE && status == REDLEASE_EREDIS && cn->hs_failed == status;
+    int answered = cn->state == RDL_CONN_HANDSHAKE && status == REDLEASE_EREDIS && cn->hs_failed == status;
     if (why) say_error_str(cn, why);
     cn->hs_failed = 0;
     cn->drop_status = 0;
     cn->state = RDL_CONN_BACKOFF; /* before close: NULL replies see "not ready" */
     cn->tr.ops->close(cn->tr.self);
-    link_failed(cn, status, now);
+    link_failed(cn, status, answered, now);
 }
 
 /* ------------------------------------------------------------ handshake */
@@ -405,7 +405,7 @@ void rdl_conn_on_connected(rdl_conn *cn, int status, const char *detail)
     int64_t now = now_of(cn);
     if (status) {
         say_error_str(cn, detail);
-        link_failed(cn, status, now);
+        link_failed(cn, status, 0, now);
     } else {
         handshake_start(cn, now);
     }
@@ -421,7 +421,7 @@ void rdl_conn_on_disconnected(rdl_conn *cn, int status, const char *detail)
     cn->state = RDL_CONN_DOWN; /* before anyone hears of it: nothing is "held" now */
     cn->drop_status = 0;       /* gone already */
     say_error_str(cn, detail);
-    link_failed(cn, status, now_of(cn));
+    link_failed(cn, status, 0, now_of(cn));
     cn->owner_ops->leave(cn->owner);
 }
 

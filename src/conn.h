@@ -159,7 +159,6 @@ typedef struct rdl_conn {
     int error;          /* why the last connection failed; 0 once one is ready */
     int definite;       /* that failure will not heal by retrying (EAUTH...) */
     int hs_answered;    /* that failure is the handshake's error reply (LOADING...) */
-    int hs_answering;   /* the failure being noted is (drop_connection to conn_failed) */
     int drop_status;    /* a reply said this connection is no use: drop it */
     int64_t reply_now;  /* the clock when the reply being reported to the
                            owner came (read once, for its round trip); set
