@@ -97,7 +97,6 @@ static void do_step(struct ev_loop *l, ev_timer *w, int revents)
     steps_done++;
     printf("[worker] step %d/%d (%lld ms of lease left)\n", steps_done, steps_total,
            (long long)redlease_lock_remaining_ms(lease));
-    fflush(stdout); /* progress is watched from outside (tests) */
     if (steps_done == steps_total) {
         stop_work(EXIT_DONE);
         redlease_release(lease, on_released, NULL);
@@ -111,7 +110,6 @@ static void on_lost(redlease_lock *lk, int reason, void *arg)
     stop_work(EXIT_LOST); /* at once: another worker may hold it any moment */
     printf("[worker] LOST the lease after %d/%d steps: %s; work stopped\n", steps_done,
            steps_total, redlease_lost_reason_str(reason));
-    fflush(stdout);
     redlease_release(lk, on_released, NULL);
 }
 
@@ -127,7 +125,6 @@ static void on_acquired(redlease_lock *lk, int status, void *arg)
     }
     printf("[worker] holding %s (ttl %d ms, renewed every %d ms)\n", redlease_lock_key(lk),
            TTL_MS, TTL_MS / 3);
-    fflush(stdout);
     ev_timer_start(loop, &step_timer);
 }
 
@@ -162,6 +159,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [RESOURCE [STEPS]]\n", argv[0]);
         return EXIT_SETUP;
     }
+    /* Progress is watched from outside (tests, supervisors), and once the
+     * client is gone the signal watchers are stopped, so the signals go back
+     * to their default action: a second SIGTERM (timeout(1) sends one to the
+     * process group as well) may then end the process before exit() would
+     * flush a buffered line. Each line is written when it is printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     loop = EV_DEFAULT;
     redlease_client_options co;
     redlease_client_options_init(&co);
