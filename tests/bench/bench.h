@@ -41,6 +41,11 @@ typedef struct bench_cycles {
 /* record: each SET carries a record of who holds after its token, as
  * redlease's does (src/identity.h): the floor with and without it. */
 int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out);
+/* The floor on one key and one connection, without the record (out[0]) and
+ * with it (out[1]), alternated in slices of slice_s: `pairs` pairs, the
+ * order turning each pair; ratio[i] is pair i's cycles/s with the record
+ * over without. A slow moment of the machine falls on both sides of a pair. */
+int bench_raw_id_pairs(int pairs, double slice_s, bench_cycles out[2], double *ratio);
 /* The same with a semaphore of 4 written by hand at its least (bench_raw.c
  * says what it leaves out): the floor of any semaphore kept by scripts. */
 int bench_raw_sem_cycles(int chains, double seconds, bench_cycles *out);

@@ -29,6 +29,7 @@ static struct {
      * and without what redlease writes of who holds */
     char tail[RDL_RECORD_MAX + 2];
     size_t tail_len;
+    int sliced; /* bench_raw_id_pairs: slices end by time, whatever BENCH_CYCLES */
 } R;
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -83,7 +84,7 @@ static void on_released(redisAsyncContext *ac, void *reply, void *arg)
     (void)ac;
     if (!reply) return;
     R.cycles++;
-    if (bench_go_on(R.cycles, R.end_us)) {
+    if (R.sliced ? bench_now_us() < R.end_us : bench_go_on(R.cycles, R.end_us)) {
         chain_start(arg);
     } else if (--R.active == 0) {
         ev_break(R.loop, EVBREAK_ALL);
@@ -111,18 +112,25 @@ static void chain_start(chain *ch)
     redisAsyncCommandArgv(R.ac, on_set, ch, 6, argv, len);
 }
 
-int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out)
+/* Writes redlease's record of this process after each token from now on
+ * (record 1), or none (0). */
+static void raw_record(int record)
 {
-    raw_open();
+    R.tail_len = 0;
     if (record) { /* this process's, as redlease's client writes it */
         rdl_identity id;
         rdl_identity_of_process(&id, NULL);
         R.tail[0] = ' ';
         R.tail_len = 1 + rdl_identity_record(&id, (int64_t)time(NULL) * 1000, 0, R.tail + 1);
     }
-    chain *ch = calloc((size_t)chains, sizeof *ch);
-    for (int i = 0; i < chains; i++) ch[i].keylen = (size_t)snprintf(ch[i].key, sizeof ch[i].key, "lock:{c%d}", i);
+}
+
+/* Cycles the chains on the open connection until R.end_us (or
+ * BENCH_CYCLES): their count, seconds and the server's CPU in *out. */
+static void raw_run(chain *ch, int chains, double seconds, bench_cycles *out)
+{
     double cpu0 = bench_redis_cpu_us(), t0 = bench_now_us();
+    R.cycles = 0;
     R.end_us = t0 + seconds * 1e6;
     R.active = chains;
     for (int i = 0; i < chains; i++) chain_start(&ch[i]);
@@ -131,9 +139,50 @@ int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out)
     out->seconds = (bench_now_us() - t0) / 1e6;
     out->redis_cpu_us = bench_redis_cpu_us() - cpu0;
     out->cycles = R.cycles;
-    if (getenv("BENCH_VERBOSE"))
+    if (getenv("BENCH_VERBOSE") && !R.sliced)
         fprintf(stderr, "raw cycles: %ld cycles, %.4f loop iterations per cycle\n", R.cycles,
                 (double)(ev_iteration(R.loop) - iter0) / (double)(R.cycles ? R.cycles : 1));
+}
+
+static chain *chains_new(int chains)
+{
+    chain *ch = calloc((size_t)chains, sizeof *ch);
+    if (!ch) bench_die("out of memory");
+    for (int i = 0; i < chains; i++) ch[i].keylen = (size_t)snprintf(ch[i].key, sizeof ch[i].key, "lock:{c%d}", i);
+    return ch;
+}
+
+int bench_raw_cycles(int chains, double seconds, int record, bench_cycles *out)
+{
+    raw_open();
+    raw_record(record);
+    chain *ch = chains_new(chains);
+    raw_run(ch, chains, seconds, out);
+    long failed = R.failed;
+    raw_close();
+    free(ch);
+    return failed ? -1 : 0;
+}
+
+int bench_raw_id_pairs(int pairs, double slice_s, bench_cycles out[2], double *ratio)
+{
+    raw_open();
+    R.sliced = 1;
+    chain *ch = chains_new(1);
+    memset(out, 0, 2 * sizeof *out);
+    for (int p = 0; p < pairs; p++) {
+        bench_cycles c[2];
+        /* ABBA: neither side always runs first in a pair */
+        for (int i = 0; i < 2; i++) {
+            int record = (p + i) % 2;
+            raw_record(record);
+            raw_run(ch, 1, slice_s, &c[record]);
+            out[record].cycles += c[record].cycles;
+            out[record].seconds += c[record].seconds;
+            out[record].redis_cpu_us += c[record].redis_cpu_us;
+        }
+        ratio[p] = (c[1].cycles / c[1].seconds) / ((c[0].cycles ? c[0].cycles : 1) / c[0].seconds);
+    }
     long failed = R.failed;
     raw_close();
     free(ch);
