@@ -43,3 +43,13 @@ TREE_TESTS = %reldir%/run-examples.sh %reldir%/run-demo.sh %reldir%/man-lint.sh 
 TESTS += $(TREE_TESTS)
 EXTRA_DIST += $(TREE_TESTS) %reldir%/README.md
 
+# make check-quick: the unit programs, the tree's checks and one case of
+# each harness (integration, CLI, chaos): what CI's make distcheck runs
+# ('TESTS=$(QUICK_TESTS)'). The tarball's contents are checked apart (CI:
+# every tracked file is in it), the whole suite runs in the other builds.
+QUICK_TESTS = $(UNIT_TESTS) $(TREE_TESTS) %reldir%/integration/real.itest \
+	%reldir%/cli/test-help.sh %reldir%/chaos/test-netfault.sh
+check-quick:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(QUICK_TESTS)'
+.PHONY: check-quick
+
