@@ -72,6 +72,8 @@ static const char *const help_text[] = {
     "                      primary of its key's slot: HOST:PORT[,HOST:PORT...]\n"
     "      --quorum ADDRS  2 to 9 independent Redis servers (Redlock): the lease is\n"
     "                      held while a majority has it: HOST:PORT,HOST:PORT[,...]\n"
+    "      --restart-guard MS  with --quorum: a server up for less than MS does not\n"
+    "                      count toward taking the lease (default: the TTL; or off)\n"
     "\n"
     "Exit status of run: COMMAND's (128+N if it died of signal N; redlease dies\n"
     "  of INT, QUIT, TERM, HUP likewise), or\n"

@@ -36,7 +36,8 @@ enum {
     OPT_SENTINEL,
     OPT_MASTER,
     OPT_CLUSTER,
-    OPT_QUORUM
+    OPT_QUORUM,
+    OPT_RESTART_GUARD
 };
 
 const cli_opt cli_server_opts[] = {
@@ -59,6 +60,7 @@ const cli_opt cli_server_opts[] = {
     {"master", 0, 1, OPT_MASTER},
     {"cluster", 0, 1, OPT_CLUSTER},
     {"quorum", 0, 1, OPT_QUORUM},
+    {"restart-guard", 0, 1, OPT_RESTART_GUARD},
     {NULL, 0, 0, 0},
 };
 
@@ -169,6 +171,13 @@ int cli_server_take(cli_server *s, const cli_args *a, int id)
     }
     case OPT_QUORUM:
         return take_quorum(s, a);
+    case OPT_RESTART_GUARD: /* the library's quorum_restart_guard_ms */
+        s->restart_guard_given = 1;
+        if (strcmp(a->value, "off") == 0) {
+            s->restart_guard = REDLEASE_RESTART_GUARD_OFF;
+            return 0;
+        }
+        return cli_args_number(a, 1, REDLEASE_MAX_TTL_MS, &s->restart_guard) ? CLI_EXIT_USAGE : 0;
     case OPT_MASTER:
         if (!a->value[0] || strlen(a->value) > 200)
             return cli_usage_error("%s: 1 to 200 bytes", a->name);
@@ -240,6 +249,8 @@ int cli_server_finish(cli_server *s)
     if (s->quorum && (s->socket || tcp_given || s->sentinels || s->cluster))
         return cli_usage_error("--quorum names its servers: no --socket, --host, --port, "
                                "--sentinel or --cluster");
+    if (s->restart_guard_given && !s->quorum)
+        return cli_usage_error("--restart-guard is about the servers of --quorum");
     if (!s->sentinels != !s->master) return cli_usage_error("--sentinel and --master go together");
     if (s->sentinels && (s->socket || tcp_given))
         return cli_usage_error("--sentinel finds the primary: no --socket, --host or --port");
@@ -403,6 +414,7 @@ void cli_server_client_options(const cli_server *s, redlease_client_options *o)
     if (s->quorum) {
         o->topology = REDLEASE_TOPOLOGY_QUORUM;
         o->quorum_addrs = s->quorum;
+        o->quorum_restart_guard_ms = s->restart_guard; /* 0: the lease's TTL */
     } else if (s->cluster) {
         o->topology = REDLEASE_TOPOLOGY_CLUSTER;
         o->cluster_addrs = s->cluster;

@@ -34,6 +34,8 @@ typedef struct cli_server {
     const char *cluster;      /* --cluster HOST:PORT[,...], or NULL */
     const char *quorum;       /* --quorum HOST:PORT,HOST:PORT[,...], or NULL */
     int quorum_n;             /* how many servers it names */
+    int64_t restart_guard;    /* --restart-guard MS|off: quorum_restart_guard_ms (0: the TTL) */
+    int restart_guard_given;
     char seed_host[256];      /* the first of them (status starts there) */
     char *sentinel_password;  /* owned; REDLEASE_SENTINEL_PASSWORD */
     char *found_host;         /* owned: the primary a Sentinel named (status) */

@@ -219,7 +219,21 @@ typedef struct redlease_client_options {
     const char *label;           /* NULL: the program's name; else 1 to REDLEASE_MAX_LABEL
                                     bytes, shown cleaned (control characters and invalid
                                     UTF-8 as "?") */
+    /* REDLEASE_TOPOLOGY_QUORUM: Redlock's "delayed restart", kept by the
+     * client. A member whose server started less than this long ago (INFO
+     * server's uptime, read as the link is made) does not count toward an
+     * acquire's majority: had it restarted without its data, an older
+     * holder's majority counted it, and that holder may believe it holds
+     * until its own TTL ends. Its yes is kept (and deleted with the rest
+     * when the acquire fails); a member whose INFO is denied (an ACL
+     * without @dangerous) is counted as ever. */
+    int64_t quorum_restart_guard_ms; /* 0: each acquire's own ttl_ms (every holder of
+                                        the resource uses the same TTL or less);
+                                        REDLEASE_RESTART_GUARD_OFF: none (the members
+                                        persist every write, or restart late); else
+                                        the longest TTL any holder uses */
 } redlease_client_options;
+#define REDLEASE_RESTART_GUARD_OFF (-1)
 
 /* Fills o with the defaults (below each field); size is sizeof *o. */
 REDLEASE_EXTERN void redlease_client_options_init_sized(redlease_client_options *o, size_t size);

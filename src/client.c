@@ -102,6 +102,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
         if (nmembers < 0) nmembers = 0, ok = 0;
         cc.host = cc.unix_path = NULL;
         cc.probe = 0; /* the members are sent scripts: nothing to ask them */
+        cc.read_uptime = 1; /* the restart guard: when each member's server started */
         c->quorum = rdl_calloc(1, sizeof *c->quorum);
         ok = ok && c->quorum;
     }
@@ -117,7 +118,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
     }
     cc.read_clock = 1; /* the lock nodes' handshakes read the clock (holders' records) */
     ok = rdl_node_init(&c->main, &c->svc, &node_owner, c, &cc) == REDLEASE_OK && ok;
-    cc.read_clock = 0;
+    cc.read_clock = cc.read_uptime = 0; /* the waker's link needs neither */
     if (ok) { /* a quorum's listens on its first member (below) */
         const char *prefix = o->key_prefix ? o->key_prefix : "";
         c->waker = rdl_calloc(1, sizeof *c->waker);
@@ -138,6 +139,7 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
                                       members[i].port)) != NULL;
         ok = ok && rdl_quorum_init(c->quorum, &c->svc, &c->main, m, (size_t)nmembers) == REDLEASE_OK;
         if (ok) { /* each member keeps its own copy; a majority admits */
+            c->quorum->restart_guard = o->quorum_restart_guard_ms;
             c->set.target.copies = (uint8_t)c->quorum->n;
             c->set.target.need = (uint8_t)c->quorum->need;
         }

@@ -70,6 +70,7 @@ int rdl_conn_init(rdl_conn *cn, const rdl_conn_config *cfg, const rdl_conn_owner
     cn->hold_backoff = cfg->hold_backoff;
     cn->probe = cfg->probe;
     cn->read_clock = cfg->read_clock;
+    cn->read_uptime = cfg->read_uptime;
     cn->connect_timeout = cfg->connect_timeout;
     cn->command_timeout = cfg->command_timeout;
     rdl_backoff_init(&cn->reconnect, REDLEASE_JITTER_FULL, cfg->reconnect_min, cfg->reconnect_max);
@@ -96,6 +97,7 @@ void rdl_conn_settings(const rdl_conn *cn, rdl_conn_config *out)
     out->hold_backoff = cn->hold_backoff;
     out->probe = cn->probe;
     out->read_clock = cn->read_clock;
+    out->read_uptime = cn->read_uptime;
 }
 
 void rdl_conn_free(rdl_conn *cn)
@@ -260,6 +262,10 @@ static void handshake_start(rdl_conn *cn, int64_t now)
         const char *time[1] = {"TIME"};
         handshake_send(cn, RDL_REQ_TIME, 1, time);
     }
+    if (cn->read_uptime) {
+        const char *info[2] = {"INFO", "server"};
+        handshake_send(cn, RDL_REQ_UPTIME, 2, info);
+    }
     if (cn->verify_primary) {
         const char *role[1] = {"ROLE"};
         handshake_send(cn, RDL_REQ_ROLE, 1, role);
@@ -378,6 +384,29 @@ static void clock_reply(rdl_conn *cn, const rdl_req *req, const rdl_reply *r)
     cn->clock_epoch = cn->epoch + 1;
 }
 
+/* INFO server's answer: its line "uptime_in_seconds:N" makes when the
+ * server started on our clock, at the latest (N is whole seconds, and our
+ * clock is read after the server wrote it). Anything else (INFO denied by
+ * an ACL, a proxy) leaves it unknown: for a quorum's restart guard, which
+ * then does not apply to that member (docs/design.md, 10). */
+static void uptime_reply(rdl_conn *cn, const rdl_reply *r)
+{
+    static const char field[] = "uptime_in_seconds:";
+    const size_t flen = sizeof field - 1;
+    if (r->type != RDL_REPLY_STRING) return;
+    for (size_t i = 0; i + flen < r->len; i++) {
+        if ((i && r->str[i - 1] != '\n') || memcmp(r->str + i, field, flen) != 0) continue;
+        int64_t secs = 0;
+        size_t j = i + flen, digits = 0;
+        for (; j < r->len && r->str[j] >= '0' && r->str[j] <= '9' && digits < 12; j++, digits++)
+            secs = secs * 10 + (r->str[j] - '0');
+        if (!digits) return;
+        cn->started_at = now_of(cn) - secs * 1000;
+        cn->started_epoch = cn->epoch + 1;
+        return;
+    }
+}
+
 static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
 {
     if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
@@ -385,6 +414,8 @@ static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
     if (!r) return; /* the disconnect report follows */
     if (req->kind == RDL_REQ_TIME) {
         clock_reply(cn, req, r);
+    } else if (req->kind == RDL_REQ_UPTIME) {
+        uptime_reply(cn, r);
     } else if (req->kind == RDL_REQ_ROLE) {
         /* not the primary: transient, the owner asks where it is now */
         if (!cn->hs_failed && !role_is_primary(cn, r))

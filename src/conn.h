@@ -112,6 +112,8 @@ typedef struct rdl_conn_config {
                            has (rdl_conn_native) */
     int read_clock;     /* the handshake reads the server's clock (TIME):
                            rdl_conn_server_ms() */
+    int read_uptime;    /* the handshake reads how long the server has run
+                           (INFO server): rdl_conn_started_at() */
 } rdl_conn_config;
 
 /* The server's own conditional commands a connection found: RDL_NATIVE_*
@@ -135,10 +137,14 @@ typedef struct rdl_conn {
     char name[RDL_ADDR_NAME_MAX];
     rdl_tls_config tls; /* its strings are the connection's copies */
     int port, db;
-    int verify_primary, hold_backoff, probe, read_clock;
+    int verify_primary, hold_backoff, probe, read_clock, read_uptime;
     int64_t clock_offset; /* the server's clock minus ours, as the handshake of
                              epoch clock_epoch read it */
     uint64_t clock_epoch;
+    int64_t started_at;   /* when the server started, on our clock, at the
+                             latest, as the handshake of epoch started_epoch
+                             read it */
+    uint64_t started_epoch;
     int native;  /* RDL_NATIVE_* the server of this epoch has (0 until its probe is answered) */
     int go_now; /* dropped to go elsewhere: reconnect at once */
     int64_t connect_timeout, command_timeout;
@@ -213,6 +219,15 @@ static inline int rdl_conn_native(const rdl_conn *cn)
 static inline int64_t rdl_conn_server_ms(const rdl_conn *cn, int64_t now)
 {
     return cn->state == RDL_CONN_READY && cn->clock_epoch == cn->epoch ? now + cn->clock_offset : -1;
+}
+/* When the server of the ready link started, on our clock (ms), at the
+ * latest it can have (INFO server counts whole seconds); RDL_UNKNOWN_START
+ * when not ready, or not read (not asked, or INFO refused: an ACL without
+ * @dangerous). */
+#define RDL_UNKNOWN_START INT64_MIN
+static inline int64_t rdl_conn_started_at(const rdl_conn *cn)
+{
+    return cn->state == RDL_CONN_READY && cn->started_epoch == cn->epoch ? cn->started_at : RDL_UNKNOWN_START;
 }
 /* The server refused one of them (an unknown command, ACL, syntax): scripts
  * on this link from now on; a new link asks again. */

@@ -160,6 +160,12 @@ static inline int64_t rdl_node_server_ms(const rdl_node *n, int64_t now)
 {
     return n->via ? n->via->server_ms(n->via_arg, now) : rdl_conn_server_ms(&n->conn, now);
 }
+/* When its server started, on our clock, or RDL_UNKNOWN_START
+ * (rdl_conn_started_at()). */
+static inline int64_t rdl_node_started_at(const rdl_node *n)
+{
+    return n->via ? RDL_UNKNOWN_START : rdl_conn_started_at(&n->conn);
+}
 static inline int rdl_node_refusal(const rdl_node *n)
 {
     return n->via ? n->via->refusal(n->via_arg) : rdl_conn_refusal(&n->conn);

@@ -168,6 +168,8 @@ static int common_check(const redlease_client_options *o, const char **why)
         return REFUSE("commands: no such setting");
     if (o->label && !in_range((int64_t)strnlen(o->label, REDLEASE_MAX_LABEL + 1), 1, REDLEASE_MAX_LABEL))
         return REFUSE("label: empty, or longer than REDLEASE_MAX_LABEL bytes");
+    if (!in_range(o->quorum_restart_guard_ms, REDLEASE_RESTART_GUARD_OFF, REDLEASE_MAX_TTL_MS))
+        return REFUSE("quorum_restart_guard_ms: out of range");
     return tls_options_check(o, why);
 }
 
@@ -186,6 +188,8 @@ static int others_unset(const redlease_client_options *o, const char **why)
         return REFUSE("cluster_addrs is for REDLEASE_TOPOLOGY_CLUSTER only");
     if (t != REDLEASE_TOPOLOGY_QUORUM && o->quorum_addrs)
         return REFUSE("quorum_addrs is for REDLEASE_TOPOLOGY_QUORUM only");
+    if (t != REDLEASE_TOPOLOGY_QUORUM && o->quorum_restart_guard_ms)
+        return REFUSE("quorum_restart_guard_ms is for REDLEASE_TOPOLOGY_QUORUM only");
     return REDLEASE_OK;
 }
 

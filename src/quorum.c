@@ -42,6 +42,9 @@ typedef struct rdl_qop {
     int cleanup;     /* the quorum's own delete (clean_up): the lock may
                         send again behind it, so it is never owed for later */
     int yes, no, errors, definite, gone;
+    int young;       /* an acquire's yes from members whose server started less
+                        than the restart guard ago: not counted (yes holds
+                        the rest) */
     uint64_t fence;  /* the largest counter a yes carried ... */
     uint8_t fence_member; /* ... and the rank of a member that minted it */
     int64_t left;    /* the queue's acquire: the least TTL a no said its
@@ -401,6 +404,21 @@ static void note_error(rdl_qop *op, const rdl_qpart *pt, const rdl_reply *r, int
     op->err_member = pt->member;
 }
 
+/* Whether member i's server started less than the restart guard ago: the
+ * lease's TTL, or the client's quorum_restart_guard_ms. A server restarted
+ * without its data forgot the holders an older majority counted on it,
+ * and one of them may believe it holds until its TTL ends: that member's
+ * yes makes no majority until then (docs/design.md, 10). */
+static int young(const rdl_qop *op, size_t i)
+{
+    rdl_quorum *q = op->q;
+    if (q->restart_guard < 0 || !op->parent) return 0; /* (decided: nothing to count for) */
+    int64_t started = rdl_node_started_at(q->member[i]);
+    if (started == RDL_UNKNOWN_START) return 0;
+    int64_t guard = q->restart_guard ? q->restart_guard : lease_of(op->parent, op->script).ttl;
+    return rdl_svc_now(q->svc) < started + guard;
+}
+
 /* Tallies member i's answer r (NULL: its link took the part). */
 static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
 {
@@ -417,7 +435,9 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             note_error(op, pt, r, !e.transient);
         }
     } else if (op->kind == RDL_REQ_ACQUIRE && op->script < 0) { /* SET NX PX */
-        if (rdl_reply_is_ok(r))
+        if (rdl_reply_is_ok(r) && young(op, pt->member))
+            said = SAID_YES, op->young++; /* it holds the key all the same */
+        else if (rdl_reply_is_ok(r))
             said = SAID_YES, op->yes++;
         else if (r->type == RDL_REPLY_NIL)
             said = SAID_NO, op->no++;
@@ -438,6 +458,8 @@ static void tally(rdl_qop *op, rdl_qpart *pt, const rdl_reply *r)
             note_error(op, pt, &big, 1);
             pt->said = SAID_GONE; /* it holds the key there: cleaned up as a silent member's */
             return;
+        } else if (op->kind == RDL_REQ_ACQUIRE && young(op, pt->member)) {
+            said = SAID_YES, op->young++; /* it holds the key all the same: may_hold() */
         } else if (op->kind == RDL_REQ_ACQUIRE || r->integer == 1) {
             said = SAID_YES, op->yes++;
             if ((uint64_t)r->integer > op->fence)
@@ -512,13 +534,17 @@ static void answer_failure(rdl_qop *op)
             r.type = RDL_REPLY_INTEGER;
             r.integer = rdl_script_waits(op->script) && op->left >= 0 && !op->yes ? -(op->left + 1) : 0;
         }
-    } else if (!op->yes && !op->no && !op->errors) {
+    } else if (!op->yes && !op->young && !op->no && !op->errors) {
         answer(op, NULL); /* no member answered at all: as a lost link */
         return;
     } else {
         const char *who = op->errlen ? rdl_node_name(q->member[op->err_member]) : NULL;
-        int n = snprintf(text, sizeof text, "QUORUM %d of %zu servers said yes, %zu needed (%d no, %d failed%s%s%s%.*s)",
-                         op->yes, q->n, q->need, op->no, op->errors + op->gone,
+        char young_text[80] = "";
+        if (op->young)
+            snprintf(young_text, sizeof young_text, ", %d restarted less than the restart guard ago",
+                     op->young);
+        int n = snprintf(text, sizeof text, "QUORUM %d of %zu servers said yes, %zu needed (%d no%s, %d failed%s%s%s%.*s)",
+                         op->yes, q->n, q->need, op->no, young_text, op->errors + op->gone,
                          op->errlen ? ": " : "", who ? who : "", who ? ": " : "", (int)op->errlen, op->err);
         r.str = text;
         r.len = n < (int)sizeof text ? (size_t)n : sizeof text - 1;
@@ -549,7 +575,7 @@ static void decide(rdl_qop *op, int64_t now)
             }
             answer(op, &r);
         } else if (op->yes + op->out < need) {
-            /* Delete what it set, unless the lock stopped waiting for it:
+            /* Delete what it set (a young member's yes too), unless the lock stopped waiting for it:
              * then its next attempt may be on the links already, and that
              * attempt (or the lock's drop) covers these keys. */
             if (op->parent->ops->waited(op->parent)) clean_up(q, op->parent, may_hold(op), now);

@@ -91,6 +91,7 @@ typedef struct rdl_quorum {
     size_t n, need;           /* need: a majority, n / 2 + 1 */
     uint8_t rank[RDL_QUORUM_FENCE_SPREAD]; /* each member's place by address (fences) */
     uint64_t epoch;           /* bumped each time a member becomes ready */
+    int64_t restart_guard;    /* quorum_restart_guard_ms: 0 the lease's TTL, < 0 none */
     uint32_t *owed_n;         /* per member: fan-outs owing it (rdl_qop.owed) */
     uint32_t *scripts;        /* per member: scripts sent on its link already
                                  (bit per RDL_SCRIPT_*), as of ... */

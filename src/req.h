@@ -28,6 +28,7 @@ enum rdl_req_kind {
     RDL_REQ_SELECT,
     RDL_REQ_PING, /* the server serves us (no NOAUTH, not LOADING) */
     RDL_REQ_TIME, /* when asked: the server's clock, for holders' records (never fails it) */
+    RDL_REQ_UPTIME, /* when asked: INFO server's uptime, a quorum's restart guard (never fails it) */
     RDL_REQ_ROLE, /* last, when asked: the server is the primary */
     /* a Sentinel connection's own (src/sentinel.c) */
     RDL_REQ_SENTINEL_QUERY, /* SENTINEL get-master-addr-by-name */

@@ -82,14 +82,16 @@
 #                     quorum: CHAOS_QUORUM_N (default 5) more servers,
 #                     independent masters (no replication), each in a
 #                     folder of its own with appendonly yes and appendfsync
-#                     always, so that a restarted one keeps its keys (a
-#                     restart without persistence breaks the Redlock scheme
-#                     by design: docs/design.md section 10); the harness's
+#                     always, so that a restarted one keeps its keys; one
+#                     restarted empty (member-wipe) is kept out of new
+#                     majorities by the workers' restart guard (the client
+#                     option quorum_restart_guard_ms, by default the TTL:
+#                     docs/design.md section 10); the harness's
 #                     own server stays unused. Every worker is given all of
 #                     them (CHAOS_QUORUM: the client option quorum_addrs, in
 #                     an order of its own) and no replica_acks (refused
 #                     under a quorum). The faults are member-stop,
-#                     member-restart, member-pause, stop and kill (no
+#                     member-restart, member-wipe, member-pause, stop and kill (no
 #                     proxy); none has an excuse window: 0 overlaps (a
 #                     majority frozen costs the lease: holders must see
 #                     that before anyone else can hold it). member*.log in
@@ -153,6 +155,16 @@
 #               append-only file (every write fsynced before its reply),
 #               so it comes back with the keys it confirmed. No window:
 #               overlaps there are failures too
+#   member-wipe  (quorum) a minority of the members frozen (SIGSTOP) for
+#               1-2 TTL, so that a lease taken meanwhile is held by a bare
+#               majority, the others; then one of those SIGKILLed, its files
+#               deleted, down for 0-0.5 TTL and started again empty (as a
+#               server without persistence after a crash, having forgotten
+#               every holder), and the frozen ones let go (SIGCONT). With
+#               them its yes would make a majority beside a holder that
+#               still counts it. No window either: the workers' restart
+#               guard keeps it out of new majorities for a TTL, by which
+#               time every holder that counted it has seen its lease end
 #   member-pause  (quorum) CLIENT PAUSE ALL or WRITE on 1-3 members for
 #               0.5-1.5 TTL
 #   sleep-renew DEBUG SLEEP 0.5 TTL: longer than a renewal interval (TTL/3)
@@ -435,16 +447,18 @@ member_dir() { echo "$REDLEASE_TEST_DIR/chaos-member$1"; }
 member_pid() { cat "$(member_dir "$1")/redis.pid" 2>/dev/null; }
 # gone PID: the process has ended (a zombie too: it is no longer ours to reap).
 gone() { [ ! -r "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]; }
-# member_restart I DOWN_MS: SIGKILL member I, DOWN_MS later start it
-# again on its port, from its folder, with the options of its first start
-# (redis_harness_extra's); 0 once the new process answers PONG (it has
-# loaded its append-only file: LOADING before), 1 if not within 10 s.
+# member_restart I DOWN_MS [wipe]: SIGKILL member I, DOWN_MS later start
+# it again on its port, from its folder, with the options of its first
+# start (redis_harness_extra's); with wipe, its data files deleted first;
+# 0 once the new process answers PONG (it has loaded its append-only file:
+# LOADING before), 1 if not within 10 s.
 member_restart() {
     local i=$1 dir old pid
     dir=$(member_dir "$i"); old=$(member_pid "$i")
     [ -n "$old" ] || return 1
     kill -KILL "$old" 2>/dev/null
     for _ in $(seq 1 100); do gone "$old" && break; sleep 0.05; done
+    [ "${3:-}" != wipe ] || rm -rf "$dir/appendonlydir" "$dir"/appendonly.aof* "$dir/dump.rdb"
     sleep "$(ms_to_s "$2")"
     "${REDIS_SERVER:-redis-server}" --port "${member_port[i]}" --bind 127.0.0.1 --save '' \
         --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
@@ -472,7 +486,7 @@ if [ "$topology" = quorum ]; then
             { echo "chaos: member $i: appendfsync is not always" >&2; exit 1; }
     done
     echo "chaos: quorum topology: $qn independent masters 127.0.0.1:$(IFS=,; echo "${member_port[*]:1}") (appendonly yes, appendfsync always), a lease held on $qneed; the harness's server unused"
-    restarts_ok=0 restarts_bad=0
+    restarts_ok=0 restarts_bad=0 wipes_ok=0 wipes_bad=0
 fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/redlease-chaos.XXXXXX") || exit 1
 faults=$out/faults.log
@@ -634,7 +648,7 @@ if [ "$topology" = sentinel ]; then
 elif [ "$topology" = cluster ]; then
     kinds=(failover migrate stop kill)
 elif [ "$topology" = quorum ]; then
-    kinds=(member-stop member-restart member-pause stop kill)
+    kinds=(member-stop member-restart member-wipe member-pause stop kill)
 elif redis_harness_version_at_least 6 2; then
     kinds+=(pause-write)
 else
@@ -665,13 +679,15 @@ if [ "$topology" = cluster ]; then
     for k in failover migrate; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
     [ "${#owed[@]}" != 2 ] || [ $((RANDOM % 2)) = 0 ] || owed=(migrate failover)
 fi
-# The quorum's: every run has a member restart and a majority frozen (the
-# first member-stop), in a seeded order.
+# The quorum's: every run has a member restart, one restarted empty and a
+# majority frozen (the first member-stop), in a seeded order.
 majority_owed=
 if [ "$topology" = quorum ]; then
-    for k in member-stop member-restart; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
+    for k in member-stop member-restart member-wipe; do [[ " ${kinds[*]} " != *" $k "* ]] || owed+=("$k"); done
     [[ " ${owed[*]} " != *" member-stop "* ]] || majority_owed=1
-    [ "${#owed[@]}" != 2 ] || [ $((RANDOM % 2)) = 0 ] || owed=(member-restart member-stop)
+    for ((i = ${#owed[@]} - 1; i > 0; i--)); do
+        j=$((RANDOM % (i + 1))); k=${owed[i]}; owed[i]=${owed[j]}; owed[j]=$k
+    done
 fi
 # Queue mode: each waiter fault of the schedule once first, in a seeded
 # order (shuffled), so that even a short run has every one of them.
@@ -848,6 +864,30 @@ while [ "$(date +%s)" -lt "$end" ]; do
             fi
             aof_loads[i]=$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")
             echo "$t0 $kind $(now_ms) member=$i port=${member_port[i]} down=$d" >>"$faults" ;;
+        member-wipe)
+            # A minority frozen first (1-2 TTL), so that the leases taken
+            # meanwhile are held by a bare majority, the rest; one of the
+            # rest then comes back empty and the frozen ones are let go:
+            # with them, its yes would make a majority beside a holder
+            # that still counts it.
+            pick_members $((qspare + 1)); i=${picked[0]}; mpids=()
+            for j in "${picked[@]:1}"; do mpids+=("$(member_pid "$j")"); done
+            rand_to d1 "$ttl" $((ttl * 2)); rand_to d 0 $((ttl / 2))
+            t0=$(now_ms)
+            kill -STOP "${mpids[@]}" || kind=failed-$kind
+            sleep "$(ms_to_s "$d1")"
+            member_restart "$i" "$d" wipe {proxy_ctl}>&- || {
+                kill -CONT "${mpids[@]}"
+                echo "chaos: member $i (port ${member_port[i]}) did not come back" >&2; exit 1; }
+            kill -CONT "${mpids[@]}"
+            # Nothing to load: it came back empty.
+            if [ "$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")" -gt "${aof_loads[i]:-0}" ]; then
+                wipes_bad=$((wipes_bad + 1))
+            else
+                wipes_ok=$((wipes_ok + 1))
+            fi
+            aof_loads[i]=$(grep -c 'DB loaded from append only file' "$(member_dir "$i")/redis.log")
+            echo "$t0 $kind $(now_ms) member=$i port=${member_port[i]} down=$d frozen=$(IFS=,; echo "${picked[*]:1}") ms=$d1" >>"$faults" ;;
         member-pause)
             rand_to k 1 $((qspare + 1)); pick_members "$k"; rand_to d $((ttl / 2)) $((ttl * 3 / 2))
             mode=(); [ $((RANDOM % 2)) = 0 ] || mode=(WRITE)
@@ -977,11 +1017,16 @@ if [ "$topology" = single ]; then
 elif [ "$topology" = sentinel ]; then
     echo "figure: failovers: $(grep -c ' failover ' "$faults") done, $(grep -c ' failed-failover ' "$faults") refused (one under way, or no replica ready)"
 elif [ "$topology" = quorum ]; then
-    echo "figure: members frozen: $(grep -c ' member-stop .*majority=no' "$faults") times a minority, $(grep -c ' member-stop .*majority=yes' "$faults") times a majority; paused $(grep -c ' member-pause ' "$faults") times; restarted $((restarts_ok + restarts_bad)) times"
+    echo "figure: members frozen: $(grep -c ' member-stop .*majority=no' "$faults") times a minority, $(grep -c ' member-stop .*majority=yes' "$faults") times a majority; paused $(grep -c ' member-pause ' "$faults") times; restarted $((restarts_ok + restarts_bad)) times from their files, $((wipes_ok + wipes_bad)) times empty"
     if [ "$restarts_bad" = 0 ]; then
         echo "invariant: members-restart-from-aof ok ($restarts_ok restarts, each reloaded its append-only file)"
     else
         echo "invariant: members-restart-from-aof FAIL ($restarts_bad of $((restarts_ok + restarts_bad)) restarts did not log loading the append-only file)"; rc=1
+    fi
+    if [ "$wipes_bad" = 0 ]; then
+        echo "invariant: members-wiped-start-empty ok ($wipes_ok restarts with the files deleted, none loaded one)"
+    else
+        echo "invariant: members-wiped-start-empty FAIL ($wipes_bad of $((wipes_ok + wipes_bad)) wiped members loaded an append-only file)"; rc=1
     fi
 else
     echo "figure: failovers: $(grep -c ' failover ' "$faults") done, $(grep -c ' failed-failover ' "$faults") refused or not done in time"

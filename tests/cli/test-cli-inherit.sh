@@ -166,7 +166,7 @@ check "the outer run ends while a joined run goes on: that run exits 124 (the ou
 
 # ------------------------------------------------------------ --quorum
 rig_quorum cli-inherit-server
-q=(--quorum "$quorum")
+q=(--quorum "$quorum" --restart-guard off) # servers fresh: no restart guard
 on_server() { local i=$1; shift; "$cli" -p "${ports[i]}" "$@"; }
 export P0=${ports[0]} P1=${ports[1]} P2=${ports[2]}
 

@@ -20,6 +20,7 @@
 
 typedef struct srv {
     int port, pid;
+    int keep_port; /* srv_restart_empty(): start on port again */
     char dir[512]; /* its folder: pid file, log, replication files */
 } srv;
 
@@ -33,7 +34,9 @@ static inline int srv_start_conf(srv *s, const char *name, const char *conf,
 {
     const char *server = getenv("REDIS_SERVER");
     const char *top = getenv("REDLEASE_TEST_DIR");
+    int keep = s->keep_port ? s->port : 0;
     memset(s, 0, sizeof *s);
+    s->keep_port = keep != 0;
     if (!server || !*server) server = "redis-server"; /* as the harness */
     if (!top) return -1;
     snprintf(s->dir, sizeof s->dir, "%s/%s", top, name);
@@ -53,12 +56,13 @@ static inline int srv_start_conf(srv *s, const char *name, const char *conf,
     }
     static int salt;
     for (int attempt = 0; attempt < 20; attempt++) {
-        s->port = 20000 + (int)((getpid() * 7919L + (salt++) * 104729L) % 30000);
+        s->port = keep ? keep : 20000 + (int)((getpid() * 7919L + (salt++) * 104729L) % 30000);
         snprintf(cmd, sizeof cmd,
                  "'%s' %s %s %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
                  "--daemonize yes --pidfile '%s' --logfile '%s/redis.log' %s",
                  server, conffile, port_option, s->port, s->dir, pidfile, s->dir,
                  extra ? extra : "");
+        if (s->keep_port) attempt = 19; /* that port or nothing */
         unlink(pidfile);
         if (system(cmd) != 0) continue;
         for (int i = 0; i < 300 && access(pidfile, F_OK) != 0; i++) usleep(10000);
@@ -156,6 +160,19 @@ static inline void srv_kill(srv *s)
     kill(s->pid, SIGKILL);
     for (int i = 0; i < 300 && !srv_gone(s->pid); i++) usleep(10000);
     s->pid = 0;
+}
+
+/* SIGKILL, then the same server again on its port and in its folder
+ * (started as name), without its data: nothing is persisted, so it comes
+ * back empty, as a server without persistence does after a crash. 0, or
+ * -1 (the port was taken meanwhile). */
+static inline int srv_restart_empty(srv *s, const char *name, const char *extra)
+{
+    srv_kill(s);
+    s->keep_port = 1;
+    int rc = srv_start(s, name, "--port", extra);
+    s->keep_port = 0;
+    return rc;
 }
 
 #endif

@@ -46,9 +46,12 @@ static void stop_all(void)
 }
 
 /* Five independent masters (no replication, no cluster); 0, or -1. */
+static int64_t started_at; /* mono_ms() before the last start_all() */
+
 static int start_all(void)
 {
     stop_all();
+    started_at = mono_ms();
     static int formation; /* a folder of its own each time */
     formation++;
     size_t len = 0;
@@ -71,6 +74,9 @@ static redlease_client_options quorum_opts(void)
     co.port = 0;
     co.quorum_addrs = addrs;
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
+    /* Every case starts its servers afresh: the restart guard would keep
+     * them out for a TTL (test_quorum_restarted_members_not_counted). */
+    co.quorum_restart_guard_ms = REDLEASE_RESTART_GUARD_OFF;
     return co;
 }
 
@@ -957,6 +963,74 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
     finish(c[0], &o[0]);
 }
 
+/* The restart guard (quorum_restart_guard_ms; here 5 s) against real
+ * restarts. Once the members are older than the guard, a lease is taken
+ * on them; then three of the five are killed and started again empty on
+ * their ports, while an older holder's key lives on the other two (its
+ * majority counted the three). A client that counts every yes takes the
+ * lock on the three: the double holder Redlock's "delayed restart" is
+ * about. The guarded client is told busy: their yes is not counted, and
+ * what it set there is deleted. */
+static void test_quorum_restarted_members_not_counted(void)
+{
+    NEED_QUORUM();
+    const int64_t guard = 5000 * S;
+    obs og = {0}, oo = {0}, ofirst = {0};
+    redlease_client_options co = quorum_opts();
+    co.quorum_restart_guard_ms = guard;
+    co.reconnect_min_ms = 10;
+    co.reconnect_max_ms = 100; /* back on the restarted members at once */
+    redlease_client *g = client_with(&co, &og);
+    wait_members(g, &og, N);
+    redlease_client *off = quorum_client(&oo); /* counts every yes */
+    /* INFO's uptime is whole seconds: a second more */
+    while (mono_ms() < started_at + guard + 1000) testloop_run_once(50);
+    acquire(g, &ofirst, "q-old-enough", lopts(10000, 0, 0));
+    run_until(&ofirst.acq, 2000, NULL);
+    CHECK_EQ(ofirst.acq_st, REDLEASE_OK); /* members past the guard count */
+    release(&ofirst, NULL);
+
+    int64_t restarted = mono_ms();
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "restarted-m%d", i + 1);
+        CHECK_EQ(srv_restart_empty(&m[i], name, NULL), 0);
+    }
+    const char *key = "lock:{q-restart}";
+    for (int i = 3; i < N; i++) {
+        redisReply *r = srv_cmd(&m[i], "SET %s %s PX %d", key, "0123456789abcdef0123456789abcdef", 60000);
+        CHECK(r && r->type == REDIS_REPLY_STATUS);
+        if (r) freeReplyObject(r);
+    }
+    int64_t end = mono_ms() + 3000 * S; /* both clients back on the three */
+    while ((og.events[REDLEASE_EV_CONNECTED] < N + 3 || oo.events[REDLEASE_EV_CONNECTED] < N + 3) &&
+           mono_ms() < end)
+        testloop_run_once(5);
+    CHECK_EQ(og.events[REDLEASE_EV_CONNECTED], N + 3);
+    acquire(g, &og, "q-restart", lopts(10000, 0, 0));
+    run_until(&og.acq, 2000, NULL);
+    int64_t answered = mono_ms();
+    printf("# the guarded attempt answered %lld ms after the first restart (guard %lld ms)\n",
+           (long long)(answered - restarted), (long long)guard);
+    CHECK(answered - restarted < guard - 1000); /* so the three were young */
+    CHECK_EQ(og.acq_st, REDLEASE_EBUSY);
+    for (int i = 0; i < 3; i++) { /* what it set on the young ones went */
+        char buf[64];
+        int64_t gone_by = mono_ms() + 2000 * S;
+        while (*value_on(i, key, buf, sizeof buf) && mono_ms() < gone_by) testloop_run_once(5);
+        CHECK_STR(value_on(i, key, buf, sizeof buf), "");
+    }
+    CHECK_EQ(redlease_release(og.lk, NULL, NULL), REDLEASE_OK);
+    og.lk = NULL;
+    /* without the guard: held on three, beside the older holder */
+    acquire(off, &oo, "q-restart", lopts(10000, 0, 0));
+    run_until(&oo.acq, 2000, NULL);
+    CHECK_EQ(oo.acq_st, REDLEASE_OK);
+    release(&oo, NULL);
+    redlease_client_free(off);
+    finish(g, &og);
+}
+
 /* A waiter's attempt took the key on the channel's member, where the
  * holder has none (a member that lost it: restarted without persistence),
  * and lost the vote there: one member's yes is not the lock. Its entry
@@ -1138,6 +1212,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_waiter_is_woken_by_the_release),
         TEST_CASE(test_quorum_waiter_whose_vote_lost_is_woken),
         TEST_CASE(test_quorum_split_vote_resolved),
+        TEST_CASE(test_quorum_restarted_members_not_counted),
     };
     int rc = run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
     stop_all();

@@ -257,6 +257,23 @@ static rdl_reply *probe_answer(int native, rdl_reply elem[2], rdl_reply name[2],
 
 static int is_probe(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "COMMAND") == 0; }
 static int is_time(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "TIME") == 0; }
+static int is_info(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "INFO") == 0; }
+
+/* INFO server's answer, as Redis words it, with the side's uptime (0: a
+ * day); NOPERM when it is negative (an ACL without @dangerous). */
+static void reply_info(fake_side *s)
+{
+    if (s->uptime_s < 0) {
+        fake_link_reply_err(s, "NOPERM User default has no permissions to run the 'info' command");
+        return;
+    }
+    char text[160];
+    int n = snprintf(text, sizeof text,
+                     "# Server\r\nredis_version:7.0.15\r\nprocess_id:1\r\nuptime_in_seconds:%ld\r\n"
+                     "uptime_in_days:0\r\n",
+                     s->uptime_s ? s->uptime_s : 86400L);
+    fake_link_reply(s, &(rdl_reply){.type = RDL_REPLY_STRING, .str = text, .len = (size_t)n});
+}
 
 /* TIME's answer, [seconds, microseconds]: the fake server's clock is the
  * virtual one plus FAKE_SERVER_CLOCK_MS. */
@@ -520,10 +537,13 @@ void fake_link_connect(fake *f, fake_side *s)
     rdl_conn_on_connected(s->cn, REDLEASE_OK, NULL);
     for (fake_cmd *cmd; (cmd = fake_link_peek(s)) &&
                         (strcmp(cmd->argv[0], "AUTH") == 0 || strcmp(cmd->argv[0], "SELECT") == 0 ||
-                         strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd) || is_time(cmd));) {
+                         strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd) || is_time(cmd) ||
+                         is_info(cmd));) {
         rdl_reply elem[2], name[2], r;
         char text[2][24];
-        if (is_time(cmd))
+        if (is_info(cmd))
+            reply_info(s);
+        else if (is_time(cmd))
             fake_link_reply(s, time_answer(f, text, elem, &r));
         else if (is_probe(cmd))
             fake_link_reply(s, probe_answer(0, elem, name, &r));

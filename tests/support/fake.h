@@ -34,6 +34,8 @@ typedef struct fake_side {
     int port;
     fake_cmd cmds[FAKE_SIDE_CMDS];
     int ncmds, head;
+    long uptime_s;       /* INFO server's uptime_in_seconds (a quorum member's
+                            handshake asks): 0 a day; < 0 INFO is refused */
 } fake_side;
 
 typedef struct fake {

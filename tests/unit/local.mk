@@ -31,7 +31,7 @@ TESTS += $(UNIT_TESTS)
 	%reldir%/test_cluster_parsers.c %reldir%/test_cluster_routing.c %reldir%/test_cluster_queue.c \
 	$(SUPPORT_H)
 %canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c %reldir%/test_quorum.h \
-	%reldir%/test_quorum_wait.c %reldir%/test_quorum_kinds.c $(SUPPORT_H)
+	%reldir%/test_quorum_wait.c %reldir%/test_quorum_kinds.c %reldir%/test_quorum_restart.c $(SUPPORT_H)
 %canon_reldir%_test_native_SOURCES = %reldir%/test_native.c $(SUPPORT_H)
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(SUPPORT_H)
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(SUPPORT_H)

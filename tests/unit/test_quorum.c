@@ -52,9 +52,23 @@ static void test_quorum_options(void)
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK_STR(redlease_client_options_error(&co), "quorum_addrs is for REDLEASE_TOPOLOGY_QUORUM only");
     co.quorum_addrs = NULL;
+    co.quorum_restart_guard_ms = REDLEASE_RESTART_GUARD_OFF;
+    CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+    CHECK_STR(redlease_client_options_error(&co), "quorum_restart_guard_ms is for REDLEASE_TOPOLOGY_QUORUM only");
+    co.quorum_restart_guard_ms = 0;
     co.topology = 4;
     CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
     CHECK_STR(redlease_client_options_error(&co), "topology: no such setting");
+    /* the restart guard: off, or 1 ms to REDLEASE_MAX_TTL_MS */
+    const int64_t guards[] = {-2, REDLEASE_MAX_TTL_MS + 1};
+    for (size_t i = 0; i < 2; i++) {
+        redlease_client_options_init(&co);
+        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        co.quorum_addrs = addrs[3];
+        co.quorum_restart_guard_ms = guards[i];
+        CHECK_EQ(redlease_client_new(&c, &co), REDLEASE_EINVAL);
+        CHECK_STR(redlease_client_options_error(&co), "quorum_restart_guard_ms: out of range");
+    }
     /* whose replicas would acknowledge? */
     fake f;
     start_quorum(&f, 3);
@@ -784,6 +798,11 @@ int main(int argc, char **argv)
         TEST_CASE(test_quorum_release_error_is_owed),
         TEST_CASE(test_quorum_submit_from_an_answer),
         TEST_CASE(test_quorum_allocation_failures),
+        TEST_CASE(test_quorum_restarted_member_not_counted),
+        TEST_CASE(test_quorum_restart_guard_off_or_unknown),
+        TEST_CASE(test_quorum_restart_guard_option),
+        TEST_CASE(test_quorum_restart_guard_named_in_the_failure),
+        TEST_CASE(test_quorum_member_restarted_while_connected),
         TEST_CASE(test_quorum_waiters_are_woken),
         TEST_CASE(test_quorum_split_vote_backs_off_once),
         TEST_CASE(test_quorum_semaphore_capacity_rule),

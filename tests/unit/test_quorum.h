@@ -115,6 +115,13 @@ static inline int64_t hold3(fake *f, rec *r, const char *res, redlease_lock_opti
 void test_quorum_waiters_are_woken(void);
 void test_quorum_split_vote_backs_off_once(void);
 
+/* test_quorum_restart.c */
+void test_quorum_restarted_member_not_counted(void);
+void test_quorum_restart_guard_off_or_unknown(void);
+void test_quorum_restart_guard_option(void);
+void test_quorum_restart_guard_named_in_the_failure(void);
+void test_quorum_member_restarted_while_connected(void);
+
 /* test_quorum_kinds.c */
 void test_quorum_semaphore_capacity_rule(void);
 void test_quorum_semaphore_capacity(void);
