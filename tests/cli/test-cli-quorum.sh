@@ -35,13 +35,16 @@ echo "1..27"
 rl run "${t[@]}" --quorum "$quorum" --restart-guard 3600000 --wait 0 q-young -- touch "$tmp/ran"
 check "run --quorum on servers up for less than --restart-guard => 69, the guard named, nothing run" \
     eval '[ "$st" = 69 ] && [ ! -e "$tmp/ran" ] &&
-          grep -q "0 of 3 servers said yes, 2 needed (0 no, [23] restarted less than the restart guard ago" <<<"$err"'
+          grep -q "0 of 3 servers said yes, 2 needed (0 no, [123] restarted less than the restart guard ago" <<<"$err"'
 rl run "${t[@]}" --quorum "$quorum" --restart-guard off --ttl 5000 q-job -- \
     sh -c 'echo "$REDLEASE_TOKEN"; for p in "$@"; do "$0" -p "$p" GET "$REDLEASE_KEY" | cut -d" " -f1; done' \
     "$cli" "${ports[@]}"
 token=$(sed -n 1p <<<"$out")
-check "run --quorum => 0, the key with its token on all three servers while COMMAND runs" \
-    eval '[ "$st" -eq 0 ] && [ ${#token} -eq 32 ] && [ "$(sed -n 2,4p <<<"$out" | sort -u)" = "$token" ] && [ "$(sed -n 2,4p <<<"$out" | wc -l)" -eq 3 ]'
+# Three servers, or two when one was slow to connect (valgrind): the lease
+# goes to those ready when the settling time ends.
+check "run --quorum => 0, the key with its token on a majority of the servers (2 or 3 of 3) while COMMAND runs" \
+    eval '[ "$st" -eq 0 ] && [ ${#token} -eq 32 ] && [ "$(sed -n 2,4p <<<"$out" | grep -vx "" | sort -u)" = "$token" ] &&
+          [ "$(sed -n 2,4p <<<"$out" | grep -cx "$token")" -ge 2 ]'
 check "... and deleted from all three after" eval '[ -z "$(values "lock:{q-job}" | tr -d "\n")" ]'
 
 # A holder that stays: COMMAND waits for $tmp/go.

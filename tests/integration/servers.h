@@ -20,23 +20,21 @@
 
 typedef struct srv {
     int port, pid;
-    int keep_port; /* srv_restart_empty(): start on port again */
     char dir[512]; /* its folder: pid file, log, replication files */
 } srv;
 
 /* Starts REDIS_SERVER (default redis-server) as name, listening with
- * port_option ("--port", or "--tls-port" with "--port 0" in extra) on a
- * free port, with conf (NULL: none) as its configuration file (a Sentinel
- * needs one it can rewrite) and the options in extra (shell words). A
- * plain server is waited for until it answers PING. 0, or -1. */
-static inline int srv_start_conf(srv *s, const char *name, const char *conf,
-                                 const char *port_option, const char *extra)
+ * port_option ("--port", or "--tls-port" with "--port 0" in extra) on
+ * port, or a free one (port 0), with conf (NULL: none) as its configuration
+ * file (a Sentinel needs one it can rewrite) and the options in extra
+ * (shell words). A plain server is waited for until it answers PING. 0,
+ * or -1. */
+static inline int srv_start_at(srv *s, const char *name, const char *conf, const char *port_option,
+                               const char *extra, int port)
 {
     const char *server = getenv("REDIS_SERVER");
     const char *top = getenv("REDLEASE_TEST_DIR");
-    int keep = s->keep_port ? s->port : 0;
     memset(s, 0, sizeof *s);
-    s->keep_port = keep != 0;
     if (!server || !*server) server = "redis-server"; /* as the harness */
     if (!top) return -1;
     snprintf(s->dir, sizeof s->dir, "%s/%s", top, name);
@@ -56,13 +54,13 @@ static inline int srv_start_conf(srv *s, const char *name, const char *conf,
     }
     static int salt;
     for (int attempt = 0; attempt < 20; attempt++) {
-        s->port = keep ? keep : 20000 + (int)((getpid() * 7919L + (salt++) * 104729L) % 30000);
+        s->port = port ? port : 20000 + (int)((getpid() * 7919L + (salt++) * 104729L) % 30000);
         snprintf(cmd, sizeof cmd,
                  "'%s' %s %s %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
                  "--daemonize yes --pidfile '%s' --logfile '%s/redis.log' %s",
                  server, conffile, port_option, s->port, s->dir, pidfile, s->dir,
                  extra ? extra : "");
-        if (s->keep_port) attempt = 19; /* that port or nothing */
+        if (port) attempt = 19; /* that port or nothing */
         unlink(pidfile);
         if (system(cmd) != 0) continue;
         for (int i = 0; i < 300 && access(pidfile, F_OK) != 0; i++) usleep(10000);
@@ -92,6 +90,12 @@ static inline int srv_start_conf(srv *s, const char *name, const char *conf,
     }
     s->pid = 0;
     return -1;
+}
+
+static inline int srv_start_conf(srv *s, const char *name, const char *conf,
+                                 const char *port_option, const char *extra)
+{
+    return srv_start_at(s, name, conf, port_option, extra, 0);
 }
 
 static inline int srv_start(srv *s, const char *name, const char *port_option, const char *extra)
@@ -168,11 +172,9 @@ static inline void srv_kill(srv *s)
  * -1 (the port was taken meanwhile). */
 static inline int srv_restart_empty(srv *s, const char *name, const char *extra)
 {
+    int port = s->port;
     srv_kill(s);
-    s->keep_port = 1;
-    int rc = srv_start(s, name, "--port", extra);
-    s->keep_port = 0;
-    return rc;
+    return srv_start_at(s, name, NULL, "--port", extra, port);
 }
 
 #endif

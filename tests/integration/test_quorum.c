@@ -1013,7 +1013,8 @@ static void test_quorum_restarted_members_not_counted(void)
     printf("# the guarded attempt answered %lld ms after the first restart (guard %lld ms)\n",
            (long long)(answered - restarted), (long long)guard);
     CHECK(answered - restarted < guard - 1000); /* so the three were young */
-    CHECK_EQ(og.acq_st, REDLEASE_EBUSY);
+    /* busy, or the quorum's shortfall when the three young yes came first */
+    CHECK(og.acq_st == REDLEASE_EBUSY || og.acq_st == REDLEASE_EQUORUM);
     for (int i = 0; i < 3; i++) { /* what it set on the young ones went */
         char buf[64];
         int64_t gone_by = mono_ms() + 2000 * S;
