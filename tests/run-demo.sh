@@ -94,7 +94,7 @@ tap() { if [ "$1" -eq 0 ]; then echo "ok $2 - $3"; else echo "not ok $2 - $3"; f
 
 start plain --no-lock --work-ms 0 --read-timeout-ms 300
 start locked --ttl-ms 10000 --wait-ms 5000 --work-ms 500
-start unsafe --ttl-ms 3000 --work-ms 300 --unsafe-write-after-loss
+start unsafe --ttl-ms 9000 --work-ms 1500 --unsafe-write-after-loss
 # Out of fds after a few connections (under valgrind too, which keeps about
 # a dozen of them for itself: fewer than 32 and the server cannot start).
 launch=(prlimit --nofile=32)
@@ -143,13 +143,14 @@ echo "# ${#fds[@]} connections held 1 s: $tries accept failures logged; then: '$
 tap $? 11 "out of fds: accept backs off, then accepts again"
 
 # 12. After a reconnect, redlease_lock_held() is 0 until a renewal (every
-# ttl/3 = 1 s) confirms the lease again, but the lease is not lost: the write
-# must wait for the renewal, not for an on_lost that never comes.
+# ttl/3 = 3 s) confirms the lease again, but the lease is not lost: the write
+# must wait for the renewal, not for an on_lost that never comes. The kill
+# must land within the work's 1.5 s, seen by polling its log.
 exec 3<>"/dev/tcp/127.0.0.1/${port[unsafe]}" && printf 'BOOK r1 ray\n' >&3
 for ((i = 0; i < 600; i++)); do grep -q ' table:r1 free: working' "$work/unsafe.log" && break; sleep 0.05; done
-# The kill makes it reconnect; the pause (1.5 s) holds back the renewal that
+# The kill makes it reconnect; the pause (2.5 s) holds back the renewal that
 # re-verifies the lease, so the work ends while held() is 0.
-printf 'MULTI\nCLIENT PAUSE 1500\nCLIENT KILL TYPE normal SKIPME yes\nEXEC\n' |
+printf 'MULTI\nCLIENT PAUSE 2500\nCLIENT KILL TYPE normal SKIPME yes\nEXEC\n' |
     "$REDLEASE_TEST_REDIS_CLI" -s "$REDLEASE_TEST_SOCKET" >"$work/redis-cli.out" 2>&1
 IFS= read -r -t 30 r <&3 || r="no reply"
 exec 3<&-
