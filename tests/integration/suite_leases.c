@@ -97,10 +97,13 @@ void test_holder_that_never_releases_is_replaced(void)
 void test_renewal_keeps_lease_past_ttls(void)
 {
     holder a = {.c = client()};
-    acquire(&a, "long", lopts(300, 0));
+    /* 1000 ms: a renewal every 333 ms, so a machine that starves the loop
+     * for less than about 600 ms does not end the lease (as it rightly
+     * would be ended past its TTL) */
+    acquire(&a, "long", lopts(1000, 0));
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
-    int64_t end = mono_ms() + 1500; /* five TTLs */
+    int64_t end = mono_ms() + 3000; /* three TTLs */
     int always = 1;
     while (mono_ms() < end) {
         run_for(20);
@@ -111,7 +114,7 @@ void test_renewal_keeps_lease_past_ttls(void)
     CHECK(is_value_of(get(key_of("long", REDLEASE_KEY_LOCK)), redlease_lock_token(a.lk)));
     redlease_stats st;
     redlease_client_stats(a.c, &st);
-    CHECK(st.renewed >= 10);
+    CHECK(st.renewed >= 6); /* 9 when every timer is on time */
     release(&a);
     CHECK_EQ(a.rel_status, REDLEASE_OK);
     free_and_check_loop_empty(a.c);

@@ -159,12 +159,16 @@ static void test_inspect_shared_with_waiters(void)
     hold_real(h, &oh, "insp-shared", lo);
     redlease_lock_options wx = lopts(5000, 10000, 0); /* queued by default */
     acquire(x, &ox, "insp-shared", wx);
-    run_for(100, NULL);
+    snap s;
+    int64_t end = mono_ms() + 3000 * S;
+    do { /* the exclusive waiter first in the queue, before the shared one asks */
+        run_for(20, NULL);
+        s = look(adm_c, "insp-shared");
+    } while (s.nw < 1 && mono_ms() < end);
     redlease_lock_options ws = lopts(5000, 10000, 0);
     ws.shared = 1;
     acquire(r, &os, "insp-shared", ws);
-    snap s;
-    int64_t end = mono_ms() + 3000 * S;
+    end = mono_ms() + 3000 * S;
     do { /* each joins the queue once its client's wake-up channel listens */
         run_for(20, NULL);
         s = look(adm_c, "insp-shared");

@@ -225,7 +225,8 @@ static void test_queue_leaving_the_queue(void)
     run_until(&b->acq, 2000, NULL);
     CHECK_EQ(b->acq_st, REDLEASE_EBUSY);
     release(b, NULL);
-    run_for(100, NULL);
+    int64_t end = mono_ms() + 2000 * S; /* its leave is on the wire */
+    while (queue_rank(res, token) != -1 && mono_ms() < end) run_for(10, NULL);
     CHECK_EQ(queue_rank(res, token), -1);
     /* d waits, is cancelled just as the lock is handed to it: the drop
      * behind its attempts deletes the key, and nobody is left holding */
@@ -235,9 +236,10 @@ static void test_queue_leaving_the_queue(void)
     CHECK_EQ(redlease_release(d->lk, o_rel, d), REDLEASE_OK);
     run_until(&a->rel, 1000, NULL);
     run_until(&d->rel, 1000, NULL);
-    run_for(200, NULL);
     char k[64];
     key_of(res, REDLEASE_KEY_LOCK, k, sizeof k);
+    end = mono_ms() + 2000 * S; /* the drop behind its attempts */
+    while (admin_int("EXISTS %s", k) != 0 && mono_ms() < end) run_for(10, NULL);
     CHECK_EQ(admin_int("EXISTS %s", k), 0);
     finish_all(c, o, 3);
 }

@@ -138,7 +138,12 @@ static void test_repl_more_than_exist_fails_and_deletes(void)
     CHECK_EQ(o.acq_st, REDLEASE_EREPLICAS);
     CHECK(mono_ms() - t0 >= 100);
     CHECK(strstr(redlease_client_errstr(c), "2 of 3 replicas") != NULL);
-    run_for(100, o.lk);
+    /* the delete, then its replication; before the key's own TTL (2000 ms
+     * from after t0) could make it look deleted */
+    int64_t end = t0 + 1500 * S;
+    while ((*value_at(&primary, "lock:{repl-three}") || *value_at(&replica[0], "lock:{repl-three}")) &&
+           mono_ms() < end)
+        run_for(10, o.lk);
     CHECK_STR(value_at(&primary, "lock:{repl-three}"), ""); /* deleted again */
     CHECK_STR(value_at(&replica[0], "lock:{repl-three}"), "");
     release(&o, o.lk);
