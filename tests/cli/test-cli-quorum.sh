@@ -150,7 +150,7 @@ check "run --quorum --limit 3: two hold (each server admits 2), a third --wait 0
 rl status "${t[@]}" --quorum "$quorum" --restart-guard off q-sem3
 check "status --quorum of the semaphore => 0, 2 of 3 permits held by a majority, two holders" \
     eval '[ "$st" -eq 0 ] && grep -q "^lock:{q-sem3}: semaphore: 2 of 3 permits held by a majority (2 of 3 servers; each admits 2)$" <<<"$out" &&
-          [ "$(grep -c "^lock:{q-sem3}: holder: 1 permit, on 3 of 3 servers, [0-9]* ms left$" <<<"$out")" -eq 2 ]'
+          [ "$(grep -c "^lock:{q-sem3}: holder: 1 permit, on [23] of 3 servers, [0-9]* ms left$" <<<"$out")" -eq 2 ]'
 # Shared holders beside the semaphore's resource are another kind: refused.
 rl run "${t[@]}" --quorum "$quorum" --restart-guard off --shared --wait 0 q-sem3 -- touch "$tmp/ran"
 check "run --quorum --shared on the semaphore's resource => 69, the kind named, nothing run" \
@@ -190,6 +190,7 @@ check "... an exclusive run that waits holds once both left (=> 0): no shared ho
     eval '[ "$st" -eq 0 ] && [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] && [ "$(grep -c "^0$" <<<"$out")" -ge 2 ]'
 
 # One server stopped (by its pid).
+on_server 0 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null # (its first one may have expired: valgrind)
 on_server 1 SET 'lock:{q-two}' "$tok1" PX 60000 >/dev/null
 on_server 0 SET 'lock:{q-one}' "$tok1" PX 60000 >/dev/null
 kill -TERM "${pids[2]}"
