@@ -10,7 +10,7 @@ INTEGRATION_LDADD = libredlease_core.la $(HIREDIS_LIBS)
 # the test (the "your own loop" proof) always; the others when configure
 # found their library.
 SUITE_SOURCES = %reldir%/suite.c %reldir%/suite.h %reldir%/suite_leases.c \
-	%reldir%/suite_adapter.c %reldir%/testloop.h tests/support/testutil.h
+	%reldir%/suite_adapter.c %reldir%/testloop.h %reldir%/scale.h tests/support/testutil.h
 INTEGRATION_TESTS = %reldir%/libev.itest %reldir%/poll.itest
 check_PROGRAMS += %reldir%/test_libev %reldir%/test_poll
 if HAVE_LIBEVENT
@@ -52,7 +52,8 @@ check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
 	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
 	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest
-RIG_SOURCES = %reldir%/rig.h %reldir%/loop_poll.c %reldir%/testloop.h tests/support/testutil.h
+RIG_SOURCES = %reldir%/rig.h %reldir%/scale.h %reldir%/loop_poll.c %reldir%/testloop.h \
+	tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
 	%reldir%/fake_redis.c %reldir%/fake_redis.h $(RIG_SOURCES) \
 	tests/support/sha1.c tests/support/sha1.h

@@ -19,6 +19,7 @@
 #include <hiredis/hiredis.h>
 #include <redlease.h>
 
+#include "scale.h"
 #include "testloop.h"
 #include "testutil.h"
 
@@ -29,19 +30,6 @@ static const char *sock_path; /* the real redis-server */
  * does not test can fire on a slow run. Set by rig_start(). */
 static int64_t S = 1;
 
-static inline int64_t time_scale(void)
-{
-    const char *w = getenv("REDLEASE_TEST_WRAPPER");
-    if (w && *w) return 5; /* valgrind */
-#if defined(__SANITIZE_ADDRESS__)
-    return 2;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    return 2;
-#endif
-#endif
-    return 1;
-}
 
 static inline int64_t mono_ms(void)
 {
@@ -59,6 +47,7 @@ typedef struct obs {
     int acq, acq_st, lost, lost_reason, rel, rel_st;
     int held_in_failed_acquire; /* redlease_lock_held() said 1 in a failed on_acquire */
     int events[16], last_status[16];
+    int64_t last_retry[16];     /* the last retry_in_ms of each type */
     int password_seen;          /* in an event's key, token or detail */
 } obs;
 
@@ -103,6 +92,7 @@ static inline void o_event(redlease_client *c, const redlease_event *ev, void *a
     if (ev->type > 0 && ev->type < 16) {
         o->events[ev->type]++;
         o->last_status[ev->type] = ev->status;
+        o->last_retry[ev->type] = ev->retry_in_ms;
     }
     if (has_password(ev->key, ev->key_len) || (ev->token && has_password(ev->token, strlen(ev->token))) ||
         (ev->detail && has_password(ev->detail, strlen(ev->detail))))
@@ -274,6 +264,21 @@ static inline redisReply *adm(const char *fmt, ...)
 
 /* Runs an admin command and drops its reply. */
 #define ADM(...) freeReplyObject(adm(__VA_ARGS__))
+
+/* Waits (up to ms, times S) until the server answers BUSY: a script sent
+ * on another connection has run past busy-reply-threshold. 1 if it did. */
+static inline int wait_busy(int64_t ms)
+{
+    int64_t end = mono_ms() + ms * S;
+    for (;;) {
+        redisReply *r = adm("PING");
+        int busy = r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSY", 4) == 0;
+        freeReplyObject(r);
+        if (busy) return 1;
+        if (mono_ms() >= end) return 0;
+        usleep(5 * 1000);
+    }
+}
 
 /* The value at a binary key, or "" when there is none (static buffer). */
 static inline const char *get_bin(const char *key, size_t len)

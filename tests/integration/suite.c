@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 #include <redlease.h>
 
+#include "scale.h"
 #include "suite.h"
 
 const char *sock_path;
@@ -122,18 +123,41 @@ void send_nowait(const char *c)
 
 /* ------------------------------------------------------------- the loop */
 
-/* Runs the loop until *flag is nonzero or ms pass; returns *flag. */
-int run_until(volatile int *flag, int64_t ms)
+int64_t longest_turn;
+static int64_t last_turn;
+
+void turns_watch(void)
+{
+    longest_turn = 0;
+    last_turn = mono_ms();
+}
+
+int64_t slowness = 1;
+
+static int run_loop(volatile int *flag, int64_t ms)
 {
     int64_t end = mono_ms() + ms;
-    while (!*flag && mono_ms() < end) testloop_run_once(10);
+    while (!*flag && mono_ms() < end) turn(10);
     return *flag;
+}
+
+/* Runs the loop until *flag is nonzero or ms (times the slowness) pass;
+ * returns *flag. */
+int run_until(volatile int *flag, int64_t ms) { return run_loop(flag, ms * slowness); }
+
+void turn(int ms)
+{
+    int64_t t0 = mono_ms();
+    if (t0 - last_turn > longest_turn) longest_turn = t0 - last_turn; /* and the code between */
+    testloop_run_once(ms);
+    last_turn = t0;
+    if (mono_ms() - t0 > longest_turn) longest_turn = mono_ms() - t0;
 }
 
 void run_for(int64_t ms)
 {
     int never = 0;
-    run_until(&never, ms);
+    run_loop(&never, ms);
 }
 
 /* --------------------------------------------------------------- holder */
@@ -183,7 +207,7 @@ redlease_client *client_tcp(int tcp)
     } else {
         o.unix_path = sock_path;
     }
-    o.command_timeout_ms = 500;
+    o.command_timeout_ms = 500 * slowness;
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
     redlease_client *c = NULL;
@@ -247,6 +271,7 @@ void free_and_check_loop_empty(redlease_client *c)
 
 int main(int argc, char **argv)
 {
+    slowness = time_scale();
     sock_path = getenv("REDLEASE_TEST_SOCKET");
     const char *port = getenv("REDLEASE_TEST_PORT");
     if (!sock_path || !port) {

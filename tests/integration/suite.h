@@ -28,9 +28,18 @@ int redis_at_least(int major, int minor);
 long long pttl(const char *key);
 void send_nowait(const char *c);
 
-/* the loop */
+/* the loop; the durations the cases wait for something are multiplied by
+ * slowness (scale.h: 1 for a plain build), the command timeout too */
+extern int64_t slowness;
 int run_until(volatile int *flag, int64_t ms);
 void run_for(int64_t ms);
+/* One turn of the loop (testloop_run_once(ms)). Since turns_watch(),
+ * longest_turn is the longest time from a turn's start to the next one's
+ * (or to its own end): how late a starved machine made the loop, the
+ * margin of a check that something happened "in time". */
+void turn(int ms);
+void turns_watch(void);
+extern int64_t longest_turn;
 
 /* the holder */
 

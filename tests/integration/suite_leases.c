@@ -178,11 +178,13 @@ void test_key_deleted_or_overwritten_is_not_owner(void)
         acquire(&a, "victim", lopts(600, 0));
         run_until(&a.acquired, 2000);
         CHECK_EQ(a.acq_status, REDLEASE_OK);
+        turns_watch();
         cmd_free(how[i], key_of("victim", REDLEASE_KEY_LOCK));
         run_until(&a.lost, 1000);
         CHECK_EQ(a.lost, 1);
         CHECK_EQ(a.lost_reason, REDLEASE_LOST_NOT_OWNER);
-        CHECK(a.t_lost - a.t_acq < 450); /* at the first renewal (200 ms), not at expiry */
+        /* at the first renewal (200 ms), not at expiry (600 ms) */
+        CHECK(a.t_lost - a.t_acq < 450 + longest_turn);
         if (i == 1) CHECK_STR(get(key_of("victim", REDLEASE_KEY_LOCK)), "intruder"); /* never deleted */
         run_for(400);
         if (i == 0) CHECK_STR(get(key_of("victim", REDLEASE_KEY_LOCK)), ""); /* never re-created */
@@ -200,13 +202,16 @@ void test_frozen_server_expired_before_server_expiry(void)
     run_until(&a.acquired, 2000);
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     int64_t t_ok = a.t_acq;
+    turns_watch();
     send_nowait("DEBUG SLEEP 1.2");
     run_until(&a.lost, 2000);
     CHECK_EQ(a.lost, 1);
     CHECK_EQ(a.lost_reason, REDLEASE_LOST_EXPIRED);
     /* the last confirmed renewal was sent at most 600 - 200 ms before the
-     * freeze; the loss must come before that renewal's TTL ran out */
-    CHECK(a.t_lost - t_ok < 600 + 250);
+     * freeze; the loss must come before that renewal's TTL ran out, in the
+     * first turn of the loop after the deadline (on_acquire's TTL, if no
+     * renewal was confirmed, at t_ok + 600 - drift at the latest) */
+    CHECK(a.t_lost - t_ok < 600 + longest_turn);
     CHECK(!redlease_lock_held(a.lk));
     run_for(1000); /* the server wakes up; the stale renewal changes nothing */
     CHECK_EQ(a.lost, 1);
@@ -231,13 +236,23 @@ static void watch_events(redlease_client *c, const redlease_event *ev, void *arg
 }
 
 /* CLIENT PAUSE WRITE holds our renewals (scripts write) but lets the admin
- * read: at the moment on_lost runs, the key must still be alive on the
- * server, so nobody else could have taken it yet. */
+ * read. What the library owes is a local deadline before the server's
+ * expiry, and on_lost at the first turn of the loop after it: then nobody
+ * else can have taken the key. The case measures both ends, each to within
+ * the reads that saw it, so a late turn of a starved loop cannot decide it:
+ *  - the server's expiry, fixed once the pause holds every renewal: between
+ *    PTTL's send + PTTL and its answer + PTTL;
+ *  - the local deadline, as the lock showed it on the last turn it was
+ *    held: between the reads around redlease_lock_remaining_ms().
+ * And when on_lost's own PTTL read was answered before the earliest the
+ * server's expiry can be, the key must still have been there. */
 static long long pttl_at_loss = -100;
+static int64_t t_pttl_answered;
 static void lost_check_server(redlease_lock *lk, int reason, void *arg)
 {
     h_lost(lk, reason, arg);
     pttl_at_loss = pttl(redlease_lock_key(lk));
+    t_pttl_answered = mono_ms();
 }
 
 void test_paused_server_loss_heard_before_key_expires(void)
@@ -253,10 +268,26 @@ void test_paused_server_loss_heard_before_key_expires(void)
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     run_for(1100); /* one renewal confirmed */
     cmd_free("CLIENT PAUSE 5000 WRITE", NULL);
-    run_until(&a.lost, 5000);
+    int64_t sent = mono_ms();
+    long long left_on_server = pttl(redlease_lock_key(a.lk));
+    int64_t expiry_lo = sent + left_on_server, expiry_hi = mono_ms() + left_on_server;
+    CHECK(left_on_server > 0);
+    int64_t deadline_lo = 0, deadline_hi = 0, end = mono_ms() + 5000;
+    while (!a.lost && mono_ms() < end) {
+        int64_t before = mono_ms(), left = redlease_lock_remaining_ms(a.lk), after = mono_ms();
+        if (left > 0) deadline_lo = before + left, deadline_hi = after + left;
+        run_for(5);
+    }
     CHECK_EQ(a.lost_reason, REDLEASE_LOST_EXPIRED);
-    CHECK(pttl_at_loss > 0); /* the server still had the key: we heard first */
-    printf("# server PTTL when on_lost ran: %lld ms\n", pttl_at_loss);
+    printf("# local deadline %lld ms before the server's expiry (to within %lld ms); "
+           "on_lost's PTTL read answered %lld ms after the deadline: %lld ms\n",
+           (long long)(expiry_lo - deadline_hi), (long long)(expiry_hi - expiry_lo + deadline_hi - deadline_lo),
+           (long long)(t_pttl_answered - deadline_hi), pttl_at_loss);
+    CHECK(deadline_lo > 0);
+    /* our deadline came first, by the drift (32 ms) at least, less the
+     * whole milliseconds of the reads */
+    CHECK(expiry_hi - deadline_lo >= 30);
+    if (t_pttl_answered < expiry_lo) CHECK(pttl_at_loss > 0); /* the server still had the key: we heard first */
     cmd_free("CLIENT UNPAUSE", NULL);
     release(&a);
     free_and_check_loop_empty(a.c);
@@ -271,6 +302,7 @@ void test_client_kill_reconnects_and_keeps_lease(void)
     CHECK_EQ(a.acq_status, REDLEASE_OK);
     watched = a.lk;
     int64_t t_kill = mono_ms();
+    turns_watch();
     cmd_free("CLIENT KILL TYPE normal", NULL); /* the admin survives (SKIPME) */
     int64_t end = mono_ms() + 1500;
     while (mono_ms() < end && held_at_renewal < 0) run_for(5);
@@ -278,7 +310,7 @@ void test_client_kill_reconnects_and_keeps_lease(void)
     CHECK_EQ(held_at_disconnect, 0); /* not safe to act while the link is down */
     CHECK_EQ(held_at_renewal, 1);    /* re-verified at once on the new link */
     /* at once, not at the next scheduled renewal (666 ms after acquiring) */
-    CHECK(t_reverified - t_kill < 400);
+    CHECK(t_reverified - t_kill < 400 + longest_turn);
     CHECK(redlease_lock_held(a.lk));
     CHECK_EQ(a.lost, 0);
     redlease_stats st;

@@ -177,16 +177,68 @@ static int ok_reply(redisReply *r)
 /* ------------------------------------------------------- timing hooks */
 
 /* A lease observed with the times that bound it, on a client of its own
- * (the client's events are the lease's). */
+ * (the client's events are the lease's).
+ *
+ * A loss's timing has two parts: the library's, a local deadline before
+ * any key of the lease can expire and EV_LOST at the first turn of the
+ * loop after it; and the loop's, how late that turn comes on a starved
+ * machine. The cases check the first part only, each end measured to
+ * within the reads that saw it: the deadline from
+ * redlease_lock_remaining_ms() on the last turn it was held, the keys'
+ * earliest expiry from a PTTL read once the fault is in place (renewals
+ * only move it later). */
 typedef struct tobs {
     obs o;                /* first: o_event's */
     int64_t t_attempt;    /* the first attempt went out (EV_ATTEMPT) */
     int64_t t_confirm;    /* the send time of the last confirmation (event time - rtt) */
     int64_t t_lost_ev;    /* EV_LOST */
     int64_t t_lost_cb;    /* on_lost */
+    int64_t deadline_lo, deadline_hi; /* the local deadline, between the two */
+    int missed_turns;     /* turns begun after the deadline that did not end the lease */
     int survivors[N];     /* the masters whose PTTL is read at EV_LOST */
+    int64_t expiry_lo[N]; /* the earliest a survivor's key can expire */
     long long pttl_at_lost[N];
+    int64_t t_pttl_read;  /* when the PTTLs at EV_LOST were answered */
 } tobs;
+
+/* Notes the lease's local deadline, while it is held. */
+static void note_deadline(tobs *t)
+{
+    int64_t before = mono_ms(), left = redlease_lock_remaining_ms(t->o.lk), after = mono_ms();
+    if (left > 0) t->deadline_lo = before + left, t->deadline_hi = after + left;
+}
+
+/* Reads the earliest each survivor's key can expire (PTTL's send + PTTL). */
+static void note_expiry(tobs *t, const char *key)
+{
+    for (int k = 0; k < N; k++) {
+        if (!t->survivors[k]) continue;
+        int64_t sent = mono_ms();
+        long long left = int_on(k, "PTTL %s", key);
+        CHECK(left > 0);
+        t->expiry_lo[k] = sent + left;
+    }
+}
+
+/* The library's part of a loss (above): a deadline no later than base
+ * (the send that set it) + ttl - drift, EV_LOST not before it and at the
+ * first turn begun after it, the survivors' keys alive at EV_LOST when
+ * their PTTL was read before they could expire. */
+static void check_loss_timing(const tobs *t, int64_t base, int64_t ttl, int64_t drift)
+{
+    printf("# deadline %lld ms after the base (ttl %lld - drift %lld = %lld); EV_LOST %lld ms "
+           "after the deadline, on_lost %lld; %d turns missed\n",
+           (long long)(t->deadline_hi - base), (long long)ttl, (long long)drift, (long long)(ttl - drift),
+           (long long)(t->t_lost_ev - t->deadline_hi), (long long)(t->t_lost_cb - t->deadline_hi),
+           t->missed_turns);
+    CHECK(t->deadline_lo > 0);
+    CHECK(t->deadline_lo <= base + ttl - drift + 1);
+    CHECK(t->t_lost_ev > 0 && t->t_lost_ev >= t->deadline_lo - 1);
+    CHECK(t->t_lost_cb >= t->t_lost_ev);
+    CHECK_EQ(t->missed_turns, 0);
+    for (int k = 0; k < N; k++)
+        if (t->survivors[k] && t->t_pttl_read < t->expiry_lo[k]) CHECK(t->pttl_at_lost[k] > 0);
+}
 
 static void t_event(redlease_client *c, const redlease_event *ev, void *arg)
 {
@@ -207,6 +259,7 @@ static void t_event(redlease_client *c, const redlease_event *ev, void *arg)
         t->t_lost_ev = now;
         for (int k = 0; k < N; k++)
             t->pttl_at_lost[k] = t->survivors[k] ? int_on(k, "PTTL %s", ev->key) : -99;
+        t->t_pttl_read = mono_ms();
         break;
     }
 }
@@ -239,15 +292,20 @@ static void timed_hold(redlease_client *c, tobs *t, const char *res, redlease_lo
 /* Runs the loop until on_lost; meanwhile held() may only say 1 while a key
  * of the lease must still be alive on every master that confirmed it: before
  * the last confirmation's send + ttl. The first time held() read 0 goes
- * to *t_unheld. */
+ * to *t_unheld. Notes the deadline each turn, and counts the turns begun
+ * after it (2 ms for the timer's whole milliseconds) without EV_LOST. */
 static void run_until_lost(tobs *t, int64_t ttl, int64_t ms, int64_t *t_unheld)
 {
     int64_t end = mono_ms() + ms * S;
     int late_held = 0;
     *t_unheld = 0;
+    note_deadline(t);
     while (!t->o.lost && mono_ms() < end) {
+        int64_t began = mono_ms();
         testloop_run_once(5);
+        if (!t->t_lost_ev && t->deadline_hi && began > t->deadline_hi + 2) t->missed_turns++;
         if (t->o.lost) break;
+        note_deadline(t);
         int64_t now = mono_ms();
         if (redlease_lock_held(t->o.lk)) {
             late_held += now >= t->t_confirm + ttl;
@@ -504,8 +562,10 @@ static void test_quorum_majority_killed_lost_in_time(void)
     CHECK_EQ(wait_holding(key, redlease_lock_token(t.o.lk), N, 1000), N);
     /* three of five gone before the first renewal: no renewal can be
      * confirmed again, and the validity counted from the acquire ends */
+    note_deadline(&t);
     for (int k = 2; k < N; k++) srv_kill(&m[k]);
     int64_t t_killed = mono_ms(), t_unheld;
+    note_expiry(&t, key);
     run_until_lost(&t, ttl, 2 * ttl / S, &t_unheld);
     printf("# majority killed %lld ms after the first send; held() 0 after %lld ms more; "
            "EV_LOST at +%lld, on_lost at +%lld (ttl %lld, drift %lld); PTTL on the survivors "
@@ -518,13 +578,11 @@ static void test_quorum_majority_killed_lost_in_time(void)
     /* not safe to act from the moment a majority is out of reach, well
      * before the deadline */
     CHECK(t_unheld > 0 && t_unheld < t.t_lost_ev);
-    /* given up before the first send + ttl: before any key of it could
-     * expire; and not before the local deadline (first send + ttl - drift:
+    /* given up at a deadline before the first send + ttl, before any key
+     * of it could expire; and not before it (first send + ttl - drift:
      * the survivors kept it valid that long) */
-    CHECK(t.t_lost_ev > 0 && t.t_lost_ev <= t.t_attempt + ttl);
-    CHECK(t.t_lost_cb > 0 && t.t_lost_cb <= t.t_attempt + ttl);
-    CHECK(t.t_lost_ev >= t.t_attempt + ttl - drift - 2);
-    CHECK(t.pttl_at_lost[0] > 0 && t.pttl_at_lost[1] > 0);
+    check_loss_timing(&t, t.t_attempt, ttl, drift);
+    CHECK(t.deadline_hi >= t.t_attempt + ttl - drift - 2);
     CHECK_EQ(redlease_lock_held(t.o.lk), 0);
     release(&t.o, NULL);
     CHECK_EQ(t.o.rel_st, REDLEASE_ENOTHELD);
@@ -585,8 +643,10 @@ static void test_quorum_paused_masters(void)
     CHECK(holding(key, redlease_lock_token(t.o.lk)) >= 3);
     /* three paused for twice the ttl: lost before a key could expire */
     int64_t t_unheld;
+    note_deadline(&t);
     t_pause = mono_ms();
     for (int k = 2; k < N; k++) pause_master(k, 2 * ttl);
+    note_expiry(&t, key);
     run_until_lost(&t, ttl, 2 * ttl / S, &t_unheld);
     printf("# three masters paused: last confirmation sent %lld ms before the pause; EV_LOST "
            "%lld ms after it, on_lost %lld ms after it (ttl %lld, drift %lld); PTTL on the "
@@ -597,9 +657,7 @@ static void test_quorum_paused_masters(void)
     CHECK_EQ(t.o.lost, 1);
     CHECK_EQ(t.o.lost_reason, REDLEASE_LOST_EXPIRED);
     CHECK(t.t_confirm <= t_pause); /* nothing was confirmed by the paused three */
-    CHECK(t.t_lost_ev > 0 && t.t_lost_ev <= t.t_confirm + ttl);
-    CHECK(t.t_lost_cb > 0 && t.t_lost_cb <= t.t_confirm + ttl);
-    CHECK(t.pttl_at_lost[0] > 0 && t.pttl_at_lost[1] > 0);
+    check_loss_timing(&t, t.t_confirm, ttl, drift);
     release(&t.o, NULL);
     CHECK_EQ(t.o.rel_st, REDLEASE_ENOTHELD);
     finish(c, &t.o);
@@ -949,13 +1007,20 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
         acquire(c[1], &o[1], "q-wake", lo);
         run_for(round ? 1500 : 300, NULL); /* busy once, the channel opens, joins */
         CHECK_EQ(o[1].acq, 0);
+        int contended = o[1].events[REDLEASE_EV_CONTENDED];
         int64_t t0 = mono_ms();
         release(&o[0], NULL);
-        run_until(&o[1].acq, 3000, NULL);
+        run_until(&o[1].acq, 8000, NULL);
         int64_t took = mono_ms() - t0;
-        printf("# round %d: the waiter held %lld ms after the release\n", round, (long long)took);
+        /* Woken, its check can meet the release still under way on some
+         * member (a split vote, on a loaded machine): that check is then
+         * made again after one backoff, as a poller's (design 11.5). Not
+         * woken, it would check at its holder's TTL's end: 10 s. */
+        int64_t split = o[1].events[REDLEASE_EV_CONTENDED] > contended ? o[1].last_retry[REDLEASE_EV_CONTENDED] : 0;
+        printf("# round %d: the waiter held %lld ms after the release (a split vote's backoff: %lld ms)\n", round,
+               (long long)took, (long long)split);
         CHECK_EQ(o[1].acq_st, REDLEASE_OK);
-        CHECK(took < 1000 * S);
+        CHECK(took < 1000 * S + split);
         release(&o[1], NULL);
         if (round == 0) srv_kill(&m[0]); /* the channel's member */
     }

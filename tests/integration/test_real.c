@@ -243,7 +243,7 @@ static void test_real_busy(void)
     redisAppendCommand(looper, "EVAL %s 0", "while true do end");
     int done = 0;
     while (!done && redisBufferWrite(looper, &done) == REDIS_OK) {}
-    run_for(100, NULL);
+    CHECK(wait_busy(3000));
     acquire(c, &a, "busy", lopts(1000, 0, 0));
     run_until(&a.acq, 3000, a.lk);
     CHECK_EQ(a.acq_st, REDLEASE_EREDIS);
@@ -275,14 +275,15 @@ static void test_real_pause_longer_than_ttl(void)
         redlease_key("lock:", res, strlen(res), REDLEASE_KEY_LOCK, key, sizeof key, &klen);
         char pause[64];
         snprintf(pause, sizeof pause, "CLIENT PAUSE %lld WRITE", (long long)(3500 * S));
+        int64_t t_pause = mono_ms(); /* the pause begins no earlier */
         ADM(pause);
         int64_t t0 = mono_ms();
         acquire(c, &o, res, lopts(1500, short_budget ? 1000 : 4000, 0));
         run_until(&o.acq, 6000, short_budget ? o.lk : NULL);
-        int64_t took = mono_ms() - t0;
+        int64_t done = mono_ms(), took = done - t0;
         if (!short_budget) {
             CHECK_EQ(o.acq_st, REDLEASE_OK);
-            CHECK(took >= 3500 * S - 50); /* not before the pause ended */
+            CHECK(done - t_pause >= 3500 * S - 1); /* not before the pause ended */
             CHECK_EQ(redlease_lock_held(o.lk), 1);
             CHECK(is_lease_value(get_bin(key, klen), o.lk));
             release(&o, NULL);
@@ -397,7 +398,8 @@ static void test_real_password_set_after_connect(void)
     CHECK(redlease_client_connected(c));
     ADM("CONFIG SET requirepass %s", PASSWORD);
     ADM("CLIENT KILL TYPE normal SKIPME yes");
-    run_for(100, NULL);
+    int64_t end = mono_ms() + 3000 * S; /* till the loop reads the close */
+    while (redlease_client_connected(c) && mono_ms() < end) testloop_run_once(5);
     CHECK_EQ(redlease_client_connected(c), 0);
     int64_t t0 = mono_ms();
     acquire(c, &o, "late-pw", lopts(1000, REDLEASE_WAIT_FOREVER, 0));
@@ -446,11 +448,12 @@ static void test_real_release_retried_while_busy(void)
     hold_real(c, &o, "rel-busy", lopts(5000, 0, 0));
     ADM("CONFIG SET busy-reply-threshold 20");
     redisContext *looper = send_aside("EVAL %s 0", "while true do end");
-    run_for(100, NULL);
+    CHECK(wait_busy(3000));
     CHECK_EQ(redlease_release(o.lk, o_rel, &o), REDLEASE_OK);
-    run_for(300, NULL);
-    CHECK_EQ(o.rel, 0);
+    int64_t end = mono_ms() + 3000 * S; /* till a try meets BUSY */
+    while (!o.events[REDLEASE_EV_RELEASE_FAILED] && mono_ms() < end) testloop_run_once(5);
     CHECK(o.events[REDLEASE_EV_RELEASE_FAILED] >= 1);
+    CHECK_EQ(o.rel, 0); /* and goes on trying */
     ADM("SCRIPT KILL");
     run_until(&o.rel, 2000, NULL);
     CHECK_EQ(o.rel_st, REDLEASE_OK);
