@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* libevent-basic: a cron-like job on libevent. Every 300 ms, for 3 rounds,
+/* libevent-basic: a cron-like job on libevent. Every 1100 ms, for 3 rounds,
  * it tries the lock once (wait_ms = 0): if another instance holds it, the
  * round is skipped, not queued; otherwise it works while the lease is held
  * and releases it. A second client plays an instance that died mid-run just
- * before we started: its lease blocks round 1 until its TTL runs out.
+ * before we started: its lease (1000 ms, never renewed) blocks round 1,
+ * which starts as soon as that lease is taken, until its TTL runs out.
  *
  *   REDLEASE_SOCKET=/path/to/redis.sock ./libevent-basic  (or REDLEASE_HOST /
  *   REDLEASE_PORT; default 127.0.0.1:6379)
@@ -84,16 +85,19 @@ static void rival_acquired(redlease_lock *lk, int status, void *arg)
 {
     (void)lk, (void)arg; /* never renewed: the lease lapses after its TTL */
     printf("[rival] acquire: %s\n", redlease_strerror(status));
-    /* Rounds start now, so the rival's TTL ends between round 1 and 2 even
-     * when connecting took a while. EV_PERSIST: a round every 300 ms,
-     * however long the last one took. */
-    struct timeval every = {0, 300 * 1000};
+    /* Round 1 now, while the rival's lease lives (its TTL runs from its
+     * send, before this); then a round every 1100 ms (EV_PERSIST: however
+     * long the last one took), past the rival's TTL, however slow
+     * connecting was. */
+    struct timeval every = {1, 100 * 1000};
     if (status != REDLEASE_OK || evtimer_add(round_ev, &every) != 0) {
         failed++;
         event_free(round_ev);
         redlease_client_free(job);
         redlease_client_free(rival);
+        return;
     }
+    run_round(-1, 0, NULL);
 }
 
 static redlease_client *make_client(void)
@@ -118,7 +122,7 @@ int main(void)
     if (!round_ev) return 1;
     redlease_lock_options o;
     redlease_lock_options_init(&o);
-    o.ttl_ms = 450; /* ends between round 1 (300 ms) and round 2 (600 ms) */
+    o.ttl_ms = 1000; /* ends between round 1 (at once) and round 2 (1100 ms) */
     o.renew_interval_ms = REDLEASE_RENEW_OFF;
     redlease_lock *lk; /* ended by redlease_client_free(rival) */
     int rc = redlease_acquire(rival, "cron:cleanup", &o, rival_acquired, NULL, NULL, &lk);
