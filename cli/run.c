@@ -408,6 +408,7 @@ static int status_for_acquire_error(run *r, int status)
     case REDLEASE_EPERM:
     case REDLEASE_ECONFIG:
     case REDLEASE_ETLS:
+    case REDLEASE_ENOTSUP: /* the lease needs scripts the server refuses */
         cli_error("Redis at %s: %s%s%s%s", r->server.where, redlease_strerror(status),
                   detail[0] ? ": " : "", detail, tried);
         return CLI_EXIT_UNAVAILABLE;
@@ -749,6 +750,10 @@ static void on_event(redlease_client *c, const redlease_event *ev, void *arg)
             cli_verbose("wake-up channel subscribed: waiting in the queue");
         else
             cli_verbose("wake-up channel down (%s): waiting checks by timers", detail);
+        break;
+    case REDLEASE_EV_SCRIPTS_OFF:
+        cli_verbose("%s runs no Lua scripts for us (%s): a mutex without them, waiting by polling",
+                    event_server(r, ev, where, sizeof where), detail);
         break;
     case REDLEASE_EV_DISCONNECTED:
         /* a quorum's server: an outage only once no majority is left */

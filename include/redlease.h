@@ -79,7 +79,9 @@ enum redlease_status {
     REDLEASE_EPERM = -12,    /* the ACL user may not run the command or touch the key (NOPERM) */
     REDLEASE_ECONFIG = -13,  /* Redis refused a client setting (SELECT of a missing database) */
     REDLEASE_ENOTSUP = -14,  /* this build cannot do what was asked (TLS without TLS support,
-                                an option field of a newer header) */
+                                an option field of a newer header), or the server cannot:
+                                the lease needs Lua scripts, which it refuses (the
+                                error text says what is missing) */
     REDLEASE_ETLS = -15,     /* TLS failed: certificate not trusted, wrong name, handshake refused */
     REDLEASE_EREPLICAS = -16, /* too few replicas acknowledged (or fsynced) the write in time */
     REDLEASE_EQUORUM = -17,   /* quorum: too few servers said yes, for another reason than
@@ -302,9 +304,15 @@ enum redlease_event_type {
     REDLEASE_EV_RELEASE_FAILED, /* a release command failed (status, detail); retried in
                                    retry_in_ms, or -1 when on_release follows */
     REDLEASE_EV_PRIMARY,        /* Sentinel named a new primary; detail "HOST:PORT" */
-    REDLEASE_EV_CHANNEL         /* the wake-up channel of queued waiters is subscribed
+    REDLEASE_EV_CHANNEL,        /* the wake-up channel of queued waiters is subscribed
                                    (status 0), or lost or refused (status, detail):
                                    waiters then check by their timers */
+    REDLEASE_EV_SCRIPTS_OFF     /* a connection is ready to a server that refuses Lua
+                                   scripts (status REDLEASE_ENOTSUP, detail: its
+                                   answer): a mutex goes by its own commands there and
+                                   waits by polling; what needs a script fails with
+                                   REDLEASE_ENOTSUP (man 3 redlease, WITHOUT SCRIPTS).
+                                   Once per connection */
 };
 
 typedef struct redlease_event {

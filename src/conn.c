@@ -239,12 +239,17 @@ static void handshake_send(rdl_conn *cn, int kind, int argc, const char **argv)
  * one, every command would get NOAUTH. Replies arrive in order, and nothing
  * else is sent until all are answered. Scripts need no loading: EVALSHA
  * names them by their SHA-1, and the one NOSCRIPT answer of a cold cache is
- * resent by EVAL, which fills it. */
+ * resent by EVAL, which fills it. With the probe, the link is ready
+ * knowing what the server has (in the same round trip): its conditional
+ * commands, and whether it runs scripts for us at all, before a lock sends
+ * anything on it (a SET NX on a server that could then not release it). */
 static void handshake_start(rdl_conn *cn, int64_t now)
 {
     cn->state = RDL_CONN_HANDSHAKE;
     cn->hs_pending = 0;
     cn->hs_failed = 0;
+    cn->native = 0; /* each link asks again: a failover may have moved us */
+    cn->scripts_off = 0;
     schedule(cn, now + cn->command_timeout);
     if (cn->password) {
         const char *argv[3] = {"AUTH", cn->username ? cn->username : cn->password, cn->password};
@@ -265,6 +270,12 @@ static void handshake_start(rdl_conn *cn, int64_t now)
     if (cn->read_uptime) {
         const char *info[2] = {"INFO", "server"};
         handshake_send(cn, RDL_REQ_UPTIME, 2, info);
+    }
+    if (cn->probe) {
+        const char *native[4] = {"COMMAND", "INFO", "DELIFEQ", "DELEX"};
+        handshake_send(cn, RDL_REQ_PROBE, 4, native);
+        const char *eval[3] = {"EVAL", "return 1", "0"};
+        handshake_send(cn, RDL_REQ_SCRIPTS, 3, eval);
     }
     if (cn->verify_primary) {
         const char *role[1] = {"ROLE"};
@@ -310,37 +321,34 @@ static int handshake_status(const rdl_req *req, const rdl_reply *r)
     return REDLEASE_EREDIS;
 }
 
-/* Which conditional commands the server has, asked once a link is ready
- * (not in the handshake: nothing waits for it, and scripts serve until it
- * is answered). Redis answers COMMAND INFO with nil for a command it does
- * not have; an error (an ACL without COMMAND, a proxy) means none. */
-static void probe_send(rdl_conn *cn)
+/* Which conditional commands the server has. Redis answers COMMAND INFO
+ * with nil for a command it does not have; an error (an ACL without
+ * COMMAND, a proxy) means none. */
+static void probe_reply(rdl_conn *cn, const rdl_reply *r)
 {
-    cn->native = 0;
-    if (!cn->probe) return;
-    rdl_req *req = rdl_calloc(1, sizeof *req);
-    if (!req) return; /* scripts serve */
-    req->kind = RDL_REQ_PROBE;
-    req->script = -1;
-    req->t0 = now_of(cn);
-    req->epoch = cn->epoch;
-    const char *argv[4] = {"COMMAND", "INFO", "DELIFEQ", "DELEX"};
-    size_t lens[4] = {7, 4, 7, 5};
-    if (rdl_conn_submit(cn, req, 4, argv, lens)) rdl_free(req);
+    int native = 0;
+    if (r->type == RDL_REPLY_ARRAY && r->elements == 2) {
+        if (r->element[0].type == RDL_REPLY_ARRAY && r->element[0].elements > 0) native |= RDL_NATIVE_DELIFEQ;
+        if (r->element[1].type == RDL_REPLY_ARRAY && r->element[1].elements > 0) native |= RDL_NATIVE_DELEX;
+    }
+    cn->native = native;
 }
 
-static void probe_reply(rdl_conn *cn, const rdl_req *req, const rdl_reply *r)
+/* Whether the server runs scripts for us: EVAL refused (unknown to it, an
+ * ACL without @scripting, Valkey without its Lua engine) says no, and
+ * why; any other answer, yes (a script that fails later says so then). */
+static void scripts_reply(rdl_conn *cn, const rdl_reply *r)
 {
-    /* The link went with the question unanswered: some proxies (twemproxy)
-     * close a connection on a command they do not know, COMMAND among
-     * them. Asking on every link would then cost every link: this
-     * connection asks no more, and sends scripts. */
-    if (!r && req->epoch == cn->epoch) cn->probe = 0;
-    if (!r || req->epoch != cn->epoch || r->type != RDL_REPLY_ARRAY || r->elements != 2) return;
-    int native = 0;
-    if (r->element[0].type == RDL_REPLY_ARRAY && r->element[0].elements > 0) native |= RDL_NATIVE_DELIFEQ;
-    if (r->element[1].type == RDL_REPLY_ARRAY && r->element[1].elements > 0) native |= RDL_NATIVE_DELEX;
-    cn->native = native;
+    if (r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).refused)
+        rdl_conn_scripts_refused(cn, r->str, r->len);
+}
+
+void rdl_conn_scripts_refused(rdl_conn *cn, const char *text, size_t len)
+{
+    cn->scripts_off = 1;
+    if (len >= sizeof cn->scripts_why) len = sizeof cn->scripts_why - 1;
+    memcpy(cn->scripts_why, text, len);
+    cn->scripts_why[len] = '\0';
 }
 
 static void become_ready(rdl_conn *cn)
@@ -349,13 +357,16 @@ static void become_ready(rdl_conn *cn)
     cn->error = 0;
     cn->definite = 0;
     cn->epoch++;
-    probe_send(cn); /* first on the link, ahead of what waited for it */
     cn->connects++;
     if (!cn->hold_backoff) rdl_backoff_reset(&cn->reconnect);
     schedule(cn, RDL_NEVER);
     cn->stall_since = -1;
     cn->owner_ops->ready(cn->owner); /* it sends what waited from its timer, outside hiredis */
     emit(cn, REDLEASE_EV_CONNECTED, REDLEASE_OK, -1);
+    if (cn->scripts_off) { /* said once per link */
+        say_error_str(cn, cn->scripts_why);
+        emit(cn, REDLEASE_EV_SCRIPTS_OFF, REDLEASE_ENOTSUP, -1);
+    }
 }
 
 /* A decimal of at most 18 digits (TIME's seconds and microseconds), or -1. */
@@ -411,8 +422,17 @@ static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
 {
     if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
     cn->hs_pending--;
+    /* The link went with the probe unanswered: some proxies (twemproxy)
+     * close a connection on a command they do not know, COMMAND among
+     * them. Asking on every link would then cost every link: this
+     * connection asks no more, and sends scripts. */
+    if (!r && req->kind == RDL_REQ_PROBE) cn->probe = 0;
     if (!r) return; /* the disconnect report follows */
-    if (req->kind == RDL_REQ_TIME) {
+    if (req->kind == RDL_REQ_PROBE) {
+        probe_reply(cn, r);
+    } else if (req->kind == RDL_REQ_SCRIPTS) {
+        scripts_reply(cn, r);
+    } else if (req->kind == RDL_REQ_TIME) {
         clock_reply(cn, req, r);
     } else if (req->kind == RDL_REQ_UPTIME) {
         uptime_reply(cn, r);
@@ -504,8 +524,7 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
         cn->stall_since = -1;
         schedule(cn, RDL_NEVER);
     }
-    if (r && r->type == RDL_REPLY_ERROR && !is_handshake(req) && req->kind != RDL_REQ_PROBE &&
-        cn->state == RDL_CONN_READY) {
+    if (r && r->type == RDL_REPLY_ERROR && !is_handshake(req) && cn->state == RDL_CONN_READY) {
         /* READONLY (we reach a replica now), NOAUTH (we lost our login):
          * nothing more is sent on this connection; the timer replaces it. */
         rdl_error_class e = rdl_error_classify(r->str, r->len);
@@ -515,13 +534,8 @@ void rdl_conn_on_reply(rdl_conn *cn, void *p, const rdl_reply *r)
             cn->state = RDL_CONN_DOWN;
         }
     }
-    if (is_handshake(req) || req->kind == RDL_REQ_PROBE) { /* the connection's own */
-        if (cn->owner_ops->ending(cn->owner))
-            ;
-        else if (req->kind == RDL_REQ_PROBE)
-            probe_reply(cn, req, r);
-        else
-            handshake_reply(cn, req, r);
+    if (is_handshake(req)) { /* the connection's own */
+        if (!cn->owner_ops->ending(cn->owner)) handshake_reply(cn, req, r);
         rdl_free(req);
         req = NULL;
     }

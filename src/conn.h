@@ -108,8 +108,9 @@ typedef struct rdl_conn_config {
     int verify_primary; /* the handshake ends with ROLE, which must say "master" */
     int hold_backoff;   /* a ready link does not reset the reconnect backoff: the
                            owner does (rdl_conn_backoff_reset) once it proved useful */
-    int probe;          /* once ready, ask which conditional commands the server
-                           has (rdl_conn_native) */
+    int probe;          /* the handshake asks which conditional commands the
+                           server has (rdl_conn_native) and whether it runs
+                           scripts for us (rdl_conn_scripts_off) */
     int read_clock;     /* the handshake reads the server's clock (TIME):
                            rdl_conn_server_ms() */
     int read_uptime;    /* the handshake reads how long the server has run
@@ -146,6 +147,8 @@ typedef struct rdl_conn {
                              read it */
     uint64_t started_epoch;
     int native;  /* RDL_NATIVE_* the server of this epoch has (0 until its probe is answered) */
+    int scripts_off; /* the server of this epoch refuses scripts (why: scripts_why) */
+    char scripts_why[160];
     int go_now; /* dropped to go elsewhere: reconnect at once */
     int64_t connect_timeout, command_timeout;
 
@@ -232,6 +235,18 @@ static inline int64_t rdl_conn_started_at(const rdl_conn *cn)
 /* The server refused one of them (an unknown command, ACL, syntax): scripts
  * on this link from now on; a new link asks again. */
 static inline void rdl_conn_native_refused(rdl_conn *cn) { cn->native = 0; }
+/* 1 when the server of the ready link refuses to run scripts for us (the
+ * handshake's probe found it, or a script was refused since: unknown
+ * command, no permission to run it, no Lua engine); its text in why.
+ * Asked again on every link; 0 when not asked (nothing is known). */
+static inline int rdl_conn_scripts_off(const rdl_conn *cn)
+{
+    return cn->state == RDL_CONN_READY && cn->scripts_off;
+}
+static inline const char *rdl_conn_scripts_why(const rdl_conn *cn) { return cn->scripts_why; }
+/* A script was refused (text of len bytes says how): none are sent on
+ * this link from now on. */
+void rdl_conn_scripts_refused(rdl_conn *cn, const char *text, size_t len);
 /* Sends argv for req; 0 or a status (req not sent, never reported). */
 int rdl_conn_submit(rdl_conn *cn, rdl_req *req, int argc, const char **argv, const size_t *lens);
 /* The same for a SUBSCRIBE: its messages come to the owner's push. */

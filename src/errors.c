@@ -69,6 +69,7 @@ static const char *const refusals[] = {
     "ERR unknown command",
     "ERR syntax error",
     "ERR wrong number of arguments",
+    "ERR Could not find scripting engine", /* Valkey >= 9.1 without its Lua module: EVAL */
 };
 
 static int refused(const char *text, size_t n)

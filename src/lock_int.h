@@ -65,6 +65,9 @@ int rdl_lock_valid(const struct redlease_lock *lk);
 void rdl_lock_abandon_op(struct redlease_lock *lk);
 int64_t rdl_lock_queue_next_check(struct redlease_lock *lk, int64_t now);
 int rdl_lock_req_submit(rdl_req *req);
+/* req's server refused its script (learned from the answer): it goes
+ * again without one (0), or a status when its lease needs one. */
+int rdl_lock_req_scriptless(rdl_req *req);
 int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now);
 void rdl_lock_pump(struct redlease_lock *lk, int64_t now);
 void rdl_lock_queue_drop(struct redlease_lock *lk, int64_t now);

@@ -115,12 +115,23 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     int not_ours = r && req->native &&
                    (req->script == RDL_SCRIPT_RENEW ? r->type == RDL_REPLY_NIL
                                                     : r->type == RDL_REPLY_INTEGER && r->integer == 0);
-    if (not_ours) {
+    /* without scripts the value is known (every attempt wrote one): its
+     * "not ours" is the answer */
+    int scripts = !rdl_node_scripts_off(req->node);
+    if (e.refused && !req->native && req->script >= 0 && !req->node->via && scripts) {
+        /* Scripts refused since the link's probe (an ACL changed, Valkey's
+         * Lua module unloaded): none go on it from now on, and the
+         * request goes without one where its lease can (else its error
+         * ends it, definite) */
+        rdl_conn_scripts_refused(&req->node->conn, r->str, r->len);
+        if (rdl_lock_req_scriptless(req) == 0) return 1;
+    }
+    if (not_ours && scripts) {
         lk->value_unsure = 1;
         req->no_native = 1;
         if (rdl_lock_req_submit(req) == 0) return 1;
         r = NULL;
-    } else if (req->native && (e.refused || oom)) {
+    } else if (req->native && (e.refused || oom) && scripts) {
         /* Resent as the script, it lands behind whatever the handle sent
          * since, harmless as after NOSCRIPT (below). */
         if (!oom) rdl_conn_native_refused(&req->node->conn);

@@ -21,6 +21,33 @@
 #include "options.h"
 #include "scripts.h"
 
+/* The lock's server refuses scripts (src/conn.h): a mutex's lease goes by
+ * the server's own commands (SET NX PX, SET IFEQ, DELIFEQ or DELEX), its
+ * waits poll (the queue is scripts), and every attempt of an acquire
+ * writes one value, which a drop then deletes by its own compare (a
+ * script would compare the token alone). docs/design.md, section 15. */
+static int scriptless(const struct redlease_lock *lk) { return rdl_node_scripts_off(lk->node); }
+
+/* What a request would need a script for on a server that refuses them:
+ * the status (REDLEASE_ENOTSUP, the error text saying what is missing),
+ * or 0 when it can go without. */
+static int needs_scripts(struct redlease_lock *lk, int kind)
+{
+    if (!scriptless(lk)) return 0;
+    const char *what = rdl_lock_limit(lk)                   ? "a semaphore's lease needs Lua scripts"
+                       : rdl_lock_shared(lk)                ? "a shared lease needs Lua scripts"
+                       : lk->fencing && kind == RDL_REQ_ACQUIRE ? "a fencing token needs Lua scripts"
+                       : !rdl_node_native(lk->node)
+                           ? "a safe release needs Lua scripts, or DELIFEQ (Valkey >= 9.0) or DELEX (Redis >= 8.4)"
+                           : NULL;
+    if (!what) return 0;
+    char text[320];
+    int n = snprintf(text, sizeof text, "%s, and the server refuses scripts (%s)", what,
+                     rdl_conn_scripts_why(&lk->node->conn));
+    rdl_svc_set_errstr(lk->set->svc, rdl_node_name(lk->node), text, n > 0 ? (size_t)n : 0);
+    return REDLEASE_ENOTSUP;
+}
+
 /* Which script a request runs, or -1 for the plain SET NX PX. */
 static int script_for(const struct redlease_lock *lk, int kind)
 {
@@ -35,6 +62,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
     }
     switch (kind) {
     case RDL_REQ_ACQUIRE:
+        if (scriptless(lk)) return -1;
         if (lk->acq->joins && !lk->acq->plain_next) return RDL_SCRIPT_QUEUE_ACQUIRE;
         if (lk->fencing) return RDL_SCRIPT_ACQUIRE_FENCED;
         /* Only a later attempt, or one sent again (a Cluster move), can
@@ -42,7 +70,7 @@ static int script_for(const struct redlease_lock *lk, int kind)
         return lk->acq->attempts > 1 || lk->maybe_set ? RDL_SCRIPT_ACQUIRE : -1;
     case RDL_REQ_RENEW: return RDL_SCRIPT_RENEW;
     default: /* the release and drops */
-        return lk->queued ? RDL_SCRIPT_QUEUE_RELEASE : RDL_SCRIPT_RELEASE;
+        return lk->queued && !scriptless(lk) ? RDL_SCRIPT_QUEUE_RELEASE : RDL_SCRIPT_RELEASE;
     }
 }
 
@@ -130,9 +158,10 @@ int rdl_lock_req_submit(rdl_req *req)
     int s = req->script;
     /* A drop goes as the script: it is about a key some attempt may have
      * written, whose value (that attempt's time, the fence it minted) the
-     * handle may not know; the script compares the token alone. */
+     * handle may not know; the script compares the token alone. Without
+     * scripts, every attempt wrote one value (rdl_lock_send_req). */
     req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native &&
-                          req->kind != RDL_REQ_DROP && !lk->value_unsure
+                          (req->kind != RDL_REQ_DROP || scriptless(lk)) && !lk->value_unsure
                       ? rdl_node_native(req->node)
                       : 0;
     rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
@@ -167,8 +196,21 @@ int rdl_lock_req_submit(rdl_req *req)
     return rdl_node_submit(req->node, req, cmd.argc, cmd.argv, cmd.lens);
 }
 
+int rdl_lock_req_scriptless(rdl_req *req)
+{
+    struct redlease_lock *lk = req->lk;
+    if (req->node != lk->node || needs_scripts(lk, req->kind)) return REDLEASE_ENOTSUP;
+    req->script = script_for(lk, req->kind);
+    req->probe = 0;
+    req->sent_eval = 0;
+    if (req->kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* the refused script joined nothing */
+    return rdl_lock_req_submit(req);
+}
+
 int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
 {
+    int refused = needs_scripts(lk, kind);
+    if (refused) return refused;
     rdl_req *req = rdl_calloc(1, sizeof *req);
     if (!req) return REDLEASE_ENOMEM;
     req->ops = &rdl_lock_req_ops;
@@ -182,13 +224,16 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
     req->epoch = rdl_node_epoch(lk->node);
     /* a holder that met no queue asks first whether there is one */
     req->probe = kind == RDL_REQ_RELEASE && lk->queued && !lk->met_queue && lk->set->target.release_probe &&
-                 !rdl_lock_limit(lk) && !rdl_lock_shared(lk); /* the mutex's two-key form (scripts.c) */
+                 !rdl_lock_limit(lk) && !rdl_lock_shared(lk) && /* the mutex's two-key form (scripts.c) */
+                 !scriptless(lk);
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
     /* Each attempt writes the record of its own send: one that takes the
      * lease rewrites what an earlier one may have left (scripts.c, mine());
-     * the renewals and the release then send that value. */
+     * the renewals and the release then send that value. Without scripts
+     * nothing rewrites: an attempt after one that may have written the key
+     * writes the same value, for the drop to delete. */
     int64_t at = lk->at;
-    if (kind == RDL_REQ_ACQUIRE) lk->at = rdl_node_server_ms(lk->node, now);
+    if (kind == RDL_REQ_ACQUIRE && !(scriptless(lk) && lk->maybe_set)) lk->at = rdl_node_server_ms(lk->node, now);
     int rc = rdl_lock_req_submit(req);
     if (rc) {
         lk->at = at; /* nothing was written with it */

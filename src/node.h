@@ -147,6 +147,12 @@ static inline int rdl_node_native(const rdl_node *n)
 {
     return n->via ? 0 : rdl_conn_native(&n->conn);
 }
+/* 1 when the node's server refuses scripts (rdl_conn_scripts_off); a
+ * via's members are asked as the quorum sends to them. */
+static inline int rdl_node_scripts_off(const rdl_node *n)
+{
+    return n->via ? 0 : rdl_conn_scripts_off(&n->conn);
+}
 static inline uint64_t rdl_node_epoch(const rdl_node *n)
 {
     return n->via ? n->via->epoch(n->via_arg) : rdl_conn_epoch(&n->conn);

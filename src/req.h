@@ -29,6 +29,10 @@ enum rdl_req_kind {
     RDL_REQ_PING, /* the server serves us (no NOAUTH, not LOADING) */
     RDL_REQ_TIME, /* when asked: the server's clock, for holders' records (never fails it) */
     RDL_REQ_UPTIME, /* when asked: INFO server's uptime, a quorum's restart guard (never fails it) */
+    RDL_REQ_PROBE,  /* when asked: which conditional commands the server has
+                       (COMMAND INFO; never fails it) */
+    RDL_REQ_SCRIPTS, /* with the probe: whether the server runs scripts for us
+                        (EVAL of "return 1"; never fails it) */
     RDL_REQ_ROLE, /* last, when asked: the server is the primary */
     /* a Sentinel connection's own (src/sentinel.c) */
     RDL_REQ_SENTINEL_QUERY, /* SENTINEL get-master-addr-by-name */
@@ -36,8 +40,6 @@ enum rdl_req_kind {
     RDL_REQ_CLUSTER_SLOTS,  /* the Cluster router's map query (src/cluster.c) */
     RDL_REQ_ASKING,         /* ASKING before a command an ASK redirect sends */
     RDL_REQ_FENCE_RAISE,    /* a quorum's: every member's counter up to the fence */
-    RDL_REQ_PROBE,          /* the connection's own, once ready: which conditional
-                               commands the server has (COMMAND INFO) */
     RDL_REQ_WAKE_SUB,       /* SUBSCRIBE to the client's wake-up channel (src/waker.c) */
     RDL_REQ_INSPECT         /* an inspection's read of one server (src/inspect.c) */
 };

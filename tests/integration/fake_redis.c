@@ -41,6 +41,7 @@ static const char *default_reply(int kind)
 {
     switch (kind) {
     case FR_PING: return "+PONG\r\n";
+    case FR_SCRIPTS: return ":1\r\n";
     case FR_FENCED: return ":5\r\n";
     case FR_ACQUIRE: return ":1\r\n";
     case FR_RENEW:
@@ -66,6 +67,10 @@ static int classify(const redisReply *r, int *eval)
     if (arg_is(r, 0, "SET")) return FR_SET;
     *eval = arg_is(r, 0, "EVAL");
     if (!*eval && !arg_is(r, 0, "EVALSHA")) return FR_OTHER;
+    if (*eval && arg_is(r, 1, "return 1")) {
+        *eval = 0; /* fr_evals() counts the lock's scripts sent as EVAL */
+        return FR_SCRIPTS;
+    }
     /* the queue's release, whole or its two-key probe: by script */
     char sha[41];
     const char *qr = rdl_script_src[RDL_SCRIPT_QUEUE_RELEASE];

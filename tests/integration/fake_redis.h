@@ -18,6 +18,7 @@ enum fr_then {
 /* The commands redlease sends, told apart by name and shape. */
 enum fr_kind {
     FR_AUTH, FR_SELECT, FR_PING, /* the handshake */
+    FR_SCRIPTS,                  /* the handshake's probe: EVAL "return 1" 0 (default 1) */
     FR_SET,                      /* first acquire attempt: SET key token NX PX ttl */
     FR_ACQUIRE,                  /* later attempts: the acquire script (1 key) */
     FR_FENCED,                   /* fenced acquire script (2 keys) */

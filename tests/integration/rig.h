@@ -46,8 +46,8 @@ typedef struct obs {
     redlease_lock *lk;
     int acq, acq_st, lost, lost_reason, rel, rel_st;
     int held_in_failed_acquire; /* redlease_lock_held() said 1 in a failed on_acquire */
-    int events[16], last_status[16];
-    int64_t last_retry[16];     /* the last retry_in_ms of each type */
+    int events[20], last_status[20];
+    int64_t last_retry[20];     /* the last retry_in_ms of each type */
     int password_seen;          /* in an event's key, token or detail */
 } obs;
 
@@ -89,7 +89,7 @@ static inline void o_event(redlease_client *c, const redlease_event *ev, void *a
     (void)c;
     obs *o = arg;
     if (watch_text && ev->detail && strstr(ev->detail, watch_text)) watch_hits++;
-    if (ev->type > 0 && ev->type < 16) {
+    if (ev->type > 0 && ev->type < 20) {
         o->events[ev->type]++;
         o->last_status[ev->type] = ev->status;
         o->last_retry[ev->type] = ev->retry_in_ms;

@@ -405,14 +405,19 @@ void test_peer_stops_reading_after_handshake_does_not_kill(void)
     CHECK(fd >= 0);
     fcntl(fd, F_SETFL, O_NONBLOCK);
     int64_t end = mono_ms() + 3000;
-    while (!up_seen && mono_ms() < end) { /* the handshake: PONG to PING, a clock to TIME */
-        char buf[256];
+    /* the handshake: PONG to PING, a clock to TIME, no commands to the
+     * probe (COMMAND INFO: two nils), scripts (EVAL: 1) */
+    while (!up_seen && mono_ms() < end) {
+        char buf[512];
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n > 0) {
             buf[n] = '\0';
             static const char clock[] = "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n";
+            static const char none[] = "*2\r\n*-1\r\n*-1\r\n";
             if (strstr(buf, "PING")) CHECK(write(fd, "+PONG\r\n", 7) == 7);
             if (strstr(buf, "TIME")) CHECK(write(fd, clock, sizeof clock - 1) == (ssize_t)sizeof clock - 1);
+            if (strstr(buf, "COMMAND")) CHECK(write(fd, none, sizeof none - 1) == (ssize_t)sizeof none - 1);
+            if (strstr(buf, "EVAL")) CHECK(write(fd, ":1\r\n", 4) == 4);
         }
         testloop_run_once(5);
     }

@@ -256,6 +256,11 @@ static rdl_reply *probe_answer(int native, rdl_reply elem[2], rdl_reply name[2],
 }
 
 static int is_probe(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "COMMAND") == 0; }
+/* The handshake's EVAL of "return 1": does the server run scripts for us. */
+static int is_scripts_probe(const fake_cmd *cmd)
+{
+    return cmd->argc == 3 && strcmp(cmd->argv[0], "EVAL") == 0 && strcmp(cmd->argv[1], "return 1") == 0;
+}
 static int is_time(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "TIME") == 0; }
 static int is_info(const fake_cmd *cmd) { return strcmp(cmd->argv[0], "INFO") == 0; }
 
@@ -316,6 +321,10 @@ void fake_answer_handshake(fake *f)
             fake_reply_time(f);
         else if (is_probe(cmd))
             answer(f, probe_answer(f->native, elem, name, &r));
+        else if (is_scripts_probe(cmd) && f->scripts_refused)
+            fake_reply_err(f, f->scripts_refused);
+        else if (is_scripts_probe(cmd))
+            fake_reply_int(f, 1);
         else
             fake_reply_status(f, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     }
@@ -538,7 +547,7 @@ void fake_link_connect(fake *f, fake_side *s)
     for (fake_cmd *cmd; (cmd = fake_link_peek(s)) &&
                         (strcmp(cmd->argv[0], "AUTH") == 0 || strcmp(cmd->argv[0], "SELECT") == 0 ||
                          strcmp(cmd->argv[0], "PING") == 0 || is_probe(cmd) || is_time(cmd) ||
-                         is_info(cmd));) {
+                         is_info(cmd) || is_scripts_probe(cmd));) {
         rdl_reply elem[2], name[2], r;
         char text[2][24];
         if (is_info(cmd))
@@ -547,6 +556,8 @@ void fake_link_connect(fake *f, fake_side *s)
             fake_link_reply(s, time_answer(f, text, elem, &r));
         else if (is_probe(cmd))
             fake_link_reply(s, probe_answer(0, elem, name, &r));
+        else if (is_scripts_probe(cmd))
+            fake_link_reply(s, &(rdl_reply){.type = RDL_REPLY_INTEGER, .integer = 1});
         else
             fake_link_reply_status(s, strcmp(cmd->argv[0], "PING") == 0 ? "PONG" : "OK");
     }

@@ -60,6 +60,9 @@ typedef struct fake {
     const char *role; /* what ROLE answers in the handshake: "master" (NULL) */
     int native;       /* RDL_NATIVE_* bits the probe (COMMAND INFO DELIFEQ DELEX)
                          finds on the main link: 0, Redis 7's answer, by default */
+    const char *scripts_refused; /* what the main link's handshake EVAL of
+                                    "return 1" is answered (an error), or
+                                    NULL: 1, scripts run */
     fake_side side;
     fake_side peers[FAKE_PEERS];
 } fake;

@@ -1235,11 +1235,13 @@ void reconnect(void)
     native = (int[]){0, RDL_NATIVE_DELIFEQ, RDL_NATIVE_DELEX}[R(3)];
     native_refused = native && R(4) == 0;
     while ((c = fake_peek(&F)) && (strcmp(c->argv[0], "PING") == 0 || strcmp(c->argv[0], "COMMAND") == 0 ||
-                                   strcmp(c->argv[0], "TIME") == 0)) {
+                                   strcmp(c->argv[0], "TIME") == 0 || strcmp(c->argv[0], "EVAL") == 0)) {
         if (strcmp(c->argv[0], "PING") == 0)
             fake_reply_status(&F, "PONG");
         else if (strcmp(c->argv[0], "TIME") == 0)
             fake_reply_time(&F);
+        else if (strcmp(c->argv[0], "EVAL") == 0)
+            fake_reply_int(&F, 1); /* the handshake's: scripts run */
         else
             fake_reply_probe(&F, native);
     }

@@ -9,7 +9,7 @@ CORE_UNIT_TESTS = %reldir%/test_primitives %reldir%/test_acquire %reldir%/test_r
 	%reldir%/test_close %reldir%/test_alloc %reldir%/test_replicas %reldir%/test_sentinel \
 	%reldir%/test_cluster \
 	%reldir%/test_quorum %reldir%/test_native %reldir%/test_queue %reldir%/test_semaphore \
-	%reldir%/test_identity %reldir%/test_join %reldir%/test_inspect
+	%reldir%/test_identity %reldir%/test_join %reldir%/test_inspect %reldir%/test_scriptless
 # test_model: the randomized model check (tests/support/model.c), 5000
 # seeds (REDLEASE_MODEL_SEEDS); test_token: where tokens come from;
 # test_tables: key scheme, error classes, script digests, SHA-1.
@@ -33,6 +33,7 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c %reldir%/test_quorum.h \
 	%reldir%/test_quorum_wait.c %reldir%/test_quorum_kinds.c %reldir%/test_quorum_restart.c $(SUPPORT_H)
 %canon_reldir%_test_native_SOURCES = %reldir%/test_native.c $(SUPPORT_H)
+%canon_reldir%_test_scriptless_SOURCES = %reldir%/test_scriptless.c $(SUPPORT_H)
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(SUPPORT_H)
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(SUPPORT_H)
 %canon_reldir%_test_identity_SOURCES = %reldir%/test_identity.c $(SUPPORT_H)
@@ -69,6 +70,8 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_quorum_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_native_CPPFLAGS = $(UNIT_CPPFLAGS)
 %canon_reldir%_test_native_LDADD = $(UNIT_LDADD)
+%canon_reldir%_test_scriptless_CPPFLAGS = $(UNIT_CPPFLAGS)
+%canon_reldir%_test_scriptless_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_queue_CPPFLAGS = $(UNIT_CPPFLAGS)
 %canon_reldir%_test_queue_LDADD = $(UNIT_LDADD)
 %canon_reldir%_test_semaphore_CPPFLAGS = $(UNIT_CPPFLAGS)

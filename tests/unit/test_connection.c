@@ -232,9 +232,13 @@ static void test_handshake_auth_select_then_commands(void)
     rec early = {0};
     start_lock(&f, &early, "y", &o); /* asked for during the handshake */
     fake_run(&f);
-    CHECK_EQ(fake_pending(&f), 4); /* AUTH, SELECT, PING, TIME: nothing jumps the handshake */
+    /* AUTH, SELECT, PING, TIME, the probe of commands and scripts:
+     * nothing jumps the handshake */
+    CHECK_EQ(fake_pending(&f), 6);
     CHECK_STR(f.cmds[f.head + 2].argv[0], "PING");
     CHECK_STR(f.cmds[f.head + 3].argv[0], "TIME");
+    CHECK_STR(f.cmds[f.head + 4].argv[0], "COMMAND");
+    CHECK_STR(f.cmds[f.head + 5].argv[0], "EVAL");
     fake_reply_err(&f, "WRONGPASS invalid username-password pair");
     while (fake_peek(&f)) fake_reply_err(&f, "NOAUTH Authentication required.");
     fake_run(&f);

@@ -307,6 +307,8 @@ static void test_commands_scripts_and_a_refused_probe(void)
     fake_reply_time(&g);
     CHECK(cmd_is(&g, "COMMAND", "INFO"));
     fake_reply_err(&g, "NOPERM User app has no permissions to run the 'command|info' command");
+    CHECK(cmd_is(&g, "EVAL", "return 1"));
+    fake_reply_int(&g, 1);
     fake_run(&g);
     CHECK(redlease_client_connected(g.c));
     rec s = {0};

@@ -105,9 +105,12 @@ static void test_sentinel_asks_then_connects_there(void)
     /* the handshake ends with ROLE; then the parked attempt goes */
     fake_connect_raw(&f);
     CHECK(cmd_is(&f, "PING", NULL));
-    CHECK_EQ(fake_pending(&f), 3); /* PING, TIME (the server's clock, for records), ROLE */
+    /* PING, TIME (the server's clock, for records), the probe, ROLE */
+    CHECK_EQ(fake_pending(&f), 5);
     CHECK_STR(f.cmds[f.head + 1].argv[0], "TIME");
-    CHECK_STR(f.cmds[f.head + 2].argv[0], "ROLE");
+    CHECK_STR(f.cmds[f.head + 2].argv[0], "COMMAND");
+    CHECK_STR(f.cmds[f.head + 3].argv[0], "EVAL");
+    CHECK_STR(f.cmds[f.head + 4].argv[0], "ROLE");
     fake_answer_handshake(&f);
     fake_run(&f);
     CHECK(is_attempt(&f));
