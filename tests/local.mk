@@ -26,9 +26,16 @@ AM_TESTS_ENVIRONMENT = \
 VALGRIND_CMD = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
 	--errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99
 check-valgrind:
-	$(MAKE) $(AM_MAKEFLAGS) check LOG_COMPILER='$(VALGRIND_CMD)' \
-	  REDLEASE_TEST_WRAPPER='$(VALGRIND_CMD)' TESTS='$(filter-out $(CHAOS_TESTS),$(TESTS))'
+	$(MAKE) $(AM_MAKEFLAGS) check-no-chaos LOG_COMPILER='$(VALGRIND_CMD)' \
+	  REDLEASE_TEST_WRAPPER='$(VALGRIND_CMD)'
 .PHONY: check-valgrind
+
+# make check-no-chaos: the suite but the chaos runs (CI's build against
+# hiredis 1.x: the chaos runs' code is the library's, which the plain and
+# sanitizer builds run them on).
+check-no-chaos:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(filter-out $(CHAOS_TESTS),$(TESTS))'
+.PHONY: check-no-chaos
 
 # The tree as a whole:
 #  run-examples.sh  every example program, against a private redis-server

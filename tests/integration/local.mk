@@ -48,10 +48,12 @@ endif
 # TTL, ACL, OOM, READONLY, LOADING, ...). Both use rig.h.
 check_PROGRAMS += %reldir%/test_hostile %reldir%/test_real %reldir%/test_tls \
 	%reldir%/test_replication %reldir%/test_sentinel %reldir%/test_cluster \
-	%reldir%/test_quorum %reldir%/test_queue %reldir%/test_semaphore %reldir%/test_inspect
+	%reldir%/test_quorum %reldir%/test_queue %reldir%/test_semaphore %reldir%/test_inspect \
+	%reldir%/test_scriptless
 INTEGRATION_TESTS += %reldir%/hostile.itest %reldir%/real.itest %reldir%/tls.itest \
 	%reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
-	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest
+	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest \
+	%reldir%/scriptless.itest
 RIG_SOURCES = %reldir%/rig.h %reldir%/scale.h %reldir%/loop_poll.c %reldir%/testloop.h \
 	tests/support/testutil.h
 %canon_reldir%_test_hostile_SOURCES = %reldir%/test_hostile.c \
@@ -60,6 +62,11 @@ RIG_SOURCES = %reldir%/rig.h %reldir%/scale.h %reldir%/loop_poll.c %reldir%/test
 %canon_reldir%_test_hostile_CPPFLAGS = $(INTEGRATION_CPPFLAGS) -I$(top_srcdir)/src
 %canon_reldir%_test_hostile_CFLAGS = $(AM_CFLAGS) -pthread
 %canon_reldir%_test_hostile_LDADD = $(INTEGRATION_LDADD) -lpthread
+# test_scriptless: a server that refuses scripts (an ACL without
+# @scripting; Valkey >= 9.1 with its Lua module unloaded).
+%canon_reldir%_test_scriptless_SOURCES = %reldir%/test_scriptless.c %reldir%/servers.h $(RIG_SOURCES)
+%canon_reldir%_test_scriptless_CPPFLAGS = $(INTEGRATION_CPPFLAGS)
+%canon_reldir%_test_scriptless_LDADD = $(INTEGRATION_LDADD)
 # test_queue: queued waiting (REDLEASE_WAIT_QUEUE) on the harness's server:
 # handover in order, a dead head, a lost word, an expired holder.
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(RIG_SOURCES)
@@ -134,5 +141,5 @@ EXTRA_DIST += %reldir%/run-integration.sh \
 	%reldir%/libuv.itest %reldir%/glib.itest %reldir%/hostile.itest %reldir%/real.itest \
 	%reldir%/tls.itest %reldir%/replication.itest %reldir%/sentinel.itest %reldir%/cluster.itest \
 	%reldir%/quorum.itest %reldir%/queue.itest %reldir%/semaphore.itest %reldir%/inspect.itest \
-	%reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
+	%reldir%/scriptless.itest %reldir%/tls-libev.itest %reldir%/tls-poll.itest %reldir%/tls-libevent.itest \
 	%reldir%/tls-libuv.itest %reldir%/tls-glib.itest
