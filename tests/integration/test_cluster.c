@@ -11,6 +11,9 @@
  *    ASKING), a new key while it moves (ASK), then the slot handed over
  *    (MOVED): every lease stays held and is renewed on the new owner, and
  *    the waiter gets the lock.
+ *  - The slot of held leases and a waited-for lock moved between two
+ *    primaries 20 times: atomically where the server can (Valkey >= 9.0,
+ *    CLUSTER MIGRATESLOTS: only MOVED answers), else as above.
  *  - A primary killed: its replica takes over; each lease on it is
  *    confirmed there or lost, held() is 0 in between, and with
  *    replica_acks = 1 none is lost.
@@ -433,6 +436,99 @@ static void test_cluster_slot_migration(void)
     finish(c, &co);
 }
 
+/* Moves slot from primary from to primary to: by CLUSTER MIGRATESLOTS
+ * where the server has it (Valkey >= 9.0: keys and ownership handed over
+ * atomically, the servers answering only MOVED, which can send a request
+ * back and forth during the handoff), else as test_cluster_slot_migration
+ * does, each key by MIGRATE (ASK while it moves), then the slot. 1 when
+ * it went the atomic way. */
+static int move_slot(int slot, int from, int to)
+{
+    char from_id[64], to_id[64];
+    text(&node[from], from_id, sizeof from_id, "CLUSTER MYID");
+    text(&node[to], to_id, sizeof to_id, "CLUSTER MYID");
+    redisReply *r = srv_cmd(&node[from], "CLUSTER MIGRATESLOTS SLOTSRANGE %d %d NODE %s", slot, slot, to_id);
+    int atomic = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+    if (atomic) return 1;
+    CHECK(ok_reply(srv_cmd(&node[to], "CLUSTER SETSLOT %d IMPORTING %s", slot, from_id)));
+    CHECK(ok_reply(srv_cmd(&node[from], "CLUSTER SETSLOT %d MIGRATING %s", slot, to_id)));
+    for (;;) {
+        redisReply *keys = srv_cmd(&node[from], "CLUSTER GETKEYSINSLOT %d 100", slot);
+        size_t n = keys && keys->type == REDIS_REPLY_ARRAY ? keys->elements : 0;
+        for (size_t i = 0; i < n; i++) {
+            redisReply *m = srv_cmd(&node[from], "MIGRATE 127.0.0.1 %d %s 0 5000", node[to].port,
+                                    keys->element[i]->str);
+            if (m) freeReplyObject(m);
+        }
+        if (keys) freeReplyObject(keys);
+        if (n == 0) break;
+    }
+    for (int k = 0; k < NODES; k++) {
+        redisReply *m = srv_cmd(&node[k], "CLUSTER SETSLOT %d NODE %s", slot, to_id);
+        if (m) freeReplyObject(m);
+    }
+    return 0;
+}
+
+/* The slot of three held leases (renewed every 500 ms) and of a lock
+ * another client holds and ours waits for moves between two primaries 20
+ * times (issue 30); the holder lets go after the tenth move. Nothing is
+ * lost, no renewal or attempt fails (a redirect not followed would), and
+ * the waiter gets the lock, on whichever primary has the slot then. */
+static void test_cluster_slot_moves_back_and_forth(void)
+{
+    NEED_CLUSTER();
+    obs co = {0}, o[3], h = {0}, w = {0}, ho = {0};
+    memset(o, 0, sizeof o);
+    redlease_client *c = cluster_client(&co);
+    char names[4][32];
+    int slot = keyslot("lock:{moving-a}");
+    snprintf(names[0], sizeof names[0], "moving-a");
+    name_in_slot(names[1], sizeof names[1], "moving-b", slot);
+    name_in_slot(names[2], sizeof names[2], "moving-c", slot);
+    name_in_slot(names[3], sizeof names[3], "moving-w", slot);
+    for (int i = 0; i < 3; i++) hold_real(c, &o[i], names[i], lopts(1500, 3000, 0));
+    redlease_client_options hco = cluster_opts(seeds);
+    redlease_client *c2 = client_with(&hco, &ho);
+    hold_real(c2, &h, names[3], lopts(1500, 3000, 0));
+    acquire(c, &w, names[3], lopts(1500, 120000, 0));
+    wait_ms(300);
+    CHECK_EQ(w.acq, 0);
+    int home = owner_of(slot), away = (home + 1) % 3, atomic = 0;
+    long long moved0 = stat_of(home, "errorstats", "errorstat_MOVED:count=") +
+                       stat_of(away, "errorstats", "errorstat_MOVED:count=");
+    for (int m = 0; m < 20; m++) {
+        int from = m % 2 ? away : home, to = m % 2 ? home : away;
+        atomic += move_slot(slot, from, to);
+        int64_t end = mono_ms() + 10000 * S;
+        while (owner_of(slot) != to && mono_ms() < end) wait_ms(20);
+        CHECK_EQ(owner_of(slot), to);
+        wait_ms(200); /* renewals meet the move */
+        if (m == 9) release(&h, NULL);
+    }
+    long long moved = stat_of(home, "errorstats", "errorstat_MOVED:count=") +
+                      stat_of(away, "errorstats", "errorstat_MOVED:count=") - moved0;
+    run_until(&w.acq, 5000, NULL);
+    printf("# slot %d moved 20 times (%d atomically, CLUSTER MIGRATESLOTS): %lld MOVED answered; "
+           "%d renewals and %d attempts failed; the waiter: %s\n",
+           slot, atomic, moved, co.events[REDLEASE_EV_RENEW_FAILED], co.events[REDLEASE_EV_ATTEMPT_FAILED],
+           redlease_strerror(w.acq_st));
+    CHECK(moved > 0);
+    CHECK_EQ(co.events[REDLEASE_EV_RENEW_FAILED], 0);
+    CHECK_EQ(co.events[REDLEASE_EV_ATTEMPT_FAILED], 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(o[i].lost, 0);
+        CHECK_EQ(redlease_lock_held(o[i].lk), 1);
+    }
+    CHECK_EQ(w.acq_st, REDLEASE_OK);
+    CHECK_EQ(w.lost, 0);
+    for (int i = 0; i < 3; i++) release(&o[i], NULL);
+    release(&w, NULL);
+    redlease_client_free(c2);
+    finish(c, &co);
+}
+
 /* Leases on one primary (half with replica_acks = 1), a waiter; the
  * primary is killed and its replica takes over. */
 static void test_cluster_primary_killed(void)
@@ -504,6 +600,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_queue_hands_over),
         TEST_CASE(test_cluster_semaphore_and_shared),
         TEST_CASE(test_cluster_slot_migration),
+        TEST_CASE(test_cluster_slot_moves_back_and_forth),
         TEST_CASE(test_cluster_primary_killed),
     };
     int rc = run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);

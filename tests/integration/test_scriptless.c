@@ -116,7 +116,16 @@ static void test_wait_polls_without_scripts(void)
     finish_scriptless(c, &o);
 }
 
-/* A fence and a semaphore need scripts: ENOTSUP at once, naming it. */
+static int inspected = 0, inspect_status = 1;
+static void on_inspected(const redlease_inspection *in, int status, void *arg)
+{
+    (void)in, (void)arg;
+    inspected++;
+    inspect_status = status;
+}
+
+/* A fence, a semaphore and an inspection need scripts: ENOTSUP at once,
+ * naming it. */
 static void test_what_needs_scripts_fails(void)
 {
     obs o = {0};
@@ -135,6 +144,11 @@ static void test_what_needs_scripts_fails(void)
     CHECK_EQ(s.acq_st, REDLEASE_ENOTSUP);
     release(&s, NULL);
     CHECK_EQ(admin_int("DBSIZE", NULL), 0);
+    CHECK_EQ(redlease_inspect(c, "sem", 3, on_inspected, NULL), REDLEASE_OK);
+    CHECK_EQ(inspected, 0); /* never inside the call */
+    run_until(&inspected, 3000, NULL);
+    CHECK_EQ(inspect_status, REDLEASE_ENOTSUP);
+    CHECK(strstr(redlease_client_errstr(c), "inspection needs Lua scripts") != NULL);
     CHECK(s.acq == 1 && s.rel <= 1);
     finish_scriptless(c, &o);
 }
