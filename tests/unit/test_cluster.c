@@ -73,6 +73,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_cluster_moved_renewal),
         TEST_CASE(test_cluster_ask_renewal),
         TEST_CASE(test_cluster_redirect_limit),
+        TEST_CASE(test_cluster_renewal_in_a_moved_ping_pong),
         TEST_CASE(test_cluster_new_map_moves_a_lease),
         TEST_CASE(test_cluster_map_errors_back_off),
         TEST_CASE(test_cluster_query_not_sent_is_retried),

@@ -157,6 +157,7 @@ void test_cluster_routes_by_slot(void);
 void test_cluster_moved_renewal(void);
 void test_cluster_ask_renewal(void);
 void test_cluster_redirect_limit(void);
+void test_cluster_renewal_in_a_moved_ping_pong(void);
 void test_cluster_new_map_moves_a_lease(void);
 void test_cluster_map_errors_back_off(void);
 void test_cluster_query_not_sent_is_retried(void);

@@ -167,6 +167,55 @@ out:
     end(&f);
 }
 
+/* A renewal sent back and forth by MOVED (two nodes each saying the slot
+ * is the other's, as during an atomic slot migration's handoff) is
+ * followed RDL_MAX_REDIRECTS times; then it has failed, transiently: the
+ * lease is unconfirmed meanwhile (held() 0), not lost, and the next try,
+ * answered, confirms it. */
+void test_cluster_renewal_in_a_moved_ping_pong(void)
+{
+    fake f;
+    char a[16];
+    start_mapped(&f, a); /* its events recorded */
+    rec r = {0};
+    int64_t t0 = hold(&f, &r, a, opts(3000));
+    fake_until(&f, t0 + 1000);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)));
+    redirect(&f, NULL, "MOVED", a, OTHER_PORT);
+    fake_side *other = fake_link_at(&f, OTHER_PORT);
+    CHECK(other != NULL);
+    if (!other) goto out;
+    fake_link_connect(&f, other);
+    int sends = 1;
+    for (int i = 0; i < 20; i++) {
+        if (link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))) {
+            sends++;
+            redirect(&f, other, "MOVED", a, SEED_PORT);
+        } else if (cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW))) {
+            sends++;
+            redirect(&f, NULL, "MOVED", a, OTHER_PORT);
+        }
+        if (cmd_is(&f, "CLUSTER", "SLOTS")) answer_map(&f); /* the map asked again: as it was */
+        CHECK_EQ(redlease_lock_held(r.lk), 0);
+    }
+    CHECK_EQ(sends, 2 + RDL_MAX_REDIRECTS); /* the one that waited, then the limit */
+    CHECK_EQ(count_events(REDLEASE_EV_RENEW_FAILED), 1);
+    CHECK_EQ(r.lost_calls, 0);
+    /* the next try, answered where it goes, confirms the lease */
+    for (int i = 0; i < 100 && !redlease_lock_held(r.lk) && r.lost_calls == 0; i++) {
+        fake_advance(&f, 10);
+        if (link_cmd_is(other, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)))
+            fake_link_reply_int(other, 1);
+        else if (cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RENEW)))
+            fake_reply_int(&f, 1);
+        fake_run(&f);
+    }
+    CHECK_EQ(redlease_lock_held(r.lk), 1);
+    CHECK_EQ(r.lost_calls, 0);
+out:
+    end(&f);
+}
+
 /* A new map that moves a held lease's slot: it renews there at once and
  * is unconfirmed until then. */
 void test_cluster_new_map_moves_a_lease(void)
