@@ -101,7 +101,8 @@ int redlease_client_new(redlease_client **out, const redlease_client_options *gi
         nmembers = rdl_addr_list_parse(o->quorum_addrs, members, REDLEASE_MAX_QUORUM);
         if (nmembers < 0) nmembers = 0, ok = 0;
         cc.host = cc.unix_path = NULL;
-        cc.probe = 0; /* the members are sent scripts: nothing to ask them */
+        /* the members are sent scripts: each handshake asks whether they
+         * run (their conditional commands are not used) */
         cc.read_uptime = 1; /* the restart guard: when each member's server started */
         c->quorum = rdl_calloc(1, sizeof *c->quorum);
         ok = ok && c->quorum;

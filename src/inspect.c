@@ -142,7 +142,7 @@ static void go(rdl_inspect_part *pt, int wait, int64_t now)
     if (rdl_node_ready(n) && rdl_node_scripts_off(n)) { /* the read is a script (man 3, WITHOUT SCRIPTS) */
         char text[320];
         int len = snprintf(text, sizeof text, "an inspection needs Lua scripts, and the server refuses them (%s)",
-                           rdl_conn_scripts_why(&n->conn));
+                           rdl_node_scripts_why(n));
         rdl_svc_set_errstr(pt->op->set->svc, rdl_node_name(n), text, len > 0 ? (size_t)len : 0);
         pt->state = PART_BACK;
         settle_failed(pt, REDLEASE_ENOTSUP);

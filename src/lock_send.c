@@ -34,7 +34,8 @@ static int scriptless(const struct redlease_lock *lk) { return rdl_node_scripts_
 static int needs_scripts(struct redlease_lock *lk, int kind)
 {
     if (!scriptless(lk)) return 0;
-    const char *what = rdl_lock_limit(lk)                   ? "a semaphore's lease needs Lua scripts"
+    const char *what = lk->node->via ? "a quorum's lease needs Lua scripts on a majority of its servers"
+                       : rdl_lock_limit(lk)                 ? "a semaphore's lease needs Lua scripts"
                        : rdl_lock_shared(lk)                ? "a shared lease needs Lua scripts"
                        : lk->fencing && kind == RDL_REQ_ACQUIRE ? "a fencing token needs Lua scripts"
                        : !rdl_node_native(lk->node)
@@ -42,8 +43,9 @@ static int needs_scripts(struct redlease_lock *lk, int kind)
                            : NULL;
     if (!what) return 0;
     char text[320];
-    int n = snprintf(text, sizeof text, "%s, and the server refuses scripts (%s)", what,
-                     rdl_conn_scripts_why(&lk->node->conn));
+    int n = snprintf(text, sizeof text, "%s, and %s (%s)", what,
+                     lk->node->via ? "too many of them refuse scripts" : "the server refuses scripts",
+                     rdl_node_scripts_why(lk->node));
     rdl_svc_set_errstr(lk->set->svc, rdl_node_name(lk->node), text, n > 0 ? (size_t)n : 0);
     return REDLEASE_ENOTSUP;
 }

@@ -64,6 +64,10 @@ typedef struct rdl_node_via {
     void (*note_timeout)(void *arg, int64_t sent_at, int64_t now);
     /* The server whose answer is being reported (rdl_node_name), or NULL. */
     const char *(*name)(const void *arg);
+    /* 1 when too many of its servers refuse scripts for it to work
+     * (rdl_node_scripts_off), and one of their texts. */
+    int (*scripts_off)(const void *arg);
+    const char *(*scripts_why)(const void *arg);
 } rdl_node_via;
 
 /* What sees a node's replies before their requests' handlers do: a layer
@@ -148,10 +152,14 @@ static inline int rdl_node_native(const rdl_node *n)
     return n->via ? 0 : rdl_conn_native(&n->conn);
 }
 /* 1 when the node's server refuses scripts (rdl_conn_scripts_off); a
- * via's members are asked as the quorum sends to them. */
+ * via's, when too many of its servers do; with the server's text. */
 static inline int rdl_node_scripts_off(const rdl_node *n)
 {
-    return n->via ? 0 : rdl_conn_scripts_off(&n->conn);
+    return n->via ? n->via->scripts_off(n->via_arg) : rdl_conn_scripts_off(&n->conn);
+}
+static inline const char *rdl_node_scripts_why(const rdl_node *n)
+{
+    return n->via ? n->via->scripts_why(n->via_arg) : rdl_conn_scripts_why(&n->conn);
 }
 static inline uint64_t rdl_node_epoch(const rdl_node *n)
 {

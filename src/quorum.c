@@ -712,6 +712,24 @@ static const char *via_name(const void *q)
     return m ? rdl_node_name(m) : NULL;
 }
 
+/* No majority of the members runs scripts for us (each one's handshake
+ * asked): every lease of the quorum needs them (its clean-up, its
+ * scripts after the first attempt), so none can be had. */
+static int via_scripts_off(const void *arg)
+{
+    const rdl_quorum *q = arg;
+    size_t off = 0;
+    for (size_t i = 0; i < q->n; i++) off += rdl_node_scripts_off(q->member[i]) != 0;
+    return off > q->n - q->need;
+}
+static const char *via_scripts_why(const void *arg)
+{
+    const rdl_quorum *q = arg;
+    for (size_t i = 0; i < q->n; i++)
+        if (rdl_node_scripts_off(q->member[i])) return rdl_node_scripts_why(q->member[i]);
+    return "";
+}
+
 static const rdl_node_via front_via = {
     .submit = via_submit,
     .ready = via_ready,
@@ -722,4 +740,6 @@ static const rdl_node_via front_via = {
     .status = via_status,
     .note_timeout = via_note_timeout,
     .name = via_name,
+    .scripts_off = via_scripts_off,
+    .scripts_why = via_scripts_why,
 };

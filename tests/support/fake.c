@@ -556,6 +556,8 @@ void fake_link_connect(fake *f, fake_side *s)
             fake_link_reply(s, time_answer(f, text, elem, &r));
         else if (is_probe(cmd))
             fake_link_reply(s, probe_answer(0, elem, name, &r));
+        else if (is_scripts_probe(cmd) && s->scripts_refused)
+            fake_link_reply_err(s, s->scripts_refused);
         else if (is_scripts_probe(cmd))
             fake_link_reply(s, &(rdl_reply){.type = RDL_REPLY_INTEGER, .integer = 1});
         else

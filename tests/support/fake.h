@@ -36,6 +36,8 @@ typedef struct fake_side {
     int ncmds, head;
     long uptime_s;       /* INFO server's uptime_in_seconds (a quorum member's
                             handshake asks): 0 a day; < 0 INFO is refused */
+    const char *scripts_refused; /* the handshake's EVAL of "return 1" is
+                                    answered this error; NULL: 1 */
 } fake_side;
 
 typedef struct fake {

@@ -33,7 +33,7 @@ TESTS += $(UNIT_TESTS)
 %canon_reldir%_test_quorum_SOURCES = %reldir%/test_quorum.c %reldir%/test_quorum.h \
 	%reldir%/test_quorum_wait.c %reldir%/test_quorum_kinds.c %reldir%/test_quorum_restart.c $(SUPPORT_H)
 %canon_reldir%_test_native_SOURCES = %reldir%/test_native.c $(SUPPORT_H)
-%canon_reldir%_test_scriptless_SOURCES = %reldir%/test_scriptless.c $(SUPPORT_H)
+%canon_reldir%_test_scriptless_SOURCES = %reldir%/test_scriptless.c %reldir%/test_quorum.h $(SUPPORT_H)
 %canon_reldir%_test_queue_SOURCES = %reldir%/test_queue.c $(SUPPORT_H)
 %canon_reldir%_test_semaphore_SOURCES = %reldir%/test_semaphore.c $(SUPPORT_H)
 %canon_reldir%_test_identity_SOURCES = %reldir%/test_identity.c $(SUPPORT_H)

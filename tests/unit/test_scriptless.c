@@ -15,6 +15,7 @@
 
 #include "core_rig.h"
 #include "fake.h"
+#include "test_quorum.h"
 #include "testutil.h"
 
 #define NOPERM "NOPERM User app has no permissions to run the 'eval' command"
@@ -265,6 +266,41 @@ static void test_script_refused_later_turns_the_link(void)
     end(&f);
 }
 
+/* A quorum's leases need scripts on a majority of its members: two of
+ * three refusing them, an acquire fails at once (nothing sent to any);
+ * one of three, it goes on (that member's refusals count against it as
+ * a down member's would). */
+static void test_quorum_needs_a_majority_with_scripts(void)
+{
+    for (int refusing = 1; refusing <= 2; refusing++) {
+        fake f;
+        redlease_client_options co;
+        redlease_client_options_init(&co);
+        co.quorum_addrs = addrs[3];
+        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        co.quorum_restart_guard_ms = REDLEASE_RESTART_GUARD_OFF;
+        CHECK(attach_recording(&f, &co));
+        for (int i = 0; i < 3; i++) {
+            member(&f, i)->scripts_refused = i < refusing ? NOPERM : NULL;
+            fake_link_connect(&f, member(&f, i));
+        }
+        rec r = {0};
+        redlease_lock_options o = opts(3000);
+        CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+        fake_run(&f);
+        if (refusing == 2) {
+            CHECK_EQ(r.acq_status, REDLEASE_ENOTSUP);
+            for (int i = 0; i < 3; i++) CHECK(idle(&f, i));
+            printf("# %s\n", redlease_client_errstr(f.c));
+            CHECK(strstr(redlease_client_errstr(f.c), "quorum") != NULL);
+        } else {
+            CHECK_EQ(r.acq_calls, 0);
+            for (int i = 0; i < 3; i++) CHECK(link_cmd_is(member(&f, i), "SET", "lock:{job}"));
+        }
+        end(&f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const test_case cases[] = {
@@ -276,6 +312,7 @@ int main(int argc, char **argv)
         TEST_CASE(test_attempts_write_one_value),
         TEST_CASE(test_each_link_decides_again),
         TEST_CASE(test_script_refused_later_turns_the_link),
+        TEST_CASE(test_quorum_needs_a_majority_with_scripts),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
