@@ -98,10 +98,7 @@ static void test_quorum_waits_for_every_first_connection(void)
 {
     for (int fail = 0; fail <= 1; fail++) {
         fake f;
-        redlease_client_options co;
-        redlease_client_options_init(&co);
-        co.quorum_addrs = addrs[3];
-        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        redlease_client_options co = quorum_options(3);
         fake_attach(&f, &co);
         fake_link_connect(&f, member(&f, 1));
         fake_link_connect(&f, member(&f, 2));

@@ -31,14 +31,21 @@ static inline void scripts_warm(fake *f)
     }
 }
 
-/* A client over n members (3 or 4), every one connected, scripts warm;
- * events recorded. */
-static inline void start_quorum(fake *f, int n)
+/* The options of a client over n members (3 or 4). */
+static inline redlease_client_options quorum_options(int n)
 {
     redlease_client_options co;
     redlease_client_options_init(&co);
     co.quorum_addrs = addrs[n];
     co.topology = REDLEASE_TOPOLOGY_QUORUM;
+    return co;
+}
+
+/* A client over n members (3 or 4), every one connected, scripts warm;
+ * events recorded. */
+static inline void start_quorum(fake *f, int n)
+{
+    redlease_client_options co = quorum_options(n);
     co.reconnect_min_ms = co.reconnect_max_ms = 10;
     if (!attach_recording(f, &co)) return;
     CHECK_EQ(redlease_client_connected(f->c), 0);

@@ -274,10 +274,7 @@ static void test_quorum_needs_a_majority_with_scripts(void)
 {
     for (int refusing = 1; refusing <= 2; refusing++) {
         fake f;
-        redlease_client_options co;
-        redlease_client_options_init(&co);
-        co.quorum_addrs = addrs[3];
-        co.topology = REDLEASE_TOPOLOGY_QUORUM;
+        redlease_client_options co = quorum_options(3);
         co.quorum_restart_guard_ms = REDLEASE_RESTART_GUARD_OFF;
         CHECK(attach_recording(&f, &co));
         for (int i = 0; i < 3; i++) {
