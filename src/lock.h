@@ -104,6 +104,8 @@ struct rdl_lock_acq {
     int status;         /* what on_acquire is told */
     /* queued (lk->queued): docs/design.md, section 11 */
     int joins;           /* waits in the queue (a wait budget); else one attempt */
+    int queue_asked;     /* joins by the user's own wait_mode (REDLEASE_WAIT_QUEUE or
+                            _WAKE), not the default's: no polling instead */
     int plain_next;      /* the queue's script met a moving slot (TRYAGAIN): the
                             next attempt is the one-key kind, which ASK serves */
     int in_queue;        /* the last attempt sent asked to wait in the queue

@@ -147,6 +147,7 @@ int rdl_lock_new(rdl_locks *ls, const char *resource, size_t rlen, const redleas
      * (above), and a semaphore's or shared holder's is REDLEASE_WAIT_POLL */
     lk->unordered = o->wait_mode == REDLEASE_WAIT_WAKE || !ls->target.ordered_queue;
     acq->joins = lk->queued && o->wait_ms != 0;
+    acq->queue_asked = acq->joins && o->wait_mode != REDLEASE_WAIT_DEFAULT;
     rdl_list_init(&acq->waiter.link);
     acq->waiter.token = lk->token;
     acq->waiter.owner = lk;

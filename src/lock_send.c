@@ -23,7 +23,8 @@
 
 /* The lock's server refuses scripts (src/conn.h): a mutex's lease goes by
  * the server's own commands (SET NX PX, SET IFEQ, DELIFEQ or DELEX), its
- * waits poll (the queue is scripts), and every attempt of an acquire
+ * waits poll (the queue is scripts: by default only; one that asked for
+ * the queue fails, its fairness never dropped silently), and every attempt of an acquire
  * writes one value, which a drop then deletes by its own compare (a
  * script would compare the token alone). docs/design.md, section 15. */
 static int scriptless(const struct redlease_lock *lk) { return rdl_node_scripts_off(lk->node); }
@@ -38,6 +39,8 @@ static int needs_scripts(struct redlease_lock *lk, int kind)
                        : rdl_lock_limit(lk)                 ? "a semaphore's lease needs Lua scripts"
                        : rdl_lock_shared(lk)                ? "a shared lease needs Lua scripts"
                        : lk->fencing && kind == RDL_REQ_ACQUIRE ? "a fencing token needs Lua scripts"
+                       : kind == RDL_REQ_ACQUIRE && lk->acq->queue_asked
+                           ? "queued waiting (wait_mode REDLEASE_WAIT_QUEUE or _WAKE) needs Lua scripts"
                        : !rdl_node_native(lk->node)
                            ? "a safe release needs Lua scripts, or DELIFEQ (Valkey >= 9.0) or DELEX (Redis >= 8.4)"
                            : NULL;

@@ -91,8 +91,7 @@ static void test_wait_polls_without_scripts(void)
     obs o = {0};
     redlease_client *c = scriptless_client(&o);
     ADM("SET lock:{waited} someone-else PX 60000");
-    redlease_lock_options lo = lopts(5000, 10000, 0);
-    lo.wait_mode = REDLEASE_WAIT_QUEUE; /* polls all the same */
+    redlease_lock_options lo = lopts(5000, 10000, 0); /* the default wait_mode: polls here */
     acquire(c, &o, "waited", lo);
     if (!server_has_native()) {
         run_until(&o.acq, 3000, NULL);
@@ -124,8 +123,8 @@ static void on_inspected(const redlease_inspection *in, int status, void *arg)
     inspect_status = status;
 }
 
-/* A fence, a semaphore and an inspection need scripts: ENOTSUP at once,
- * naming it. */
+/* A fence, a semaphore, a wait that asked for the queue and an
+ * inspection need scripts: ENOTSUP at once, naming it. */
 static void test_what_needs_scripts_fails(void)
 {
     obs o = {0};
@@ -143,6 +142,14 @@ static void test_what_needs_scripts_fails(void)
     run_until(&s.acq, 3000, NULL);
     CHECK_EQ(s.acq_st, REDLEASE_ENOTSUP);
     release(&s, NULL);
+    obs q = {0};
+    lo = lopts(5000, 5000, 0);
+    lo.wait_mode = REDLEASE_WAIT_QUEUE;
+    CHECK_EQ(redlease_acquire(c, "queued", &lo, o_acq, o_lost, &q, &q.lk), REDLEASE_OK);
+    run_until(&q.acq, 3000, NULL);
+    CHECK_EQ(q.acq_st, REDLEASE_ENOTSUP);
+    CHECK(strstr(redlease_client_errstr(c), "queued waiting") != NULL);
+    release(&q, NULL);
     CHECK_EQ(admin_int("DBSIZE", NULL), 0);
     CHECK_EQ(redlease_inspect(c, "sem", 3, on_inspected, NULL), REDLEASE_OK);
     CHECK_EQ(inspected, 0); /* never inside the call */

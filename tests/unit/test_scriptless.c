@@ -47,12 +47,13 @@ static int is_set_nx(fake *f, const char *key, const char *value)
            strcmp(c->argv[4], "PX") == 0;
 }
 
-/* Starts an acquire of "job" that may wait 5 s in the default mode, the
- * queue's (fenced or not), and lets the timer send its first attempt. */
+/* Starts an acquire of "job" that may wait 5 s in the default mode (the
+ * queue's where scripts run), fenced or not, and lets the timer send its
+ * first attempt. */
 static void wait_for_job(fake *f, rec *r, int fencing)
 {
     redlease_lock_options o = opts(3000);
-    o.wait_mode = REDLEASE_WAIT_QUEUE;
+    o.wait_mode = REDLEASE_WAIT_DEFAULT;
     o.wait_ms = 5000;
     o.fencing = fencing;
     CHECK_EQ(start_lock(f, r, "job", &o), REDLEASE_OK);
@@ -99,7 +100,7 @@ static void test_handshake_finds_scripts_refused(void)
 }
 
 /* Acquired by SET NX PX, renewed by SET IFEQ, released by DELIFEQ: no
- * script, with the wait mode the default (the queue's) all the same. */
+ * script, with the wait mode the default (the queue's where scripts run). */
 static void test_mutex_lease_without_scripts(void)
 {
     fake f;
@@ -148,11 +149,12 @@ static void test_wait_polls(void)
 
 /* Each lease that needs a script, refused at once: ENOTSUP through its
  * callback (never inside redlease_acquire), the text naming what is
- * missing and why, nothing sent. */
+ * missing and why, nothing sent. So is a wait that asked for the queue
+ * (the default polls). */
 static void test_what_needs_scripts_fails_at_once(void)
 {
-    const char *want[4] = {"fencing token", "semaphore", "shared lease", "safe release"};
-    for (int k = 0; k < 4; k++) {
+    const char *want[5] = {"fencing token", "semaphore", "shared lease", "safe release", "queued waiting"};
+    for (int k = 0; k < 5; k++) {
         fake f;
         start_scriptless(&f, k == 3 ? 0 : RDL_NATIVE_DELIFEQ, NOPERM);
         rec r = {0};
@@ -161,6 +163,7 @@ static void test_what_needs_scripts_fails_at_once(void)
         if (k == 0) o.fencing = 1;
         if (k == 1) o.limit = 3;
         if (k == 2) o.shared = 1;
+        if (k == 4) o.wait_mode = REDLEASE_WAIT_QUEUE; /* asked for: its fairness is not dropped */
         CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
         CHECK_EQ(r.acq_calls, 0);
         fake_run(&f);
