@@ -914,6 +914,33 @@ check "--password-file <(...) => 64, refused" eval '[ "$st" -eq 64 ] && grep -q 
 rcli CONFIG SET requirepass "" >/dev/null
 unset REDISCLI_AUTH
 
+# ------------------------------------------------------------ no scripts
+# An ACL user without @scripting (man 1, NOTES; redlease(3), WITHOUT
+# SCRIPTS). This server (Redis 7.0) has neither DELIFEQ nor DELEX: a run
+# could not release the lock, so it never takes it; one with the commands
+# (Valkey 9, Redis 8.4) holds it without scripts (tests/integration/
+# test_scriptless.c).
+nspw=Lw3-noscripts-$$
+rcli ACL SETUSER noscripts reset on ">$nspw" '~*' '&*' +@all -@scripting >/dev/null
+if [ -n "$(rcli COMMAND INFO DELIFEQ DELEX | tr -d '\n')" ]; then
+    rm -f "$tmp/ran"
+    REDLEASE_PASSWORD=$nspw rl run -v --user noscripts --wait 3000 ns1 -- touch "$tmp/ran"
+    check "no scripts, the server has DELIFEQ or DELEX: a run holds it without them (0)" \
+        eval '[ "$st" -eq 0 ] && [ -e "$tmp/ran" ] && grep -q "runs no Lua scripts" <<<"$err" &&
+              [ "$(rcli EXISTS lock:{ns1})" = 0 ]'
+else
+    rm -f "$tmp/ran"
+    REDLEASE_PASSWORD=$nspw rl run -n --user noscripts ns1 -- touch "$tmp/ran"
+    check "no scripts and no DELIFEQ/DELEX: -n => 69 naming why, nothing run, no key left" \
+        eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran" ] && grep -q "safe release needs Lua scripts" <<<"$err" &&
+              grep -q "NOPERM" <<<"$err" && [ "$(rcli EXISTS lock:{ns1})" = 0 ]'
+fi
+REDLEASE_PASSWORD=$nspw rl run --user noscripts --fence --wait 3000 ns2 -- touch "$tmp/ran2"
+check "no scripts: --fence => 69 at once (${ms} ms), naming the fence, nothing run" \
+    eval '[ "$st" -eq 69 ] && [ ! -e "$tmp/ran2" ] && grep -q "fencing token needs Lua scripts" <<<"$err" &&
+          [ "$ms" -lt $((3000 * slow)) ]'
+rcli ACL DELUSER noscripts >/dev/null
+
 echo "1..$n"
 redis_harness_stop
 trap - EXIT INT TERM HUP
