@@ -250,6 +250,7 @@ static void handshake_start(rdl_conn *cn, int64_t now)
     cn->hs_failed = 0;
     cn->native = 0; /* each link asks again: a failover may have moved us */
     cn->scripts_off = 0;
+    cn->hs_ping_answered = 0;
     schedule(cn, now + cn->command_timeout);
     if (cn->password) {
         const char *argv[3] = {"AUTH", cn->username ? cn->username : cn->password, cn->password};
@@ -339,16 +340,21 @@ static void probe_reply(rdl_conn *cn, const rdl_reply *r)
  * why; any other answer, yes (a script that fails later says so then). */
 static void scripts_reply(rdl_conn *cn, const rdl_reply *r)
 {
-    if (r->type == RDL_REPLY_ERROR && rdl_error_classify(r->str, r->len).refused)
+    if (r->type == RDL_REPLY_ERROR && rdl_error_refuses_scripts(r->str, r->len))
         rdl_conn_scripts_refused(cn, r->str, r->len);
 }
 
 void rdl_conn_scripts_refused(rdl_conn *cn, const char *text, size_t len)
 {
+    int news = !cn->scripts_off;
     cn->scripts_off = 1;
     if (len >= sizeof cn->scripts_why) len = sizeof cn->scripts_why - 1;
     memcpy(cn->scripts_why, text, len);
     cn->scripts_why[len] = '\0';
+    if (news && cn->state == RDL_CONN_READY) { /* since the handshake: said now (else once ready) */
+        say_error_str(cn, cn->scripts_why);
+        emit(cn, REDLEASE_EV_SCRIPTS_OFF, REDLEASE_ENOTSUP, -1);
+    }
 }
 
 static void become_ready(rdl_conn *cn)
@@ -422,12 +428,16 @@ static void handshake_reply(rdl_conn *cn, rdl_req *req, const rdl_reply *r)
 {
     if (cn->state != RDL_CONN_HANDSHAKE || req->epoch != cn->epoch + 1) return;
     cn->hs_pending--;
-    /* The link went with the probe unanswered: some proxies (twemproxy)
-     * close a connection on a command they do not know, COMMAND among
-     * them. Asking on every link would then cost every link: this
-     * connection asks no more, and sends scripts. */
-    if (!r && req->kind == RDL_REQ_PROBE) cn->probe = 0;
+    /* The link went with the probe unanswered though the server had
+     * answered PING before it: some proxies (twemproxy) close a connection
+     * on a command they do not know, COMMAND and EVAL among them. Asking
+     * on every link would then cost every link: this connection asks no
+     * more, and sends scripts. (A link that dies earlier, a restart or a
+     * failover, says nothing of the probe.) */
+    if (!r && (req->kind == RDL_REQ_PROBE || req->kind == RDL_REQ_SCRIPTS) && cn->hs_ping_answered)
+        cn->probe = 0;
     if (!r) return; /* the disconnect report follows */
+    if (req->kind == RDL_REQ_PING) cn->hs_ping_answered = 1;
     if (req->kind == RDL_REQ_PROBE) {
         probe_reply(cn, r);
     } else if (req->kind == RDL_REQ_SCRIPTS) {

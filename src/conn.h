@@ -160,6 +160,7 @@ typedef struct rdl_conn {
     rdl_backoff reconnect;
     int hs_pending;     /* handshake replies awaited */
     int hs_failed;      /* status, or 0 */
+    int hs_ping_answered; /* the handshake's PING was answered on this link */
     uint64_t reqs_out;  /* submitted, not yet reported back by the transport */
     int64_t rtt_floor;  /* shortest round trip on this connection, from its
                            handshake on (a stalled reply says nothing of the

@@ -80,6 +80,27 @@ static int refused(const char *text, size_t n)
     return 0;
 }
 
+/* ASCII lower case of ch. */
+static char lower(char ch) { return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch; }
+
+/* text has p (lower case) in any case. */
+static int has_nocase(const char *text, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    for (size_t i = 0; i + k <= n; i++) {
+        size_t j = 0;
+        while (j < k && lower(text[i + j]) == p[j]) j++;
+        if (j == k) return 1;
+    }
+    return 0;
+}
+
+int rdl_error_refuses_scripts(const char *text, size_t n)
+{
+    if (!text || !refused(text, n) || has(text, n, " script: ")) return 0;
+    return has_nocase(text, n, "'eval") || has(text, n, "scripting engine");
+}
+
 rdl_error_class rdl_error_classify(const char *text, size_t n)
 {
     rdl_error_class e = {REDLEASE_EREDIS, DEFINITE, 0, 0, 0, 0, 0, 0, 0};

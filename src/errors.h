@@ -31,4 +31,9 @@ typedef struct rdl_error_class {
 /* Classifies an error reply by its code (first word): text of n bytes. */
 rdl_error_class rdl_error_classify(const char *text, size_t n);
 
+/* 1 when the error refuses EVAL or EVALSHA itself (unknown to the server,
+ * not allowed to this user, no Lua engine), not a command a script ran
+ * ("... script: ..." carries a refusal of that command). */
+int rdl_error_refuses_scripts(const char *text, size_t n);
+
 #endif

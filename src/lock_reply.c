@@ -118,19 +118,30 @@ static int handle_reply(rdl_req *req, const rdl_reply *r, int64_t now)
     /* without scripts the value is known (every attempt wrote one): its
      * "not ours" is the answer */
     int scripts = !rdl_node_scripts_off(req->node);
-    if (e.refused && !req->native && req->script >= 0 && !req->node->via && scripts) {
+    if (!req->native && req->script >= 0 && r && r->type == RDL_REPLY_ERROR &&
+        rdl_error_refuses_scripts(r->str, r->len)) {
         /* Scripts refused since the link's probe (an ACL changed, Valkey's
-         * Lua module unloaded): none go on it from now on, and the
-         * request goes without one where its lease can (else its error
-         * ends it, definite) */
-        rdl_conn_scripts_refused(&req->node->conn, r->str, r->len);
-        if (rdl_lock_req_scriptless(req) == 0) return 1;
+         * Lua module unloaded): none go on it from now on (the event says
+         * so, and its hook may end the client), and the request (or one
+         * sent before that was known) goes without one where its lease can
+         * (else its error ends it) */
+        if (scripts) {
+            rdl_node_scripts_refused(req->node, r->str, r->len);
+            if (lk->set->svc->dead) return 0;
+            scripts = !rdl_node_scripts_off(req->node);
+        }
+        if (!scripts && rdl_lock_req_scriptless(req) == 0) return 1;
     }
     if (not_ours && scripts) {
         lk->value_unsure = 1;
         req->no_native = 1;
         if (rdl_lock_req_submit(req) == 0) return 1;
         r = NULL;
+    } else if (req->native && e.refused && !scripts) {
+        /* refused, and no script to send instead: nothing more is sent
+         * on this link that needs it (its next requests fail at once),
+         * and this one's error ends it */
+        rdl_conn_native_refused(&req->node->conn);
     } else if (req->native && (e.refused || oom) && scripts) {
         /* Resent as the script, it lands behind whatever the handle sent
          * since, harmless as after NOSCRIPT (below). */

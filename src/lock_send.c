@@ -35,12 +35,15 @@ static int scriptless(const struct redlease_lock *lk) { return rdl_node_scripts_
 static int needs_scripts(struct redlease_lock *lk, int kind)
 {
     if (!scriptless(lk)) return 0;
+    int acquire = kind == RDL_REQ_ACQUIRE;
     const char *what = lk->node->via ? "a quorum's lease needs Lua scripts on a majority of its servers"
                        : rdl_lock_limit(lk)                 ? "a semaphore's lease needs Lua scripts"
                        : rdl_lock_shared(lk)                ? "a shared lease needs Lua scripts"
-                       : lk->fencing && kind == RDL_REQ_ACQUIRE ? "a fencing token needs Lua scripts"
-                       : kind == RDL_REQ_ACQUIRE && lk->acq->queue_asked
+                       : lk->fencing && acquire ? "a fencing token needs Lua scripts"
+                       : acquire && lk->acq && lk->acq->queue_asked
                            ? "queued waiting (wait_mode REDLEASE_WAIT_QUEUE or _WAKE) needs Lua scripts"
+                       : !acquire && lk->value_unsure
+                           ? "a lease whose value on the server is not known (src/identity.h) needs Lua scripts"
                        : !rdl_node_native(lk->node)
                            ? "a safe release needs Lua scripts, or DELIFEQ (Valkey >= 9.0) or DELEX (Redis >= 8.4)"
                            : NULL;
@@ -166,7 +169,7 @@ int rdl_lock_req_submit(rdl_req *req)
      * handle may not know; the script compares the token alone. Without
      * scripts, every attempt wrote one value (rdl_lock_send_req). */
     req->native = (s == RDL_SCRIPT_RENEW || s == RDL_SCRIPT_RELEASE) && !req->no_native &&
-                          (req->kind != RDL_REQ_DROP || scriptless(lk)) && !lk->value_unsure
+                          (req->kind != RDL_REQ_DROP || rdl_node_scripts_off(req->node)) && !lk->value_unsure
                       ? rdl_node_native(req->node)
                       : 0;
     rdl_cmd_spec spec = {.script = s, .native = req->native, .eval = req->sent_eval,
@@ -204,7 +207,11 @@ int rdl_lock_req_submit(rdl_req *req)
 int rdl_lock_req_scriptless(rdl_req *req)
 {
     struct redlease_lock *lk = req->lk;
-    if (req->node != lk->node || needs_scripts(lk, req->kind)) return REDLEASE_ENOTSUP;
+    /* only the op's current request (a stale one, an acquire whose
+     * on_acquire ran, goes nowhere) or a drop, to the lock's node */
+    int wanted = req->kind == RDL_REQ_DROP ||
+                 (lk->req == req && (req->kind != RDL_REQ_ACQUIRE || (lk->acq && lk->state == RDL_LOCK_ACQUIRING)));
+    if (!wanted || req->node != lk->node || needs_scripts(lk, req->kind)) return REDLEASE_ENOTSUP;
     req->script = script_for(lk, req->kind);
     req->probe = 0;
     req->sent_eval = 0;
@@ -232,13 +239,14 @@ int rdl_lock_send_req(struct redlease_lock *lk, int kind, int64_t now)
                  !rdl_lock_limit(lk) && !rdl_lock_shared(lk) && /* the mutex's two-key form (scripts.c) */
                  !scriptless(lk);
     if (kind == RDL_REQ_ACQUIRE && lk->acq) lk->acq->in_queue = 0; /* rdl_lock_req_submit says if it joins */
-    /* Each attempt writes the record of its own send: one that takes the
-     * lease rewrites what an earlier one may have left (scripts.c, mine());
-     * the renewals and the release then send that value. Without scripts
-     * nothing rewrites: an attempt after one that may have written the key
-     * writes the same value, for the drop to delete. */
+    /* Each attempt writes the record of its own send, but one after an
+     * attempt that may have written the key writes the same value: the
+     * reclaiming script rewrites what an earlier one left (scripts.c,
+     * mine()), but without scripts nothing does, and the drop and the
+     * server's own compares must meet the value that is there; the
+     * renewals and the release then send that value. */
     int64_t at = lk->at;
-    if (kind == RDL_REQ_ACQUIRE && !(scriptless(lk) && lk->maybe_set)) lk->at = rdl_node_server_ms(lk->node, now);
+    if (kind == RDL_REQ_ACQUIRE && !lk->maybe_set) lk->at = rdl_node_server_ms(lk->node, now);
     int rc = rdl_lock_req_submit(req);
     if (rc) {
         lk->at = at; /* nothing was written with it */

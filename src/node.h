@@ -157,6 +157,12 @@ static inline int rdl_node_scripts_off(const rdl_node *n)
 {
     return n->via ? n->via->scripts_off(n->via_arg) : rdl_conn_scripts_off(&n->conn);
 }
+/* The node's server refused a script since its handshake (text of len
+ * bytes): none go to it on this link from now on. */
+static inline void rdl_node_scripts_refused(rdl_node *n, const char *text, size_t len)
+{
+    if (!n->via) rdl_conn_scripts_refused(&n->conn, text, len);
+}
 static inline const char *rdl_node_scripts_why(const rdl_node *n)
 {
     return n->via ? n->via->scripts_why(n->via_arg) : rdl_conn_scripts_why(&n->conn);

@@ -142,7 +142,8 @@ static void test_key_noperm_is_an_answer(void)
 }
 
 /* Some proxies close the connection on COMMAND: a link lost with the
- * question unanswered makes the connection ask no more (scripts). */
+ * question unanswered, PING answered before it, makes the connection ask
+ * no more (scripts). */
 static void test_link_lost_on_the_question_stops_asking(void)
 {
     fake f;
@@ -161,6 +162,19 @@ static void test_link_lost_on_the_question_stops_asking(void)
     CHECK_EQ(fake_pending(&f), 0); /* not asked again */
     fake_run(&f);
     CHECK(redlease_client_connected(f.c));
+    end(&f);
+
+    /* A link lost before PING was answered (a restart, a failover) says
+     * nothing of the question: the next one asks it. */
+    fake_attach(&f, NULL);
+    fake_connect_raw(&f);
+    CHECK(cmd_is(&f, "PING", NULL));
+    fake_break(&f);
+    fake_advance(&f, 60);
+    fake_connect_raw(&f);
+    fake_reply_status(&f, "PONG");
+    fake_reply_time(&f);
+    CHECK(cmd_is(&f, "COMMAND", "INFO"));
     end(&f);
 }
 

@@ -266,6 +266,84 @@ static void test_script_refused_later_turns_the_link(void)
     CHECK_EQ(r.acq_status, REDLEASE_OK);
     released_by(&f, &r, "DELIFEQ");
     CHECK_EQ(count_events(REDLEASE_EV_ATTEMPT_FAILED), 0); /* resent, not failed */
+    CHECK_EQ(count_events(REDLEASE_EV_SCRIPTS_OFF), 1);      /* and said once */
+    end(&f);
+}
+
+/* A refused script that nobody waits for any more (its acquire ended by
+ * its timeout: on_acquire ran) turns the link all the same, and is sent
+ * nowhere again. */
+static void test_stale_refusal_is_not_resent(void)
+{
+    fake f;
+    CHECK(attach_recording(&f, NULL));
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    rec r = {0};
+    redlease_lock_options o = opts(3000);
+    o.fencing = 1; /* a script from the first attempt */
+    CHECK_EQ(start_lock(&f, &r, "job", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_ACQUIRE_FENCED)));
+    fake_advance(&f, 2100); /* the command timeout: on_acquire ran */
+    CHECK_EQ(r.acq_calls, 1);
+    CHECK_EQ(r.acq_status, REDLEASE_ETIMEDOUT);
+    fake_reply_err(&f, "NOPERM User app has no permissions to run the 'evalsha' command");
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_SCRIPTS_OFF), 1);
+    /* its drop (it may have set the key), sent as the script before the
+     * refusal came, is refused too and goes again by DELIFEQ; no attempt */
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_RELEASE)));
+    fake_reply_err(&f, "NOPERM User app has no permissions to run the 'evalsha' command");
+    fake_run(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    fake_reply_int(&f, 0);
+    fake_run(&f);
+    CHECK_EQ(fake_pending(&f), 0);
+    CHECK_EQ(r.acq_calls, 1);
+    end(&f);
+}
+
+/* A script refused for a command it ran (an ACL without a data type the
+ * script touches) is not a server that refuses scripts. */
+static void test_refusal_inside_a_script_is_not_scripts_off(void)
+{
+    fake f;
+    CHECK(attach_recording(&f, NULL));
+    f.native = RDL_NATIVE_DELIFEQ;
+    fake_connect(&f);
+    rec r = {0};
+    wait_for_job(&f, &r, 0);
+    CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)));
+    fake_reply_err(&f, "NOPERM User app has no permissions to run the 'zadd' command script: 4a1b, on @user_script:12.");
+    fake_run(&f);
+    CHECK_EQ(count_events(REDLEASE_EV_SCRIPTS_OFF), 0);
+    CHECK_EQ(r.acq_status, REDLEASE_EPERM);
+    end(&f);
+}
+
+/* The server refuses its own conditional command on a link without
+ * scripts: that release fails, and the next acquire there fails at once
+ * (no safe release left), nothing sent. */
+static void test_native_refused_without_scripts(void)
+{
+    fake f;
+    start_scriptless(&f, RDL_NATIVE_DELIFEQ, NOPERM);
+    rec r = {0};
+    hold(&f, &r, "job", opts(3000));
+    CHECK_EQ(release(&r), REDLEASE_OK);
+    fake_run(&f);
+    CHECK(cmd_is(&f, "DELIFEQ", "lock:{job}"));
+    fake_reply_err(&f, "NOPERM User app has no permissions to run the 'delifeq' command");
+    fake_run(&f);
+    CHECK_EQ(r.rel_calls, 1);
+    CHECK_EQ(r.rel_status, REDLEASE_EPERM);
+    rec s = {0};
+    redlease_lock_options o = opts(3000);
+    CHECK_EQ(start_lock(&f, &s, "other", &o), REDLEASE_OK);
+    fake_run(&f);
+    CHECK_EQ(s.acq_status, REDLEASE_ENOTSUP);
+    CHECK_EQ(fake_pending(&f), 0);
     end(&f);
 }
 
@@ -313,6 +391,9 @@ int main(int argc, char **argv)
         TEST_CASE(test_each_link_decides_again),
         TEST_CASE(test_script_refused_later_turns_the_link),
         TEST_CASE(test_quorum_needs_a_majority_with_scripts),
+        TEST_CASE(test_stale_refusal_is_not_resent),
+        TEST_CASE(test_refusal_inside_a_script_is_not_scripts_off),
+        TEST_CASE(test_native_refused_without_scripts),
     };
     return run_tests(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
