@@ -20,8 +20,9 @@
 
 #define NOPERM "NOPERM User app has no permissions to run the 'eval' command"
 
-/* A client on a server that refuses scripts and has these conditional
- * commands, its events recorded. */
+/* A client on a server that refuses scripts (refusal: the probe's answer;
+ * NULL: it runs them) and has these conditional commands, its events
+ * recorded. */
 static void start_scriptless(fake *f, int native, const char *refusal)
 {
     CHECK(attach_recording(f, NULL));
@@ -252,9 +253,7 @@ static void test_each_link_decides_again(void)
 static void test_script_refused_later_turns_the_link(void)
 {
     fake f;
-    CHECK(attach_recording(&f, NULL));
-    f.native = RDL_NATIVE_DELIFEQ;
-    fake_connect(&f);
+    start_scriptless(&f, RDL_NATIVE_DELIFEQ, NULL); /* scripts run, to begin with */
     rec r = {0};
     wait_for_job(&f, &r, 0);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)));
@@ -276,9 +275,7 @@ static void test_script_refused_later_turns_the_link(void)
 static void test_stale_refusal_is_not_resent(void)
 {
     fake f;
-    CHECK(attach_recording(&f, NULL));
-    f.native = RDL_NATIVE_DELIFEQ;
-    fake_connect(&f);
+    start_scriptless(&f, RDL_NATIVE_DELIFEQ, NULL); /* scripts run, to begin with */
     rec r = {0};
     redlease_lock_options o = opts(3000);
     o.fencing = 1; /* a script from the first attempt */
@@ -309,9 +306,7 @@ static void test_stale_refusal_is_not_resent(void)
 static void test_refusal_inside_a_script_is_not_scripts_off(void)
 {
     fake f;
-    CHECK(attach_recording(&f, NULL));
-    f.native = RDL_NATIVE_DELIFEQ;
-    fake_connect(&f);
+    start_scriptless(&f, RDL_NATIVE_DELIFEQ, NULL); /* scripts run, to begin with */
     rec r = {0};
     wait_for_job(&f, &r, 0);
     CHECK(cmd_is(&f, "EVALSHA", fake_sha(RDL_SCRIPT_QUEUE_ACQUIRE)));
