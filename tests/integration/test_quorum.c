@@ -996,6 +996,7 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
     NEED_QUORUM();
     obs o[2] = {{0}};
     redlease_client *c[2] = {quorum_client(&o[0]), quorum_client(&o[1])};
+    int channels = 0; /* the waiter's channel events before this round */
     for (int round = 0; round < 2; round++) {
         redlease_lock_options lo = lopts(10000, 0, 0);
         for (int i = 0; i < 2; i++) o[i].acq = o[i].rel = o[i].lost = 0;
@@ -1005,9 +1006,19 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
         lo.wait_ms = 8000 * S;
         lo.wait_retry_base_ms = lo.wait_retry_max_ms = 5000 * S; /* polling would be seen */
         acquire(c[1], &o[1], "q-wake", lo);
-        run_for(round ? 1500 : 300, NULL); /* busy once, the channel opens, joins */
-        CHECK_EQ(o[1].acq, 0);
+        /* busy once, the channel opens (on the next member once its own
+         * is killed), and the waiter checks again, joining: awaited, not
+         * slept on (under valgrind the move took seconds) */
+        int64_t end = mono_ms() + 10000 * S;
+        while (!(o[1].events[REDLEASE_EV_CHANNEL] > channels && o[1].last_status[REDLEASE_EV_CHANNEL] == 0) &&
+               mono_ms() < end)
+            testloop_run_once(5);
+        CHECK(o[1].events[REDLEASE_EV_CHANNEL] > channels);
         int contended = o[1].events[REDLEASE_EV_CONTENDED];
+        while (o[1].events[REDLEASE_EV_CONTENDED] == contended && mono_ms() < end) testloop_run_once(5);
+        run_for(100, NULL);
+        CHECK_EQ(o[1].acq, 0);
+        contended = o[1].events[REDLEASE_EV_CONTENDED];
         int64_t t0 = mono_ms();
         release(&o[0], NULL);
         run_until(&o[1].acq, 8000, NULL);
@@ -1022,6 +1033,7 @@ static void test_quorum_waiter_is_woken_by_the_release(void)
         CHECK_EQ(o[1].acq_st, REDLEASE_OK);
         CHECK(took < 1000 * S + split);
         release(&o[1], NULL);
+        channels = o[1].events[REDLEASE_EV_CHANNEL];
         if (round == 0) srv_kill(&m[0]); /* the channel's member */
     }
     CHECK_EQ(o[0].lost + o[1].lost, 0);
